@@ -1,0 +1,242 @@
+//! JSON bodies of the HTTP API v1 (DESIGN.md section 4), shared by the server and the clients.
+//!
+//! Request bodies reject unknown fields, so a typo is a `422 invalid_body`, never a silently
+//! ignored change.
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::Problem;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    Pending,
+    Completed,
+    Deleted,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "pending" => Some(TaskStatus::Pending),
+            "completed" => Some(TaskStatus::Completed),
+            "deleted" => Some(TaskStatus::Deleted),
+            _ => None,
+        }
+    }
+}
+
+/// A task as the server reports it. `key` and `number` are null only while no number is
+/// assigned yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Task {
+    pub uuid: Uuid,
+    pub key: Option<String>,
+    /// The project's prefix.
+    pub project: String,
+    pub number: Option<u64>,
+    pub description: String,
+    pub notes: String,
+    pub status: TaskStatus,
+    pub tags: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub modified_at: DateTime<Utc>,
+}
+
+/// Body of `PUT /v1/tasks/{uuid}` and of a `create` mutation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTask {
+    /// The project's prefix, any case.
+    pub project: String,
+    pub description: String,
+    #[serde(default)]
+    pub notes: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskStatus>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// When the task was captured on the client (offline tasks keep their capture time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+/// Body of `PATCH /v1/tasks/{ref}` and of an `update` mutation: only the fields present change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+impl TaskPatch {
+    pub fn is_empty(&self) -> bool {
+        self == &TaskPatch::default()
+    }
+
+    /// Folds a later patch into this one: the later value of each field wins.
+    pub fn merge(&mut self, later: TaskPatch) {
+        if later.description.is_some() {
+            self.description = later.description;
+        }
+        if later.notes.is_some() {
+            self.notes = later.notes;
+        }
+        if later.status.is_some() {
+            self.status = later.status;
+        }
+        if later.tags.is_some() {
+            self.tags = later.tags;
+        }
+    }
+
+    /// Applies this patch to a create body that has not been sent yet.
+    pub fn fold_into(self, create: &mut NewTask) {
+        if let Some(d) = self.description {
+            create.description = d;
+        }
+        if let Some(n) = self.notes {
+            create.notes = n;
+        }
+        if let Some(s) = self.status {
+            create.status = Some(s);
+        }
+        if let Some(t) = self.tags {
+            create.tags = t;
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Project {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewProject {
+    pub name: String,
+    pub prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ProjectList {
+    pub projects: Vec<Project>,
+}
+
+/// `GET /v1/changes`: tasks changed since the cursor, each with its current state and key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ChangesPage {
+    pub changes: Vec<Task>,
+    /// Opaque; pass it back as `since`.
+    pub cursor: String,
+    pub has_more: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MutationOp {
+    Create,
+    Update,
+}
+
+/// One mutation of a `POST /v1/sync` batch. `fields` is a [`NewTask`] for `create` and a
+/// [`TaskPatch`] for `update`; it is checked per mutation so one bad mutation fails alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mutation {
+    pub idempotency_key: String,
+    pub op: MutationOp,
+    pub uuid: Uuid,
+    #[schema(value_type = Object)]
+    pub fields: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SyncRequest {
+    #[serde(default)]
+    pub since: Option<String>,
+    #[serde(default)]
+    pub mutations: Vec<Mutation>,
+}
+
+/// The outcome of one mutation: what the single request would have answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MutationResult {
+    pub idempotency_key: String,
+    pub status: u16,
+    #[serde(default)]
+    pub replayed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Problem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SyncResponse {
+    pub results: Vec<MutationResult>,
+    pub changes: Vec<Task>,
+    pub cursor: String,
+    pub has_more: bool,
+}
+
+/// The most mutations one `POST /v1/sync` may carry.
+pub const MAX_BATCH: usize = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let e = serde_json::from_str::<NewTask>(r#"{"project":"SYN","description":"x","colour":1}"#);
+        assert!(e.unwrap_err().to_string().contains("colour"));
+        assert!(serde_json::from_str::<TaskPatch>(r#"{"descripton":"x"}"#).is_err());
+    }
+
+    #[test]
+    fn later_patch_wins_and_folds_into_create() {
+        let mut p = TaskPatch {
+            description: Some("a".into()),
+            notes: Some("n".into()),
+            ..Default::default()
+        };
+        p.merge(TaskPatch {
+            description: Some("b".into()),
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        });
+        let mut create = NewTask {
+            project: "SYN".into(),
+            description: "orig".into(),
+            notes: String::new(),
+            status: None,
+            tags: vec!["t".into()],
+            created_at: None,
+        };
+        p.fold_into(&mut create);
+        assert_eq!(create.description, "b");
+        assert_eq!(create.notes, "n");
+        assert_eq!(create.status, Some(TaskStatus::Completed));
+        assert_eq!(create.tags, vec!["t".to_string()]);
+    }
+}

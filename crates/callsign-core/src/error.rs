@@ -1,0 +1,178 @@
+use serde::{Deserialize, Serialize};
+
+/// Stable machine-readable error codes. Clients match on these, never on messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// No or bad bearer token.
+    Unauthorized,
+    /// A task reference that is neither a UUID nor a key.
+    InvalidRef,
+    /// A key whose prefix names no project of this account.
+    UnknownPrefix,
+    /// No task with that UUID or number in this account.
+    TaskNotFound,
+    /// No project with that prefix in this account.
+    ProjectNotFound,
+    /// A create or update without an `Idempotency-Key` header.
+    IdempotencyKeyMissing,
+    /// An `Idempotency-Key` that is empty, too long or not printable ASCII.
+    IdempotencyKeyInvalid,
+    /// The same idempotency key is being processed right now; retry later.
+    RequestInProgress,
+    /// The idempotency key was used before with a different request.
+    IdempotencyKeyReused,
+    /// The UUID belongs to a task created by a different request.
+    TaskExists,
+    /// An update to a task that has no committed create yet.
+    TaskNotCommitted,
+    PrefixTaken,
+    InvalidPrefix,
+    /// A body that does not parse or breaks a field rule (unknown fields included).
+    InvalidBody,
+    InvalidCursor,
+    BatchTooLarge,
+    PayloadTooLarge,
+    /// The server could not finish; nothing was numbered; retry with the same idempotency key.
+    Unavailable,
+    NotFound,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::InvalidRef => "invalid_ref",
+            ErrorCode::UnknownPrefix => "unknown_prefix",
+            ErrorCode::TaskNotFound => "task_not_found",
+            ErrorCode::ProjectNotFound => "project_not_found",
+            ErrorCode::IdempotencyKeyMissing => "idempotency_key_missing",
+            ErrorCode::IdempotencyKeyInvalid => "idempotency_key_invalid",
+            ErrorCode::RequestInProgress => "request_in_progress",
+            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
+            ErrorCode::TaskExists => "task_exists",
+            ErrorCode::TaskNotCommitted => "task_not_committed",
+            ErrorCode::PrefixTaken => "prefix_taken",
+            ErrorCode::InvalidPrefix => "invalid_prefix",
+            ErrorCode::InvalidBody => "invalid_body",
+            ErrorCode::InvalidCursor => "invalid_cursor",
+            ErrorCode::BatchTooLarge => "batch_too_large",
+            ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The HTTP status that goes with each code: the one table from code to status.
+    pub fn status(self) -> u16 {
+        match self {
+            ErrorCode::Unauthorized => 401,
+            ErrorCode::InvalidRef
+            | ErrorCode::IdempotencyKeyMissing
+            | ErrorCode::IdempotencyKeyInvalid
+            | ErrorCode::InvalidCursor => 400,
+            ErrorCode::UnknownPrefix
+            | ErrorCode::TaskNotFound
+            | ErrorCode::ProjectNotFound
+            | ErrorCode::NotFound => 404,
+            ErrorCode::RequestInProgress
+            | ErrorCode::TaskExists
+            | ErrorCode::PrefixTaken
+            | ErrorCode::TaskNotCommitted => 409,
+            ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
+            ErrorCode::IdempotencyKeyReused | ErrorCode::InvalidPrefix | ErrorCode::InvalidBody => {
+                422
+            }
+            ErrorCode::Unavailable => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthorized => "Missing or invalid bearer token",
+            ErrorCode::InvalidRef => "Not a task UUID or key",
+            ErrorCode::UnknownPrefix => "No project with that prefix",
+            ErrorCode::TaskNotFound => "No such task",
+            ErrorCode::ProjectNotFound => "No such project",
+            ErrorCode::IdempotencyKeyMissing => "Idempotency-Key header required",
+            ErrorCode::IdempotencyKeyInvalid => "Invalid Idempotency-Key header",
+            ErrorCode::RequestInProgress => "A request with this idempotency key is in progress",
+            ErrorCode::IdempotencyKeyReused => "Idempotency key reused with a different request",
+            ErrorCode::TaskExists => "A different task already has this UUID",
+            ErrorCode::TaskNotCommitted => "The task's create has not been committed yet",
+            ErrorCode::PrefixTaken => "Prefix already in use",
+            ErrorCode::InvalidPrefix => "Invalid prefix",
+            ErrorCode::InvalidBody => "Invalid request body",
+            ErrorCode::InvalidCursor => "Invalid cursor",
+            ErrorCode::BatchTooLarge => "Too many mutations in one batch",
+            ErrorCode::PayloadTooLarge => "Request body too large",
+            ErrorCode::Unavailable => "Temporarily unavailable",
+            ErrorCode::NotFound => "Not found",
+            ErrorCode::Internal => "Internal error",
+        }
+    }
+
+    /// Worth retrying unchanged later (with the same idempotency key).
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::RequestInProgress | ErrorCode::Unavailable | ErrorCode::Internal
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An RFC 9457 problem body (`application/problem+json`) with Callsign's stable `code`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    pub code: ErrorCode,
+}
+
+impl Problem {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Problem {
+            type_: format!("https://callsign.invalid/problems/{}", code.as_str()),
+            title: code.title().to_owned(),
+            status: code.status(),
+            detail: detail.into(),
+            code,
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.title, self.code, self.detail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_str_matches_serde() {
+        for code in [
+            ErrorCode::InvalidRef,
+            ErrorCode::IdempotencyKeyReused,
+            ErrorCode::RequestInProgress,
+            ErrorCode::TaskNotCommitted,
+        ] {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+        }
+    }
+}

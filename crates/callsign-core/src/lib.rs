@@ -1,0 +1,22 @@
+//! Callsign's domain types. Pure: no I/O, no clocks, no randomness.
+//!
+//! - [`Prefix`] and [`TaskKey`]: the short, speakable key `SYN-42`.
+//! - [`TaskRef`]: what a user may type to name a task (a UUID or a key, leniently).
+//! - [`dto`]: the JSON bodies of the HTTP API v1, shared by server and client.
+//! - [`ErrorCode`] and [`Problem`]: stable machine codes and RFC 9457 problem bodies.
+#![forbid(unsafe_code)]
+
+pub mod dto;
+mod error;
+mod key;
+mod prefix;
+mod task_ref;
+pub mod validate;
+
+pub use error::{ErrorCode, Problem};
+pub use key::{KeyError, TaskKey};
+pub use prefix::{Prefix, PrefixError};
+pub use task_ref::{RefError, TaskRef};
+
+/// The largest task number a key may carry (SQLite's INTEGER is a signed 64-bit value).
+pub const MAX_NUMBER: u64 = i64::MAX as u64;

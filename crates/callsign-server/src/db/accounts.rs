@@ -1,0 +1,120 @@
+//! Accounts, device tokens and projects.
+use rusqlite::{params, Connection, OptionalExtension};
+use sha2::{Digest, Sha256};
+
+use callsign_core::dto::Project;
+use callsign_core::Prefix;
+
+use super::{now_ms, Result};
+
+pub type AccountId = i64;
+
+/// What `account create` made: the plain token is shown once and never stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NewAccount {
+    pub account_id: AccountId,
+    pub token: String,
+    pub project: Project,
+}
+
+pub fn hash_token(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+/// A fresh random device token: `cs_` and 64 hex digits (256 bits).
+pub fn new_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    format!("cs_{}", hex::encode(bytes))
+}
+
+pub fn create_account(
+    conn: &Connection,
+    name: &str,
+    prefix: &Prefix,
+    project_name: &str,
+) -> Result<NewAccount> {
+    let now = now_ms();
+    conn.execute(
+        "INSERT INTO accounts (name, created_at) VALUES (?1, ?2)",
+        params![name, now],
+    )?;
+    let account_id = conn.last_insert_rowid();
+    let token = create_token(conn, account_id, "default")?;
+    let project = create_project(conn, account_id, project_name, prefix)?
+        .expect("a new account has no projects, so the prefix is free");
+    Ok(NewAccount {
+        account_id,
+        token,
+        project,
+    })
+}
+
+pub fn account_exists(conn: &Connection, account: AccountId) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM accounts WHERE id = ?1", [account], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+pub fn create_token(conn: &Connection, account: AccountId, device: &str) -> Result<String> {
+    let token = new_token();
+    conn.execute(
+        "INSERT INTO tokens (account_id, token_hash, device, created_at) VALUES (?1, ?2, ?3, ?4)",
+        params![account, hash_token(&token), device, now_ms()],
+    )?;
+    Ok(token)
+}
+
+pub fn account_for_token(conn: &Connection, token: &str) -> Result<Option<AccountId>> {
+    Ok(conn
+        .prepare_cached("SELECT account_id FROM tokens WHERE token_hash = ?1")?
+        .query_row([hash_token(token)], |r| r.get(0))
+        .optional()?)
+}
+
+/// Creates a project; `None` when the account already has that prefix.
+pub fn create_project(
+    conn: &Connection,
+    account: AccountId,
+    name: &str,
+    prefix: &Prefix,
+) -> Result<Option<Project>> {
+    let inserted = conn.execute(
+        "INSERT INTO projects (account_id, name, prefix, created_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (account_id, prefix) DO NOTHING",
+        params![account, name, prefix.as_str(), now_ms()],
+    )?;
+    if inserted == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Project {
+        id: conn.last_insert_rowid(),
+        name: name.to_owned(),
+        prefix: prefix.to_string(),
+    }))
+}
+
+pub fn list_projects(conn: &Connection, account: AccountId) -> Result<Vec<Project>> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, name, prefix FROM projects WHERE account_id = ?1 ORDER BY prefix",
+    )?;
+    let rows = st.query_map([account], |r| {
+        Ok(Project {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            prefix: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn project_by_prefix(
+    conn: &Connection,
+    account: AccountId,
+    prefix: &Prefix,
+) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM projects WHERE account_id = ?1 AND prefix = ?2")?
+        .query_row(params![account, prefix.as_str()], |r| r.get(0))
+        .optional()?)
+}
