@@ -208,7 +208,8 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_rejected() {
-        let e = serde_json::from_str::<NewTask>(r#"{"project":"SYN","description":"x","colour":1}"#);
+        let e =
+            serde_json::from_str::<NewTask>(r#"{"project":"SYN","description":"x","colour":1}"#);
         assert!(e.unwrap_err().to_string().contains("colour"));
         assert!(serde_json::from_str::<TaskPatch>(r#"{"descripton":"x"}"#).is_err());
     }

@@ -27,11 +27,9 @@ impl TaskRef {
         if let Ok(u) = Uuid::parse_str(s) {
             return Ok(TaskRef::Uuid(u));
         }
-        TaskKey::parse(s)
-            .map(TaskRef::Key)
-            .map_err(|_| RefError {
-                input: input.to_owned(),
-            })
+        TaskKey::parse(s).map(TaskRef::Key).map_err(|_| RefError {
+            input: input.to_owned(),
+        })
     }
 }
 

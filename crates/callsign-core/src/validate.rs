@@ -26,7 +26,9 @@ pub fn description(d: &str) -> Result<(), FieldError> {
 
 pub fn notes(n: &str) -> Result<(), FieldError> {
     if n.len() > MAX_NOTES {
-        return Err(FieldError(format!("notes are longer than {MAX_NOTES} bytes")));
+        return Err(FieldError(format!(
+            "notes are longer than {MAX_NOTES} bytes"
+        )));
     }
     Ok(())
 }
@@ -38,7 +40,8 @@ pub fn tags(tags: &[String]) -> Result<(), FieldError> {
     for t in tags {
         let ok = !t.is_empty()
             && t.chars().count() <= MAX_TAG
-            && t.chars().all(|c| !c.is_whitespace() && !c.is_control() && c != ':')
+            && t.chars()
+                .all(|c| !c.is_whitespace() && !c.is_control() && c != ':')
             && t.starts_with(|c: char| c.is_alphabetic())
             && !t.chars().all(|c| c.is_ascii_uppercase());
         if !ok {
@@ -74,9 +77,8 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
 
 /// An idempotency key: 1-255 printable ASCII characters.
 pub fn idempotency_key(k: &str) -> Result<(), FieldError> {
-    let ok = !k.is_empty()
-        && k.len() <= MAX_IDEMPOTENCY_KEY
-        && k.bytes().all(|b| b.is_ascii_graphic());
+    let ok =
+        !k.is_empty() && k.len() <= MAX_IDEMPOTENCY_KEY && k.bytes().all(|b| b.is_ascii_graphic());
     if ok {
         Ok(())
     } else {

@@ -1,1 +1,93 @@
+//! Callsign's sync server: hands out `PREFIX-N` keys that are never duplicated, never skipped
+//! by a failure and never lost (DESIGN.md sections 1-4).
+//!
+//! Layout: [`db`] is the allocation database, [`store`] the TaskChampion replicas,
+//! [`protocol`] the two-phase create/update, [`reaper`] settles what crashes left pending,
+//! [`api`] the HTTP surface. `main.rs` only parses the command line.
+#![forbid(unsafe_code)]
 
+pub mod api;
+pub mod crash;
+pub mod db;
+pub mod error;
+mod inflight;
+mod metrics;
+pub mod protocol;
+pub mod reaper;
+pub mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use api::router;
+
+/// Server settings, from the command line.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// How often the reaper runs.
+    pub reaper_interval: Duration,
+    /// How long a pending slot whose task never reached the store is kept for a retry.
+    pub idempotency_window: Duration,
+}
+
+impl Config {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            data_dir: data_dir.into(),
+            reaper_interval: Duration::from_secs(60),
+            idempotency_window: Duration::from_secs(24 * 3600),
+        }
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join("callsign.sqlite3")
+    }
+}
+
+pub struct Inner {
+    pub db: db::Db,
+    pub store: store::TaskStore,
+    pub config: Config,
+    inflight: inflight::InFlight,
+    metrics: metrics::Metrics,
+}
+
+/// Shared server state. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create data dir {0}: {1}")]
+    DataDir(PathBuf, std::io::Error),
+    #[error(transparent)]
+    Db(#[from] db::DbError),
+    #[error("cannot start the task store: {0}")]
+    Store(std::io::Error),
+}
+
+impl AppState {
+    /// Opens the allocation database (migrating it) and starts the task store worker.
+    pub fn open(config: Config) -> Result<AppState, StartError> {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
+        let db = db::Db::open(&config.db_path())?;
+        let store = store::TaskStore::start(config.data_dir.clone()).map_err(StartError::Store)?;
+        Ok(AppState(Arc::new(Inner {
+            db,
+            store,
+            config,
+            inflight: inflight::InFlight::default(),
+            metrics: metrics::Metrics::default(),
+        })))
+    }
+}

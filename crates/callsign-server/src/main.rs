@@ -1,1 +1,184 @@
-fn main() {}
+//! `callsign-server`: parses the command line (DESIGN.md section 5) and runs the server.
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use callsign_core::Prefix;
+use callsign_server::db::{accounts, Db};
+use callsign_server::{reaper, router, AppState, Config};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "callsign-server",
+    version,
+    about = "Callsign sync server: tasks with keys like SYN-42"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve the HTTP API.
+    Serve {
+        #[arg(long, env = "CALLSIGN_SERVER_DATA_DIR")]
+        data_dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:8750")]
+        listen: SocketAddr,
+        /// How often the reaper settles slots left pending by a crash (e.g. 60s, 500ms).
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        reaper_interval: Duration,
+        /// How long a pending slot whose task never reached the store waits for a retry.
+        #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+        idempotency_window: Duration,
+    },
+    /// Manage accounts.
+    Account {
+        #[command(subcommand)]
+        cmd: AccountCmd,
+    },
+    /// Manage device tokens.
+    Token {
+        #[command(subcommand)]
+        cmd: TokenCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum AccountCmd {
+    /// Create an account with its first project and a token; prints JSON.
+    Create {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        name: String,
+        /// The first project's key prefix (2-10 characters, a letter first).
+        #[arg(long)]
+        prefix: String,
+        /// The first project's name (default: the prefix).
+        #[arg(long)]
+        project_name: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCmd {
+    /// Create a token for a device; prints JSON `{token}`.
+    Create {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        account: i64,
+        #[arg(long)]
+        device: String,
+    },
+}
+
+fn open_db(data_dir: &std::path::Path) -> anyhow::Result<Db> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
+    Ok(Db::open(&Config::new(data_dir).db_path())?)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().cmd {
+        Cmd::Serve {
+            data_dir,
+            listen,
+            reaper_interval,
+            idempotency_window,
+        } => {
+            if reaper_interval < reaper::MIN_INTERVAL {
+                bail!(
+                    "--reaper-interval must be at least {:?}",
+                    reaper::MIN_INTERVAL
+                );
+            }
+            let config = Config {
+                data_dir,
+                reaper_interval,
+                idempotency_window,
+            };
+            let state = AppState::open(config)?;
+            reaper::spawn(state.clone());
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("binding {listen}"))?;
+            let addr = listener.local_addr()?;
+            println!("callsign-server listening on http://{addr}");
+            use std::io::Write;
+            std::io::stdout().flush()?;
+            axum::serve(listener, router(state))
+                .with_graceful_shutdown(shutdown())
+                .await?;
+        }
+        Cmd::Account {
+            cmd:
+                AccountCmd::Create {
+                    data_dir,
+                    name,
+                    prefix,
+                    project_name,
+                },
+        } => {
+            let prefix = Prefix::parse(prefix.trim())?;
+            let project_name = project_name.unwrap_or_else(|| prefix.to_string());
+            let db = open_db(&data_dir)?;
+            let made = db
+                .write(move |c| accounts::create_account(c, &name, &prefix, &project_name))
+                .await?;
+            println!("{}", serde_json::to_string(&made)?);
+        }
+        Cmd::Token {
+            cmd:
+                TokenCmd::Create {
+                    data_dir,
+                    account,
+                    device,
+                },
+        } => {
+            let db = open_db(&data_dir)?;
+            let token = db
+                .write(move |c| {
+                    if !accounts::account_exists(c, account)? {
+                        return Ok(None);
+                    }
+                    accounts::create_token(c, account, &device).map(Some)
+                })
+                .await?;
+            match token {
+                Some(token) => println!("{}", serde_json::json!({ "token": token })),
+                None => bail!("no account {account}"),
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => return ctrl_c.await.unwrap_or(()),
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -51,7 +51,11 @@ pub fn create_account(
 
 pub fn account_exists(conn: &Connection, account: AccountId) -> Result<bool> {
     Ok(conn
-        .query_row("SELECT 1 FROM accounts WHERE id = ?1", [account], |_| Ok(()))
+        .query_row(
+            "SELECT 1 FROM accounts WHERE id = ?1",
+            [account],
+            |_| Ok(()),
+        )
         .optional()?
         .is_some())
 }

@@ -5,9 +5,9 @@
 //! transaction, commits once, and only then answers the jobs. A job that fails rolls back its
 //! savepoint alone; a failed COMMIT fails every job of that batch, and none of their effects
 //! (numbers included) survive. So a caller that got `Ok` knows its effects are durable.
-mod accounts;
-mod changes;
-mod slots;
+pub mod accounts;
+pub mod changes;
+pub mod slots;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -118,11 +118,7 @@ impl Db {
     }
 
     pub fn read_blocking<R>(&self, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-        let conn = self
-            .readers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop();
+        let conn = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match conn {
             Some(c) => c,
             None => open_conn(&self.path)?,
@@ -136,7 +132,10 @@ impl Db {
     }
 }
 
-fn run_in_savepoint<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+pub fn run_in_savepoint<R>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<R>,
+) -> Result<R> {
     conn.execute_batch("SAVEPOINT job")?;
     match f(conn) {
         Ok(r) => {
@@ -191,12 +190,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(&dir.path().join("a.sqlite3")).unwrap();
         let ok = db.write(|c| {
-            c.execute("INSERT INTO accounts (name, created_at) VALUES ('a', 0)", [])?;
+            c.execute(
+                "INSERT INTO accounts (name, created_at) VALUES ('a', 0)",
+                [],
+            )?;
             Ok(())
         });
         let bad = db.write(|c| {
-            c.execute("INSERT INTO accounts (name, created_at) VALUES ('b', 0)", [])?;
-            c.execute("INSERT INTO accounts (id, name, created_at) VALUES (1, 'dup', 0)", [])?;
+            c.execute(
+                "INSERT INTO accounts (name, created_at) VALUES ('b', 0)",
+                [],
+            )?;
+            c.execute(
+                "INSERT INTO accounts (id, name, created_at) VALUES (1, 'dup', 0)",
+                [],
+            )?;
             Ok(())
         });
         let (ok, bad) = tokio::join!(ok, bad);

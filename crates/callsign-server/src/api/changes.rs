@@ -1,0 +1,67 @@
+//! `GET /v1/changes?since=<cursor>&limit=<n>`: tasks changed since the cursor, with their keys.
+//! The cursor is opaque to clients (it is the last change-feed sequence number they saw).
+use axum::extract::{Query, State};
+use axum::Json;
+use callsign_core::dto::ChangesPage;
+use callsign_core::ErrorCode;
+use serde::Deserialize;
+
+use super::auth::Account;
+use crate::db::{changes, AccountId};
+use crate::error::{ApiError, ApiResult};
+use crate::protocol::load_tasks;
+use crate::AppState;
+
+pub const DEFAULT_LIMIT: usize = 500;
+pub const MAX_LIMIT: usize = 1000;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct ChangesQuery {
+    pub since: Option<String>,
+    pub limit: Option<usize>,
+}
+
+pub fn parse_cursor(since: Option<&str>) -> ApiResult<i64> {
+    match since.map(str::trim) {
+        None | Some("") => Ok(0),
+        Some(s) => s.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidCursor,
+                format!("{s:?} is not a cursor this server gave out"),
+            )
+        }),
+    }
+}
+
+/// One page of the feed after `after`.
+pub async fn page(
+    state: &AppState,
+    account: AccountId,
+    after: i64,
+    limit: usize,
+) -> ApiResult<ChangesPage> {
+    let (rows, has_more) = state
+        .db
+        .read(move |c| changes::since(c, account, after, limit))
+        .await?;
+    let cursor = rows.last().map_or(after, |r| r.seq);
+    let tasks = load_tasks(state, account, rows.iter().map(|r| r.task_uuid).collect()).await?;
+    Ok(ChangesPage {
+        changes: tasks.into_iter().flatten().collect(),
+        cursor: cursor.to_string(),
+        has_more,
+    })
+}
+
+#[utoipa::path(get, path = "/v1/changes", params(ChangesQuery), responses((status = 200, body = ChangesPage),
+    (status = 400, body = callsign_core::Problem, description = "invalid_cursor")))]
+pub async fn list(
+    State(state): State<AppState>,
+    Account(account): Account,
+    query: Result<Query<ChangesQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<ChangesPage>> {
+    let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidCursor, e.body_text()))?;
+    let after = parse_cursor(q.since.as_deref())?;
+    let limit = q.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    Ok(Json(page(&state, account, after, limit).await?))
+}

@@ -1,0 +1,48 @@
+//! The HTTP API v1 (DESIGN.md section 4): one module per endpoint group.
+//!
+//! Every `/v1` handler takes [`auth::Account`] (or [`resolve::Resolved`], which includes it), so
+//! every query is scoped to the token's account. Errors leave as problem+json ([`ApiError`]).
+pub mod auth;
+mod changes;
+mod extract;
+mod ops;
+mod projects;
+pub mod resolve;
+mod sync;
+mod tasks;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post, put};
+use axum::Router;
+
+use crate::AppState;
+
+/// Body limit of single requests (a task's notes may be 64 KiB).
+pub const BODY_LIMIT: usize = 1024 * 1024;
+/// Body limit of `POST /v1/sync` (1000 mutations).
+pub const SYNC_BODY_LIMIT: usize = 32 * 1024 * 1024;
+
+/// The whole service, ready for `axum::serve` or `tower::ServiceExt::oneshot`.
+pub fn router(state: AppState) -> Router {
+    let single = Router::new()
+        .route("/v1/projects", get(projects::list).post(projects::create))
+        .route(
+            "/v1/tasks/{id}",
+            put(tasks::create).get(tasks::get).patch(tasks::update),
+        )
+        .route("/v1/changes", get(changes::list))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT));
+    let batch = Router::new()
+        .route("/v1/sync", post(sync::sync))
+        .layer(DefaultBodyLimit::max(SYNC_BODY_LIMIT));
+    Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
+        .merge(single)
+        .merge(batch)
+        .fallback(ops::not_found)
+        .with_state(state)
+}
+
+pub use ops::ApiDoc;

@@ -1,0 +1,55 @@
+//! `GET /v1/projects`, `POST /v1/projects`.
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use callsign_core::dto::{NewProject, Project, ProjectList};
+use callsign_core::{ErrorCode, Prefix};
+
+use super::auth::Account;
+use super::extract::ApiJson;
+use crate::db::accounts;
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+#[utoipa::path(get, path = "/v1/projects", responses((status = 200, body = ProjectList)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Account(account): Account,
+) -> ApiResult<Json<ProjectList>> {
+    let projects = state
+        .db
+        .read(move |c| accounts::list_projects(c, account))
+        .await?;
+    Ok(Json(ProjectList { projects }))
+}
+
+#[utoipa::path(post, path = "/v1/projects", request_body = NewProject, responses(
+    (status = 201, body = Project),
+    (status = 409, description = "prefix_taken", body = callsign_core::Problem),
+    (status = 422, description = "invalid_prefix", body = callsign_core::Problem)))]
+pub async fn create(
+    State(state): State<AppState>,
+    Account(account): Account,
+    ApiJson(body): ApiJson<NewProject>,
+) -> ApiResult<(StatusCode, Json<Project>)> {
+    let prefix = Prefix::parse(body.prefix.trim())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidPrefix, e.to_string()))?;
+    let name = body.name.trim().to_owned();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::new(
+            ErrorCode::InvalidBody,
+            "a project name is 1-200 characters",
+        ));
+    }
+    let p = prefix.clone();
+    let made = state
+        .db
+        .write(move |c| accounts::create_project(c, account, &name, &p))
+        .await?;
+    made.map(|p| (StatusCode::CREATED, Json(p))).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::PrefixTaken,
+            format!("this account already has a project {prefix}"),
+        )
+    })
+}

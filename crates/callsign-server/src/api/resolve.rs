@@ -1,0 +1,69 @@
+//! The resolver: turns the `{id}` of a task route (a UUID or a key, leniently) into the task's
+//! UUID, once, before any handler logic runs. Scoped to the caller's account, so another
+//! account's task is simply not found.
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+use callsign_core::{ErrorCode, TaskRef};
+use uuid::Uuid;
+
+use super::auth::Account;
+use crate::db::{slots, AccountId};
+use crate::error::{ApiError, ApiResult};
+use crate::AppState;
+
+/// A task route's `{id}`, resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolved {
+    pub account: AccountId,
+    pub uuid: Uuid,
+}
+
+impl FromRequestParts<AppState> for Resolved {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Account(account) = Account::from_request_parts(parts, state).await?;
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::new(ErrorCode::InvalidRef, e.body_text()))?;
+        let r = TaskRef::parse(&raw)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidRef, e.to_string()))?;
+        let uuid = resolve(state, account, r).await?;
+        Ok(Resolved { account, uuid })
+    }
+}
+
+/// UUID: a task this account reserved. Key: the prefix must name one of the account's
+/// projects (`unknown_prefix`), the number a task in it (`task_not_found`).
+pub async fn resolve(state: &AppState, account: AccountId, r: TaskRef) -> ApiResult<Uuid> {
+    match r {
+        TaskRef::Uuid(u) => {
+            let found = state
+                .db
+                .read(move |c| slots::task_row(c, account, u))
+                .await?;
+            found
+                .map(|_| u)
+                .ok_or_else(|| ApiError::new(ErrorCode::TaskNotFound, format!("no task {u}")))
+        }
+        TaskRef::Key(k) => {
+            let prefix = k.prefix.to_string();
+            let number = i64::try_from(k.number).unwrap_or(i64::MAX);
+            let found = state
+                .db
+                .read(move |c| slots::uuid_for_key(c, account, &prefix, number))
+                .await?;
+            match found {
+                Ok(u) => Ok(u),
+                Err(false) => Err(ApiError::new(
+                    ErrorCode::UnknownPrefix,
+                    format!("no project with prefix {}", k.prefix),
+                )),
+                Err(true) => Err(ApiError::new(
+                    ErrorCode::TaskNotFound,
+                    format!("no task {k}"),
+                )),
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `PUT /v1/tasks/{uuid}` (create with the client's UUID), `GET /v1/tasks/{ref}`,
+//! `PATCH /v1/tasks/{ref}`. The protocol itself lives in [`crate::protocol`].
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::Json;
+use callsign_core::dto::{NewTask, Task, TaskPatch};
+use callsign_core::{validate, ErrorCode, Prefix};
+use uuid::Uuid;
+
+use super::auth::Account;
+use super::extract::{ApiJson, IdemKey};
+use super::resolve::Resolved;
+use crate::error::{ApiError, ApiResult};
+use crate::protocol::{self, CreateReq, Reply, UpdateReq};
+use crate::AppState;
+
+/// Checks a create's fields and normalises its prefix.
+pub(super) fn prepare_create(idem: String, uuid: Uuid, mut body: NewTask) -> ApiResult<CreateReq> {
+    validate::new_task(&body).map_err(|e| ApiError::new(ErrorCode::InvalidBody, e.0))?;
+    let prefix = Prefix::parse(body.project.trim())
+        .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("project: {e}")))?;
+    body.project = prefix.to_string();
+    Ok(CreateReq { idem, uuid, body })
+}
+
+pub(super) fn prepare_update(idem: String, uuid: Uuid, patch: TaskPatch) -> ApiResult<UpdateReq> {
+    validate::patch(&patch).map_err(|e| ApiError::new(ErrorCode::InvalidBody, e.0))?;
+    Ok(UpdateReq { idem, uuid, patch })
+}
+
+pub(super) fn single(state: &AppState, mut answers: Vec<ApiResult<Reply>>) -> ApiResult<Reply> {
+    let reply = answers
+        .pop()
+        .unwrap_or_else(|| Err(ApiError::unavailable("no answer")))?;
+    if reply.replayed {
+        state.metrics.replayed();
+    }
+    Ok(reply)
+}
+
+#[utoipa::path(put, path = "/v1/tasks/{uuid}", request_body = NewTask,
+    params(("uuid" = Uuid, Path), ("Idempotency-Key" = String, Header)),
+    responses(
+        (status = 201, body = Task, description = "created and numbered"),
+        (status = 200, body = Task, description = "the UUID already had this key, or a replay (Idempotent-Replayed: true)"),
+        (status = 400, body = callsign_core::Problem, description = "idempotency_key_missing, invalid_ref"),
+        (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_exists"),
+        (status = 422, body = callsign_core::Problem, description = "idempotency_key_reused, invalid_body"),
+        (status = 503, body = callsign_core::Problem, description = "nothing numbered; retry with the same key")))]
+pub async fn create(
+    State(state): State<AppState>,
+    Account(account): Account,
+    Path(raw): Path<String>,
+    IdemKey(idem): IdemKey,
+    ApiJson(body): ApiJson<NewTask>,
+) -> ApiResult<Response> {
+    let uuid = Uuid::parse_str(raw.trim()).map_err(|_| {
+        ApiError::new(
+            ErrorCode::InvalidRef,
+            format!(
+                "{raw:?} is not a UUID: a create names the task by the UUID the client generated"
+            ),
+        )
+    })?;
+    let req = prepare_create(idem, uuid, body)?;
+    let answers = protocol::create_many(&state, account, vec![req]).await;
+    Ok(axum::response::IntoResponse::into_response(single(
+        &state, answers,
+    )?))
+}
+
+#[utoipa::path(get, path = "/v1/tasks/{ref}", params(("ref" = String, Path, description = "UUID or key: SYN-42, syn-42, SYN 42, syn42")),
+    responses((status = 200, body = Task), (status = 400, body = callsign_core::Problem, description = "invalid_ref"),
+        (status = 404, body = callsign_core::Problem, description = "unknown_prefix, task_not_found")))]
+pub async fn get(State(state): State<AppState>, task: Resolved) -> ApiResult<Json<Task>> {
+    protocol::load_tasks(&state, task.account, vec![task.uuid])
+        .await?
+        .pop()
+        .flatten()
+        .map(Json)
+        .ok_or_else(|| ApiError::new(ErrorCode::TaskNotFound, format!("no task {}", task.uuid)))
+}
+
+#[utoipa::path(patch, path = "/v1/tasks/{ref}", request_body = TaskPatch,
+    params(("ref" = String, Path), ("Idempotency-Key" = String, Header)),
+    responses((status = 200, body = Task), (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_not_committed"),
+        (status = 422, body = callsign_core::Problem, description = "idempotency_key_reused, invalid_body")))]
+pub async fn update(
+    State(state): State<AppState>,
+    task: Resolved,
+    IdemKey(idem): IdemKey,
+    ApiJson(patch): ApiJson<TaskPatch>,
+) -> ApiResult<Response> {
+    let req = prepare_update(idem, task.uuid, patch)?;
+    let answers = protocol::update_many(&state, task.account, vec![req]).await;
+    Ok(axum::response::IntoResponse::into_response(single(
+        &state, answers,
+    )?))
+}

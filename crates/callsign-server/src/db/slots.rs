@@ -1,0 +1,308 @@
+//! Idempotency slots, task reservations, counters and keys: the SQL of the key protocol.
+//!
+//! Invariant (G2): a number comes from [`bump_counter`] only inside the transaction that also
+//! calls [`insert_key`] and [`commit_slot`]; the caller (`protocol::commit`) guarantees it.
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use uuid::Uuid;
+
+use super::{AccountId, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotState {
+    Pending,
+    Committed,
+    Failed,
+}
+
+impl SlotState {
+    fn parse(s: &str) -> SlotState {
+        match s {
+            "committed" => SlotState::Committed,
+            "failed" => SlotState::Failed,
+            _ => SlotState::Pending,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub account_id: AccountId,
+    pub idem_key: String,
+    pub fingerprint: Vec<u8>,
+    pub op: String,
+    pub task_uuid: Uuid,
+    pub request: String,
+    pub state: SlotState,
+    pub response_status: Option<u16>,
+    pub response_body: Option<String>,
+    pub attempts: i64,
+    pub created_at: i64,
+}
+
+const SLOT_COLS: &str = "account_id, idem_key, fingerprint, op, task_uuid, request, state, \
+                         response_status, response_body, attempts, created_at";
+
+fn slot_from_row(r: &Row<'_>) -> rusqlite::Result<Slot> {
+    let state: String = r.get(6)?;
+    Ok(Slot {
+        account_id: r.get(0)?,
+        idem_key: r.get(1)?,
+        fingerprint: r.get(2)?,
+        op: r.get(3)?,
+        task_uuid: r.get(4)?,
+        request: r.get(5)?,
+        state: SlotState::parse(&state),
+        response_status: r.get(7)?,
+        response_body: r.get(8)?,
+        attempts: r.get(9)?,
+        created_at: r.get(10)?,
+    })
+}
+
+pub fn get_slot(conn: &Connection, account: AccountId, idem: &str) -> Result<Option<Slot>> {
+    let sql = format!("SELECT {SLOT_COLS} FROM slots WHERE account_id = ?1 AND idem_key = ?2");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params![account, idem], slot_from_row)
+        .optional()?)
+}
+
+/// Records another attempt with this key (for the retry-span metric).
+pub fn touch_slot(conn: &Connection, account: AccountId, idem: &str, now: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE slots SET attempts = attempts + 1, last_seen_at = ?3
+         WHERE account_id = ?1 AND idem_key = ?2",
+    )?
+    .execute(params![account, idem, now])?;
+    Ok(())
+}
+
+pub fn delete_slot(conn: &Connection, account: AccountId, idem: &str) -> Result<()> {
+    conn.execute(
+        "DELETE FROM slots WHERE account_id = ?1 AND idem_key = ?2",
+        params![account, idem],
+    )?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn insert_pending_slot(
+    conn: &Connection,
+    account: AccountId,
+    idem: &str,
+    fingerprint: &[u8],
+    op: &str,
+    uuid: Uuid,
+    request: &str,
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request, state,
+                            created_at, last_seen_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7)",
+    )?
+    .execute(params![account, idem, fingerprint, op, uuid, request, now])?;
+    Ok(())
+}
+
+/// Marks a pending slot committed with its response. Returns false if it was not pending.
+pub fn commit_slot(
+    conn: &Connection,
+    account: AccountId,
+    idem: &str,
+    number: Option<i64>,
+    status: u16,
+    body: &str,
+    now: i64,
+) -> Result<bool> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE slots SET state = 'committed', number = ?3, response_status = ?4,
+                              response_body = ?5, settled_at = ?6
+             WHERE account_id = ?1 AND idem_key = ?2 AND state = 'pending'",
+        )?
+        .execute(params![account, idem, number, status, body, now])?;
+    Ok(n == 1)
+}
+
+pub fn fail_slot(conn: &Connection, account: AccountId, idem: &str, now: i64) -> Result<bool> {
+    let n = conn.execute(
+        "UPDATE slots SET state = 'failed', settled_at = ?3
+         WHERE account_id = ?1 AND idem_key = ?2 AND state = 'pending'",
+        params![account, idem, now],
+    )?;
+    Ok(n == 1)
+}
+
+/// The reservation of a task UUID: (project id, fingerprint of the creating request).
+pub fn task_row(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+) -> Result<Option<(i64, Vec<u8>)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT project_id, fingerprint FROM tasks WHERE account_id = ?1 AND uuid = ?2",
+        )?
+        .query_row(params![account, uuid], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+pub fn insert_task_row(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+    fingerprint: &[u8],
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![account, uuid, project, fingerprint, now])?;
+    Ok(())
+}
+
+/// Drops a reservation that never got a number and that no pending slot still needs.
+pub fn release_task_row(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<()> {
+    conn.execute(
+        "DELETE FROM tasks WHERE account_id = ?1 AND uuid = ?2
+           AND NOT EXISTS (SELECT 1 FROM keys WHERE account_id = ?1 AND task_uuid = ?2)
+           AND NOT EXISTS (SELECT 1 FROM slots WHERE account_id = ?1 AND task_uuid = ?2
+                                                 AND state = 'pending')",
+        params![account, uuid],
+    )?;
+    Ok(())
+}
+
+/// A task's current key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRow {
+    pub project_id: i64,
+    pub prefix: String,
+    pub number: i64,
+}
+
+impl KeyRow {
+    pub fn key(&self) -> String {
+        format!("{}-{}", self.prefix, self.number)
+    }
+}
+
+pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<Option<KeyRow>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT k.project_id, p.prefix, k.number FROM keys k JOIN projects p ON p.id = k.project_id
+             WHERE k.account_id = ?1 AND k.task_uuid = ?2 AND k.current = 1",
+        )?
+        .query_row(params![account, uuid], |r| {
+            Ok(KeyRow {
+                project_id: r.get(0)?,
+                prefix: r.get(1)?,
+                number: r.get(2)?,
+            })
+        })
+        .optional()?)
+}
+
+/// Takes the next number of `(project, scope)`. Only call it in the transaction that binds
+/// the number (see the module doc).
+pub fn bump_counter(conn: &Connection, project: i64, scope: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "INSERT INTO counters (project_id, scope, last) VALUES (?1, ?2, 1)
+             ON CONFLICT (project_id, scope) DO UPDATE SET last = last + 1
+             RETURNING last",
+        )?
+        .query_row(params![project, scope], |r| r.get(0))?)
+}
+
+pub fn insert_key(
+    conn: &Connection,
+    account: AccountId,
+    project: i64,
+    number: i64,
+    uuid: Uuid,
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
+         VALUES (?1, ?2, '', ?3, ?4, ?5)",
+    )?
+    .execute(params![account, project, number, uuid, now])?;
+    Ok(())
+}
+
+/// Resolves `PREFIX-N` in an account: `Err(false)` for an unknown prefix, `Err(true)` for an
+/// unknown number. Keys that are no longer current still name their task (G1).
+pub fn uuid_for_key(
+    conn: &Connection,
+    account: AccountId,
+    prefix: &str,
+    number: i64,
+) -> Result<std::result::Result<Uuid, bool>> {
+    let Some(project) = conn
+        .prepare_cached("SELECT id FROM projects WHERE account_id = ?1 AND prefix = ?2")?
+        .query_row(params![account, prefix], |r| r.get::<_, i64>(0))
+        .optional()?
+    else {
+        return Ok(Err(false));
+    };
+    let uuid = conn
+        .prepare_cached(
+            "SELECT task_uuid FROM keys WHERE account_id = ?1 AND project_id = ?2 AND scope = ''
+             AND number = ?3",
+        )?
+        .query_row(params![account, project, number], |r| r.get(0))
+        .optional()?;
+    Ok(uuid.ok_or(true))
+}
+
+/// Pending slots created before `before`, oldest first.
+pub fn pending_slots(conn: &Connection, before: i64, limit: usize) -> Result<Vec<Slot>> {
+    let sql = format!(
+        "SELECT {SLOT_COLS} FROM slots WHERE state = 'pending' AND created_at < ?1
+         ORDER BY created_at LIMIT ?2"
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(params![before, limit as i64], slot_from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Committed keys not yet confirmed written onto the TaskChampion task.
+pub fn keys_not_in_store(
+    conn: &Connection,
+    before: i64,
+    limit: usize,
+) -> Result<Vec<(AccountId, Uuid, String)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT k.account_id, k.task_uuid, p.prefix || '-' || k.number
+         FROM keys k JOIN projects p ON p.id = k.project_id
+         WHERE k.in_store = 0 AND k.current = 1 AND k.assigned_at < ?1
+         ORDER BY k.assigned_at LIMIT ?2",
+    )?;
+    let rows = st.query_map(params![before, limit as i64], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+pub fn mark_in_store(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE keys SET in_store = 1 WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
+    )?
+    .execute(params![account, uuid])?;
+    Ok(())
+}
+
+/// How long clients kept retrying, in ms (slot creation to last attempt), for slots seen more
+/// than once and created after `since`; sorted ascending.
+pub fn retry_spans(conn: &Connection, since: i64) -> Result<Vec<i64>> {
+    let mut st = conn.prepare_cached(
+        "SELECT last_seen_at - created_at AS span FROM slots
+         WHERE attempts > 1 AND created_at >= ?1 ORDER BY span",
+    )?;
+    let rows = st.query_map([since], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

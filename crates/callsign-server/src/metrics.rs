@@ -1,0 +1,153 @@
+//! Prometheus metrics, one registry per server (so tests can run many servers in a process).
+//!
+//! The retry span (how long clients keep retrying one idempotency key: slot creation to its
+//! last attempt) is read from the slots table at scrape time, so it survives restarts; its
+//! p50/p99 are what `--idempotency-window` should comfortably exceed.
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+pub struct Metrics {
+    registry: Registry,
+    creates: Family<Labels, Counter>,
+    replays: Counter,
+    reaper: Family<Labels, Counter>,
+    retry_span: Family<Labels, Gauge<f64, AtomicU64>>,
+    retried_slots: Gauge,
+    pending_slots: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("callsign");
+        let creates = Family::<Labels, Counter>::default();
+        registry.register(
+            "creates",
+            "Creates committed, by whether a new number was assigned",
+            creates.clone(),
+        );
+        let replays = Counter::default();
+        registry.register(
+            "replays",
+            "Requests answered from a stored response",
+            replays.clone(),
+        );
+        let reaper = Family::<Labels, Counter>::default();
+        registry.register(
+            "reaper_settled",
+            "Slots and keys the reaper settled, by outcome",
+            reaper.clone(),
+        );
+        let retry_span = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "client_retry_span_seconds",
+            "How long clients kept retrying one idempotency key (slot creation to last attempt), over the idempotency window",
+            retry_span.clone(),
+        );
+        let retried_slots = Gauge::default();
+        registry.register(
+            "retried_slots",
+            "Slots seen more than once within the idempotency window",
+            retried_slots.clone(),
+        );
+        let pending_slots = Gauge::default();
+        registry.register(
+            "pending_slots",
+            "Idempotency slots pending (no number yet)",
+            pending_slots.clone(),
+        );
+        Metrics {
+            registry,
+            creates,
+            replays,
+            reaper,
+            retry_span,
+            retried_slots,
+            pending_slots,
+        }
+    }
+}
+
+fn label(k: &str, v: &str) -> Labels {
+    vec![(k.to_owned(), v.to_owned())]
+}
+
+impl Metrics {
+    pub fn created(&self, new_number: bool) {
+        let v = if new_number {
+            "numbered"
+        } else {
+            "existing_key"
+        };
+        self.creates.get_or_create(&label("result", v)).inc();
+    }
+
+    pub fn replayed(&self) {
+        self.replays.inc();
+    }
+
+    pub fn reaped(&self, outcome: &str, n: u64) {
+        self.reaper
+            .get_or_create(&label("outcome", outcome))
+            .inc_by(n);
+    }
+
+    /// Renders the text format; `spans_ms` is sorted ascending.
+    pub fn render(&self, spans_ms: &[i64], pending: i64) -> String {
+        for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {
+            let v = quantile(spans_ms, q).map_or(0.0, |ms| ms as f64 / 1000.0);
+            self.retry_span
+                .get_or_create(&label("quantile", name))
+                .set(v);
+        }
+        self.retried_slots.set(spans_ms.len() as i64);
+        self.pending_slots.set(pending);
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Nearest-rank quantile of sorted values.
+pub fn quantile(sorted: &[i64], q: f64) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), Some(50));
+        assert_eq!(quantile(&v, 0.99), Some(99));
+        assert_eq!(quantile(&[7], 0.99), Some(7));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn render_shows_quantiles() {
+        let m = Metrics::default();
+        let text = m.render(&[1000, 2000, 30_000], 2);
+        assert!(
+            text.contains("callsign_client_retry_span_seconds{quantile=\"0.5\"} 2.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callsign_client_retry_span_seconds{quantile=\"0.99\"} 30.0"),
+            "{text}"
+        );
+        assert!(text.contains("callsign_pending_slots 2"), "{text}");
+    }
+}

@@ -1,0 +1,171 @@
+//! The reaper settles what a crash left behind, every `--reaper-interval`:
+//!
+//! - a pending create slot whose task is in TaskChampion is committed exactly as phase 2 does
+//!   (same function, same transaction shape), so the number is the one a retry would get;
+//! - a pending slot whose task never reached the store, older than the idempotency window, is
+//!   marked failed (and its UUID reservation released), consuming no number;
+//! - a pending update slot whose patch the store already shows is committed; one that does not
+//!   show it is failed after the window (re-applying an old patch could undo a newer one);
+//! - a committed key missing from its TaskChampion task is written there.
+//!
+//! It claims each slot's idempotency key like a request does, so it never runs beside a
+//! request for the same slot; every step checks the slot is still pending in the transaction
+//! that settles it, so running it twice, or beside requests, gives the same result.
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use callsign_core::dto::TaskPatch;
+
+use crate::crash;
+use crate::db::{now_ms, slots, Slot};
+use crate::error::ApiResult;
+use crate::protocol::{commit_create, commit_update};
+use crate::AppState;
+
+/// Pending slots younger than this are left to the request that made them.
+const GRACE_MS: i64 = 1_000;
+const BATCH: usize = 1_000;
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    pub committed: u64,
+    pub failed: u64,
+    pub keys_repaired: u64,
+}
+
+/// Runs the reaper every `interval` until the runtime shuts down.
+pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(state.config.reaper_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            match run_once(&state).await {
+                Ok(r) if r != Report::default() => tracing::info!(?r, "reaper settled"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "reaper pass failed; will retry"),
+            }
+        }
+    })
+}
+
+/// One pass.
+pub async fn run_once(state: &AppState) -> ApiResult<Report> {
+    let mut report = Report::default();
+    let now = now_ms();
+    let window = i64::try_from(state.config.idempotency_window.as_millis()).unwrap_or(i64::MAX);
+    let pending = state
+        .db
+        .read(move |c| slots::pending_slots(c, now - GRACE_MS, BATCH))
+        .await?;
+    for slot in pending {
+        let expired = slot.created_at < now.saturating_sub(window);
+        match settle(state, slot, expired).await? {
+            Settled::Committed => report.committed += 1,
+            Settled::Failed => report.failed += 1,
+            Settled::Left => {}
+        }
+    }
+    report.keys_repaired = repair_keys(state).await?;
+    state.metrics.reaped("committed", report.committed);
+    state.metrics.reaped("failed", report.failed);
+    state.metrics.reaped("key_written", report.keys_repaired);
+    Ok(report)
+}
+
+enum Settled {
+    Committed,
+    Failed,
+    Left,
+}
+
+async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settled> {
+    let Some(_claim) = state.inflight.claim(slot.account_id, &slot.idem_key) else {
+        return Ok(Settled::Left);
+    };
+    let account = slot.account_id;
+    let snap = state
+        .store
+        .get(account, vec![slot.task_uuid])
+        .await?
+        .pop()
+        .flatten();
+    crash::point(crash::REAPER_AFTER_TASK_CHECK);
+    let idem = slot.idem_key.clone();
+    let now = now_ms();
+    let ready = match (&snap, slot.op.as_str()) {
+        (Some(_), "create") => true,
+        (Some(s), _) => serde_json::from_str::<TaskPatch>(&slot.request)
+            .map(|p| s.reflects(&p))
+            .unwrap_or(false),
+        (None, _) => false,
+    };
+    if ready {
+        let snap = snap.expect("ready implies a snapshot");
+        let is_create = slot.op == "create";
+        let reply = state
+            .db
+            .write(move |c| {
+                if is_create {
+                    commit_create(c, account, &idem, &snap, now)
+                } else {
+                    commit_update(c, account, &idem, &snap, now)
+                }
+            })
+            .await?;
+        return Ok(if reply.replayed {
+            Settled::Left
+        } else {
+            Settled::Committed
+        });
+    }
+    if !expired {
+        return Ok(Settled::Left);
+    }
+    let uuid = slot.task_uuid;
+    let failed = state
+        .db
+        .write(move |c| {
+            let failed = slots::fail_slot(c, account, &idem, now)?;
+            slots::release_task_row(c, account, uuid)?;
+            Ok(failed)
+        })
+        .await?;
+    Ok(if failed {
+        Settled::Failed
+    } else {
+        Settled::Left
+    })
+}
+
+/// Writes committed keys that never reached their TaskChampion task.
+async fn repair_keys(state: &AppState) -> ApiResult<u64> {
+    let before = now_ms() - GRACE_MS;
+    let missing = state
+        .db
+        .read(move |c| slots::keys_not_in_store(c, before, BATCH))
+        .await?;
+    let mut by_account: BTreeMap<i64, Vec<(uuid::Uuid, String)>> = BTreeMap::new();
+    for (account, uuid, key) in missing {
+        by_account.entry(account).or_default().push((uuid, key));
+    }
+    let mut n = 0;
+    for (account, keys) in by_account {
+        let uuids: Vec<uuid::Uuid> = keys.iter().map(|(u, _)| *u).collect();
+        state.store.set_keys(account, keys).await?;
+        n += uuids.len() as u64;
+        state
+            .db
+            .write(move |c| {
+                for u in &uuids {
+                    slots::mark_in_store(c, account, *u)?;
+                }
+                Ok(())
+            })
+            .await?;
+    }
+    Ok(n)
+}
+
+/// A reaper interval of zero would spin; the command line enforces at least this.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
