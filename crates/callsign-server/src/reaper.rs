@@ -19,7 +19,7 @@ use callsign_core::dto::TaskPatch;
 use crate::crash;
 use crate::db::{now_ms, slots, Slot};
 use crate::error::ApiResult;
-use crate::protocol::{commit_create, commit_update};
+use crate::protocol::{commit_create, commit_update, write_keys};
 use crate::AppState;
 
 /// Pending slots younger than this are left to the request that made them.
@@ -113,11 +113,15 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
                 }
             })
             .await?;
-        return Ok(if reply.replayed {
-            Settled::Left
-        } else {
-            Settled::Committed
-        });
+        if reply.replayed {
+            return Ok(Settled::Left);
+        }
+        if let Ok(task) = serde_json::from_str::<callsign_core::dto::Task>(&reply.body) {
+            if let Some(key) = task.key {
+                write_keys(state, account, vec![(task.uuid, key)]).await?;
+            }
+        }
+        return Ok(Settled::Committed);
     }
     if !expired {
         return Ok(Settled::Left);
@@ -151,18 +155,8 @@ async fn repair_keys(state: &AppState) -> ApiResult<u64> {
     }
     let mut n = 0;
     for (account, keys) in by_account {
-        let uuids: Vec<uuid::Uuid> = keys.iter().map(|(u, _)| *u).collect();
-        state.store.set_keys(account, keys).await?;
-        n += uuids.len() as u64;
-        state
-            .db
-            .write(move |c| {
-                for u in &uuids {
-                    slots::mark_in_store(c, account, *u)?;
-                }
-                Ok(())
-            })
-            .await?;
+        n += keys.len() as u64;
+        write_keys(state, account, keys).await?;
     }
     Ok(n)
 }

@@ -243,10 +243,10 @@ impl Worker {
         let mut tasks: HashMap<Uuid, Task> = HashMap::new();
         let mut out = Vec::with_capacity(patches.len());
         for (uuid, patch) in patches {
-            if !tasks.contains_key(&uuid) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = tasks.entry(uuid) {
                 match replica.get_task(uuid).await.map_err(backend)? {
                     Some(t) => {
-                        tasks.insert(uuid, t);
+                        slot.insert(t);
                     }
                     None => {
                         out.push(None);

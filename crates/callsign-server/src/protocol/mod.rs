@@ -227,43 +227,36 @@ impl Item {
     }
 }
 
-/// Writes keys onto TaskChampion tasks off the request path, then records that they are there.
-/// If the process dies first, the reaper does it (keys whose `in_store` is 0).
+/// Writes keys onto TaskChampion tasks off the request path (see [`write_keys`]).
 fn write_keys_later(state: &AppState, account: AccountId, keys: Vec<(Uuid, String)>) {
     if keys.is_empty() {
         return;
     }
     let state = state.clone();
     tokio::spawn(async move {
-        let uuids: Vec<Uuid> = keys.iter().map(|(u, _)| *u).collect();
-        if state.store.set_keys(account, keys).await.is_ok() {
-            let _ = state
-                .db
-                .write(move |c| {
-                    for u in &uuids {
-                        slots::mark_in_store(c, account, *u)?;
-                    }
-                    Ok(())
-                })
-                .await;
+        if let Err(e) = write_keys(&state, account, keys).await {
+            tracing::warn!(error = %e, "writing keys onto tasks failed; the reaper will retry");
         }
     });
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fingerprint_depends_on_op_uuid_and_body() {
-        let u = Uuid::from_u128(1);
-        let a = fingerprint("create", u, &serde_json::json!({"a": 1}));
-        assert_eq!(a, fingerprint("create", u, &serde_json::json!({"a": 1})));
-        assert_ne!(a, fingerprint("update", u, &serde_json::json!({"a": 1})));
-        assert_ne!(
-            a,
-            fingerprint("create", Uuid::from_u128(2), &serde_json::json!({"a": 1}))
-        );
-        assert_ne!(a, fingerprint("create", u, &serde_json::json!({"a": 2})));
-    }
+/// Writes keys onto TaskChampion tasks, then records that they are there (`in_store`). If the
+/// process dies in between, the reaper writes them again (the write is idempotent).
+pub(crate) async fn write_keys(
+    state: &AppState,
+    account: AccountId,
+    keys: Vec<(Uuid, String)>,
+) -> ApiResult<()> {
+    let uuids: Vec<Uuid> = keys.iter().map(|(u, _)| *u).collect();
+    state.store.set_keys(account, keys).await?;
+    state
+        .db
+        .write(move |c| {
+            for u in &uuids {
+                slots::mark_in_store(c, account, *u)?;
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(())
 }

@@ -1,0 +1,41 @@
+//! End-to-end: concurrent creates against the real binary get exactly 1..N.
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::common::{create_account, numbers_in_db, Client, TestServer};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+async fn sixty_four_concurrent_creates_get_exactly_one_to_sixty_four() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, token) = create_account(dir.path(), "SYN");
+    let server = TestServer::start(dir.path(), &[], &[]);
+    let client = Client::new(&server.url, &token);
+    let mut handles = Vec::new();
+    for worker in 0..8 {
+        let client = client.clone();
+        handles.push(tokio::spawn(async move {
+            let mut numbers = Vec::new();
+            for i in 0..8 {
+                let body = json!({"project": "SYN", "description": format!("w{worker} t{i}")});
+                let (status, _, task) = client
+                    .put(Uuid::new_v4(), &format!("w{worker}-{i}"), &body)
+                    .await
+                    .unwrap();
+                assert_eq!(status, 201, "{task}");
+                numbers.push(task["number"].as_i64().unwrap());
+            }
+            numbers
+        }));
+    }
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (1..=64).collect::<Vec<i64>>(),
+        "no duplicates, no gaps"
+    );
+    assert_eq!(numbers_in_db(dir.path()), (1..=64).collect::<Vec<i64>>());
+}

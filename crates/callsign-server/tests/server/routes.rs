@@ -1,0 +1,502 @@
+//! Route tests through `router(state)`: idempotency, resolver, errors, isolation, reaper.
+use axum::http::StatusCode;
+use callsign_core::dto::NewTask;
+use callsign_server::db::{now_ms, slots};
+use callsign_server::{protocol, reaper};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::common::{add_account, task, TestApp};
+
+fn code(a: &crate::common::Answer) -> &str {
+    a.body["code"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn same_create_five_times_sequentially_is_one_task_one_number() {
+    let app = TestApp::new("SYN").await;
+    let u = Uuid::new_v4();
+    let first = app.put(u, "k-1", task("Buy milk")).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert!(!first.replayed);
+    assert_eq!(first.body["key"], "SYN-1");
+    for _ in 0..4 {
+        let again = app.put(u, "k-1", task("Buy milk")).await;
+        assert_eq!(again.status, StatusCode::CREATED);
+        assert!(again.replayed, "a replay carries Idempotent-Replayed");
+        assert_eq!(again.body, first.body, "identical bodies");
+    }
+    let next = app.put(Uuid::new_v4(), "k-2", task("Next")).await;
+    assert_eq!(next.body["key"], "SYN-2", "the replays consumed no number");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn same_create_five_times_concurrently_is_one_task_one_number() {
+    let app = std::sync::Arc::new(TestApp::new("SYN").await);
+    let u = Uuid::new_v4();
+    let mut handles = Vec::new();
+    for _ in 0..5 {
+        let app = app.clone();
+        handles.push(tokio::spawn(async move {
+            loop {
+                let a = app.put(u, "same", task("Once")).await;
+                if a.status == StatusCode::CONFLICT {
+                    assert_eq!(a.body["code"], "request_in_progress");
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    continue;
+                }
+                return a;
+            }
+        }));
+    }
+    let mut bodies = Vec::new();
+    let mut fresh = 0;
+    for h in handles {
+        let a = h.await.unwrap();
+        assert_eq!(a.status, StatusCode::CREATED);
+        fresh += usize::from(!a.replayed);
+        bodies.push(a.body);
+    }
+    assert_eq!(fresh, 1, "exactly one request ran phase 2");
+    assert!(bodies.iter().all(|b| *b == bodies[0]));
+    assert_eq!(bodies[0]["key"], "SYN-1");
+    let next = app.put(Uuid::new_v4(), "other", task("Next")).await;
+    assert_eq!(next.body["key"], "SYN-2");
+}
+
+#[tokio::test]
+async fn reused_key_with_another_body_is_422_and_missing_key_is_400() {
+    let app = TestApp::new("SYN").await;
+    let u = Uuid::new_v4();
+    app.put(u, "k", task("A")).await;
+    let other = app.put(u, "k", task("B")).await;
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(code(&other), "idempotency_key_reused");
+    assert_eq!(other.content_type, "application/problem+json");
+    let token = app.account.token.clone();
+    let missing = app
+        .call(
+            &token,
+            "PUT",
+            &format!("/v1/tasks/{}", Uuid::new_v4()),
+            None,
+            Some(task("C")),
+        )
+        .await;
+    assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+    assert_eq!(code(&missing), "idempotency_key_missing");
+}
+
+#[tokio::test]
+async fn uuid_guard_keeps_one_key_across_idempotency_keys() {
+    let app = TestApp::new("SYN").await;
+    let u = Uuid::new_v4();
+    let first = app.put(u, "k1", task("A")).await;
+    let retry = app.put(u, "k2", task("A")).await;
+    assert_eq!(
+        retry.status,
+        StatusCode::OK,
+        "same UUID, same body, new key: the existing task"
+    );
+    assert_eq!(retry.body["key"], first.body["key"]);
+    let clash = app.put(u, "k3", task("Different")).await;
+    assert_eq!(clash.status, StatusCode::CONFLICT);
+    assert_eq!(code(&clash), "task_exists");
+    assert_eq!(
+        app.put(Uuid::new_v4(), "k4", task("B")).await.body["key"],
+        "SYN-2"
+    );
+}
+
+#[tokio::test]
+async fn resolver_accepts_uuid_and_lenient_keys() {
+    let app = TestApp::new("SYN").await;
+    let mut seventh = Uuid::nil();
+    for i in 1..=7 {
+        let u = Uuid::new_v4();
+        app.put(u, &format!("k{i}"), task(&format!("t{i}"))).await;
+        seventh = u;
+    }
+    for r in [
+        seventh.to_string(),
+        "SYN-7".into(),
+        "syn-7".into(),
+        "syn 7".into(),
+        "Syn7".into(),
+    ] {
+        let a = app.get(&r).await;
+        assert_eq!(a.status, StatusCode::OK, "{r}");
+        assert_eq!(a.body["uuid"], seventh.to_string(), "{r}");
+        assert_eq!(a.body["key"], "SYN-7");
+    }
+    let a = app.get("ABC-1").await;
+    assert_eq!(
+        (a.status, code(&a)),
+        (StatusCode::NOT_FOUND, "unknown_prefix")
+    );
+    let a = app.get("SYN-99").await;
+    assert_eq!(
+        (a.status, code(&a)),
+        (StatusCode::NOT_FOUND, "task_not_found")
+    );
+    let a = app.get(&Uuid::new_v4().to_string()).await;
+    assert_eq!(
+        (a.status, code(&a)),
+        (StatusCode::NOT_FOUND, "task_not_found")
+    );
+    let a = app.get("hello").await;
+    assert_eq!(
+        (a.status, code(&a)),
+        (StatusCode::BAD_REQUEST, "invalid_ref")
+    );
+    assert!(
+        a.body["detail"].as_str().unwrap().contains("SYN-42"),
+        "names the accepted forms"
+    );
+}
+
+#[tokio::test]
+async fn another_account_sees_and_replays_nothing() {
+    let app = TestApp::new("SYN").await;
+    let b = add_account(&app.state, "b", "SYN").await;
+    let u = Uuid::new_v4();
+    app.put(u, "shared-key", task("A's secret")).await;
+    let get = |r: String| {
+        let token = b.token.clone();
+        let app = &app;
+        async move {
+            app.call(&token, "GET", &format!("/v1/tasks/{r}"), None, None)
+                .await
+        }
+    };
+    assert_eq!(get(u.to_string()).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(code(&get("SYN-1".into()).await), "task_not_found");
+    let patch = app
+        .call(
+            &b.token,
+            "PATCH",
+            &format!("/v1/tasks/{u}"),
+            Some("p"),
+            Some(json!({"description": "x"})),
+        )
+        .await;
+    assert_eq!(patch.status, StatusCode::NOT_FOUND);
+    // The same idempotency key in account B is a fresh request there, never A's stored answer.
+    let mine = app
+        .call(
+            &b.token,
+            "PUT",
+            &format!("/v1/tasks/{}", Uuid::new_v4()),
+            Some("shared-key"),
+            Some(task("B's")),
+        )
+        .await;
+    assert_eq!(mine.status, StatusCode::CREATED);
+    assert!(!mine.replayed);
+    assert_eq!(mine.body["description"], "B's");
+    let changes = app.call(&b.token, "GET", "/v1/changes", None, None).await;
+    assert_eq!(
+        changes.body["changes"].as_array().unwrap().len(),
+        1,
+        "only B's own task"
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_problem_json_and_store_nothing() {
+    let app = TestApp::new("SYN").await;
+    let t = app.account.token.clone();
+    let cases: Vec<(Value, u16, &str)> = vec![
+        (
+            json!({"project": "syn", "description": "x", "colour": "red"}),
+            422,
+            "invalid_body",
+        ),
+        (
+            json!({"project": "syn", "description": "   "}),
+            422,
+            "invalid_body",
+        ),
+        (
+            json!({"project": "s", "description": "x"}),
+            422,
+            "invalid_body",
+        ),
+        (
+            json!({"project": "nope", "description": "x"}),
+            404,
+            "project_not_found",
+        ),
+        (
+            json!({"project": "syn", "description": "x", "tags": ["has space"]}),
+            422,
+            "invalid_body",
+        ),
+        (json!("not an object"), 422, "invalid_body"),
+    ];
+    for (i, (body, status, c)) in cases.into_iter().enumerate() {
+        let a = app
+            .put(Uuid::new_v4(), &format!("bad{i}"), body.clone())
+            .await;
+        assert_eq!((a.status.as_u16(), code(&a)), (status, c), "{body}");
+        assert_eq!(a.content_type, "application/problem+json");
+    }
+    let huge = json!({"project": "syn", "description": "x", "notes": "n".repeat(2 * 1024 * 1024)});
+    assert_eq!(
+        app.put(Uuid::new_v4(), "huge", huge).await.status,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    let no_auth = app.call("wrong", "GET", "/v1/projects", None, None).await;
+    assert_eq!(
+        (no_auth.status, code(&no_auth)),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
+    let bad_uuid = app
+        .call(&t, "PUT", "/v1/tasks/SYN-1", Some("x"), Some(task("x")))
+        .await;
+    assert_eq!(code(&bad_uuid), "invalid_ref");
+    let bad_cursor = app
+        .call(&t, "GET", "/v1/changes?since=banana", None, None)
+        .await;
+    assert_eq!(code(&bad_cursor), "invalid_cursor");
+    let nowhere = app.call(&t, "GET", "/v2/nothing", None, None).await;
+    assert_eq!(
+        (nowhere.status, code(&nowhere)),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    // None of it consumed a number.
+    assert_eq!(
+        app.put(Uuid::new_v4(), "good", task("ok")).await.body["key"],
+        "SYN-1"
+    );
+}
+
+#[tokio::test]
+async fn projects_have_unique_upper_case_prefixes() {
+    let app = TestApp::new("SYN").await;
+    let t = app.account.token.clone();
+    let made = app
+        .call(
+            &t,
+            "POST",
+            "/v1/projects",
+            None,
+            Some(json!({"name": "Ops", "prefix": "ops"})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED);
+    assert_eq!(made.body["prefix"], "OPS");
+    let dup = app
+        .call(
+            &t,
+            "POST",
+            "/v1/projects",
+            None,
+            Some(json!({"name": "Again", "prefix": "Ops"})),
+        )
+        .await;
+    assert_eq!(
+        (dup.status, code(&dup)),
+        (StatusCode::CONFLICT, "prefix_taken")
+    );
+    let bad = app
+        .call(
+            &t,
+            "POST",
+            "/v1/projects",
+            None,
+            Some(json!({"name": "Bad", "prefix": "1x"})),
+        )
+        .await;
+    assert_eq!(
+        (bad.status, code(&bad)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_prefix")
+    );
+    let list = app.call(&t, "GET", "/v1/projects", None, None).await;
+    let prefixes: Vec<&str> = list.body["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["prefix"].as_str().unwrap())
+        .collect();
+    assert_eq!(prefixes, vec!["OPS", "SYN"]);
+    // Each project numbers from 1.
+    let ops = app
+        .put(
+            Uuid::new_v4(),
+            "o1",
+            json!({"project": "ops", "description": "x"}),
+        )
+        .await;
+    assert_eq!(ops.body["key"], "OPS-1");
+}
+
+#[tokio::test]
+async fn updates_are_idempotent_and_appear_in_the_change_feed() {
+    let app = TestApp::new("SYN").await;
+    let t = app.account.token.clone();
+    let u = Uuid::new_v4();
+    app.put(u, "c", task("Write report")).await;
+    let feed = app.call(&t, "GET", "/v1/changes", None, None).await;
+    let cursor = feed.body["cursor"].as_str().unwrap().to_owned();
+    let patch = json!({"status": "completed", "notes": "sent"});
+    let p1 = app
+        .call(
+            &t,
+            "PATCH",
+            "/v1/tasks/syn-1",
+            Some("u1"),
+            Some(patch.clone()),
+        )
+        .await;
+    assert_eq!(p1.status, StatusCode::OK);
+    assert_eq!(p1.body["status"], "completed");
+    assert_eq!(p1.body["key"], "SYN-1");
+    let p2 = app
+        .call(&t, "PATCH", "/v1/tasks/syn-1", Some("u1"), Some(patch))
+        .await;
+    assert!(p2.replayed);
+    assert_eq!(p2.body, p1.body);
+    let later = app
+        .call(
+            &t,
+            "GET",
+            &format!("/v1/changes?since={cursor}"),
+            None,
+            None,
+        )
+        .await;
+    let changes = later.body["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0]["notes"], "sent");
+    let empty = app
+        .call(
+            &t,
+            "GET",
+            &format!(
+                "/v1/changes?since={}",
+                later.body["cursor"].as_str().unwrap()
+            ),
+            None,
+            None,
+        )
+        .await;
+    assert!(empty.body["changes"].as_array().unwrap().is_empty());
+    let nothing = app
+        .call(&t, "PATCH", "/v1/tasks/syn-1", Some("u2"), Some(json!({})))
+        .await;
+    assert_eq!(code(&nothing), "invalid_body");
+}
+
+#[tokio::test]
+async fn health_openapi_and_retry_metrics() {
+    let app = TestApp::new("SYN").await;
+    let t = app.account.token.clone();
+    assert_eq!(
+        app.call("", "GET", "/healthz", None, None).await.status,
+        StatusCode::OK
+    );
+    let doc = app.call("", "GET", "/openapi.json", None, None).await;
+    assert!(doc.body["paths"]["/v1/tasks/{uuid}"]["put"].is_object());
+    assert!(doc.body["paths"]["/v1/sync"]["post"].is_object());
+    let u = Uuid::new_v4();
+    app.put(u, "r", task("x")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    app.put(u, "r", task("x")).await;
+    let res = tower::ServiceExt::oneshot(
+        callsign_server::router(app.state.clone()),
+        axum::http::Request::get("/metrics")
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    let bytes = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let p50 = text
+        .lines()
+        .find(|l| l.starts_with("callsign_client_retry_span_seconds{quantile=\"0.5\"}"))
+        .unwrap();
+    let secs: f64 = p50.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(secs >= 0.03, "{p50}");
+    assert!(text.contains("callsign_replays_total 1"), "{text}");
+    let _ = t;
+}
+
+/// Phase 1 and the task write happened, the commit did not (as after a crash): the reaper
+/// commits it, twice-run and concurrent runs agree, and the client's retry replays that key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
+    let app = TestApp::new("SYN").await;
+    let account = app.account.account_id;
+    let u = Uuid::new_v4();
+    let body = NewTask {
+        project: "SYN".into(),
+        description: "Stranded".into(),
+        notes: String::new(),
+        status: None,
+        tags: vec![],
+        created_at: None,
+    };
+    let fp = protocol::fingerprint("create", u, &body);
+    let request = serde_json::to_string(&body).unwrap();
+    let old = now_ms() - 10_000;
+    let (fp2, req2) = (fp.clone(), request.clone());
+    let ghost = Uuid::new_v4();
+    app.state
+        .db
+        .write(move |c| {
+            slots::insert_task_row(c, account, u, 1, &fp2, old)?;
+            slots::insert_pending_slot(c, account, "stranded", &fp2, "create", u, &req2, old)?;
+            slots::insert_task_row(c, account, ghost, 1, b"x", old)?;
+            slots::insert_pending_slot(c, account, "ghost", b"x", "create", ghost, "{}", old)?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    app.state
+        .store
+        .create(account, vec![(u, body.clone())])
+        .await
+        .unwrap();
+
+    // Window of 24 h: the taskless slot is left alone, the stranded one is committed.
+    let (a, b) = tokio::join!(reaper::run_once(&app.state), reaper::run_once(&app.state));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(
+        a.committed + b.committed,
+        1,
+        "committed exactly once: {a:?} {b:?}"
+    );
+    assert_eq!(a.failed + b.failed, 0);
+    let again = reaper::run_once(&app.state).await.unwrap();
+    assert_eq!(again.committed, 0);
+
+    let retry = app
+        .put(
+            u,
+            "stranded",
+            json!({"project": "SYN", "description": "Stranded"}),
+        )
+        .await;
+    assert!(retry.replayed);
+    assert_eq!(retry.body["key"], "SYN-1");
+    let stored = app.state.store.get(account, vec![u]).await.unwrap();
+    assert_eq!(
+        stored[0].as_ref().unwrap().key.as_deref(),
+        Some("SYN-1"),
+        "key written onto the task"
+    );
+
+    // The ghost slot is still pending; with a zero window it fails and consumes no number.
+    let mut config = app.state.config.clone();
+    config.idempotency_window = std::time::Duration::ZERO;
+    let state0 = callsign_server::AppState::open(config).unwrap();
+    let r = reaper::run_once(&state0).await.unwrap();
+    assert_eq!(r.failed, 1);
+    let next = app.put(Uuid::new_v4(), "n", task("Next")).await;
+    assert_eq!(next.body["key"], "SYN-2");
+}
