@@ -9,13 +9,18 @@
 //! Properties written: `description`, `status`, `entry`, `modified`, `end`, `project` (the
 //! prefix), `tag_*`, and the user-defined attributes `notes` and `key` (the assigned key, so
 //! Taskwarrior 3 with `uda.key.type=string` shows it).
+//!
+//! The worker uses TaskChampion's low-level `TaskData` API, not `Task`: `Replica::get_task`
+//! rebuilds a dependency map over the whole working set after every commit, which made each
+//! create cost O(tasks in the replica).
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use chrono::{DateTime, Utc};
 use taskchampion::storage::AccessMode;
-use taskchampion::{Operations, Replica, SqliteStorage, Status, Tag, Task};
+use taskchampion::{Operations, Replica, SqliteStorage, TaskData};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -49,29 +54,33 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn of(task: &Task) -> Snapshot {
-        let status = match task.get_status() {
-            Status::Completed => TaskStatus::Completed,
-            Status::Deleted => TaskStatus::Deleted,
+    fn of(task: &TaskData) -> Snapshot {
+        let status = match task.get("status") {
+            Some("completed") => TaskStatus::Completed,
+            Some("deleted") => TaskStatus::Deleted,
             _ => TaskStatus::Pending,
         };
-        let entry = task.get_entry().unwrap_or_default();
+        let time = |p: &str| {
+            task.get(p)
+                .and_then(|v| v.parse::<i64>().ok())
+                .and_then(|secs| DateTime::from_timestamp(secs, 0))
+        };
+        let entry = time("entry").unwrap_or_default();
+        let mut tags: Vec<String> = task
+            .properties()
+            .filter_map(|p| p.strip_prefix("tag_"))
+            .map(str::to_owned)
+            .collect();
+        tags.sort();
         Snapshot {
             uuid: task.get_uuid(),
-            description: task.get_description().to_owned(),
-            notes: task
-                .get_user_defined_attribute("notes")
-                .unwrap_or("")
-                .to_owned(),
+            description: task.get("description").unwrap_or("").to_owned(),
+            notes: task.get("notes").unwrap_or("").to_owned(),
             status,
-            tags: task
-                .get_tags()
-                .filter(Tag::is_user)
-                .map(|t| t.to_string())
-                .collect(),
+            tags,
             created_at: entry,
-            modified_at: task.get_modified().unwrap_or(entry),
-            key: task.get_user_defined_attribute("key").map(str::to_owned),
+            modified_at: time("modified").unwrap_or(entry),
+            key: task.get("key").map(str::to_owned),
         }
     }
 
@@ -214,20 +223,22 @@ impl Worker {
     ) -> Result<Vec<Snapshot>> {
         let replica = self.replica(account).await?;
         let mut ops = Operations::new();
-        let mut made: HashMap<Uuid, Task> = HashMap::new();
+        let mut made: HashMap<Uuid, TaskData> = HashMap::new();
         let mut order = Vec::with_capacity(tasks.len());
+        let now = Utc::now();
         for (uuid, new) in tasks {
             order.push(uuid);
-            if made.contains_key(&uuid) {
-                continue;
+            if let Entry::Vacant(slot) = made.entry(uuid) {
+                let task = match replica.get_task_data(uuid).await.map_err(backend)? {
+                    Some(existing) => existing,
+                    None => {
+                        let mut task = TaskData::create(uuid, &mut ops);
+                        fill_new(&mut task, new, now, &mut ops);
+                        task
+                    }
+                };
+                slot.insert(task);
             }
-            if let Some(existing) = replica.get_task(uuid).await.map_err(backend)? {
-                made.insert(uuid, existing);
-                continue;
-            }
-            let mut task = replica.create_task(uuid, &mut ops).await.map_err(backend)?;
-            fill_new(&mut task, new, &mut ops).map_err(backend)?;
-            made.insert(uuid, task);
         }
         replica.commit_operations(ops).await.map_err(backend)?;
         Ok(order.iter().map(|u| Snapshot::of(&made[u])).collect())
@@ -240,11 +251,12 @@ impl Worker {
     ) -> Result<Vec<Option<Snapshot>>> {
         let replica = self.replica(account).await?;
         let mut ops = Operations::new();
-        let mut tasks: HashMap<Uuid, Task> = HashMap::new();
+        let mut tasks: HashMap<Uuid, TaskData> = HashMap::new();
         let mut out = Vec::with_capacity(patches.len());
+        let now = Utc::now();
         for (uuid, patch) in patches {
-            if let std::collections::hash_map::Entry::Vacant(slot) = tasks.entry(uuid) {
-                match replica.get_task(uuid).await.map_err(backend)? {
+            if let Entry::Vacant(slot) = tasks.entry(uuid) {
+                match replica.get_task_data(uuid).await.map_err(backend)? {
                     Some(t) => {
                         slot.insert(t);
                     }
@@ -255,7 +267,7 @@ impl Worker {
                 }
             }
             let task = tasks.get_mut(&uuid).expect("present");
-            apply_patch(task, patch, &mut ops).map_err(backend)?;
+            apply_patch(task, patch, now, &mut ops);
             out.push(Some(Snapshot::of(task)));
         }
         replica.commit_operations(ops).await.map_err(backend)?;
@@ -266,10 +278,9 @@ impl Worker {
         let replica = self.replica(account).await?;
         let mut ops = Operations::new();
         for (uuid, key) in keys {
-            if let Some(mut task) = replica.get_task(uuid).await.map_err(backend)? {
-                if task.get_user_defined_attribute("key") != Some(key.as_str()) {
-                    task.set_user_defined_attribute("key", key, &mut ops)
-                        .map_err(backend)?;
+            if let Some(mut task) = replica.get_task_data(uuid).await.map_err(backend)? {
+                if task.get("key") != Some(key.as_str()) {
+                    task.update("key", Some(key), &mut ops);
                 }
             }
         }
@@ -280,76 +291,69 @@ impl Worker {
         let replica = self.replica(account).await?;
         let mut out = Vec::with_capacity(uuids.len());
         for uuid in uuids {
-            out.push(
-                replica
-                    .get_task(uuid)
-                    .await
-                    .map_err(backend)?
-                    .map(|t| Snapshot::of(&t)),
-            );
+            let task = replica.get_task_data(uuid).await.map_err(backend)?;
+            out.push(task.map(|t| Snapshot::of(&t)));
         }
         Ok(out)
     }
 }
 
-fn to_status(s: TaskStatus) -> Status {
-    match s {
-        TaskStatus::Pending => Status::Pending,
-        TaskStatus::Completed => Status::Completed,
-        TaskStatus::Deleted => Status::Deleted,
+fn secs(t: DateTime<Utc>) -> Option<String> {
+    Some(t.timestamp().to_string())
+}
+
+/// Sets status, and `end` as Taskwarrior does: set when a task leaves pending, cleared when it
+/// returns.
+fn set_status(task: &mut TaskData, status: TaskStatus, now: DateTime<Utc>, ops: &mut Operations) {
+    task.update("status", Some(status.as_str().to_owned()), ops);
+    match status {
+        TaskStatus::Pending if task.has("end") => task.update("end", None, ops),
+        TaskStatus::Completed | TaskStatus::Deleted if !task.has("end") => {
+            task.update("end", secs(now), ops)
+        }
+        _ => {}
     }
 }
 
-fn fill_new(
-    task: &mut Task,
-    new: NewTask,
-    ops: &mut Operations,
-) -> std::result::Result<(), taskchampion::Error> {
-    task.set_entry(Some(new.created_at.unwrap_or_else(Utc::now)), ops)?;
-    task.set_description(new.description, ops)?;
-    task.set_status(to_status(new.status.unwrap_or(TaskStatus::Pending)), ops)?;
-    task.set_value("project", Some(new.project.to_ascii_uppercase()), ops)?;
+fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Operations) {
+    task.update("entry", secs(new.created_at.unwrap_or(now)), ops);
+    task.update("modified", secs(now), ops);
+    task.update("description", Some(new.description), ops);
+    set_status(task, new.status.unwrap_or(TaskStatus::Pending), now, ops);
+    task.update("project", Some(new.project.to_ascii_uppercase()), ops);
     if !new.notes.is_empty() {
-        task.set_user_defined_attribute("notes", new.notes, ops)?;
+        task.update("notes", Some(new.notes), ops);
     }
-    set_tags(task, &new.tags, ops)
+    set_tags(task, &new.tags, ops);
 }
 
-fn apply_patch(
-    task: &mut Task,
-    patch: TaskPatch,
-    ops: &mut Operations,
-) -> std::result::Result<(), taskchampion::Error> {
+fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &mut Operations) {
+    task.update("modified", secs(now), ops);
     if let Some(d) = patch.description {
-        task.set_description(d, ops)?;
+        task.update("description", Some(d), ops);
     }
     if let Some(n) = patch.notes {
-        task.set_user_defined_attribute("notes", n, ops)?;
+        task.update("notes", Some(n), ops);
     }
     if let Some(s) = patch.status {
-        task.set_status(to_status(s), ops)?;
+        set_status(task, s, now, ops);
     }
     if let Some(tags) = patch.tags {
-        set_tags(task, &tags, ops)?;
+        set_tags(task, &tags, ops);
     }
-    Ok(())
 }
 
-fn set_tags(
-    task: &mut Task,
-    tags: &[String],
-    ops: &mut Operations,
-) -> std::result::Result<(), taskchampion::Error> {
-    let wanted: Vec<Tag> = tags
-        .iter()
-        .filter_map(|t| Tag::try_from(t.as_str()).ok())
+fn set_tags(task: &mut TaskData, tags: &[String], ops: &mut Operations) {
+    let current: Vec<String> = task
+        .properties()
+        .filter(|p| p.starts_with("tag_"))
+        .cloned()
         .collect();
-    let current: Vec<Tag> = task.get_tags().filter(Tag::is_user).collect();
-    for t in current.iter().filter(|t| !wanted.contains(t)) {
-        task.remove_tag(t, ops)?;
+    let wanted: Vec<String> = tags.iter().map(|t| format!("tag_{t}")).collect();
+    for p in current.iter().filter(|p| !wanted.contains(p)) {
+        task.update(p, None, ops);
     }
-    for t in wanted.iter().filter(|t| !current.contains(t)) {
-        task.add_tag(t, ops)?;
+    for p in wanted.iter().filter(|p| !current.contains(p)) {
+        task.update(p, Some(String::new()), ops);
     }
-    Ok(())
 }
