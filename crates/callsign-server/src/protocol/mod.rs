@@ -260,3 +260,19 @@ pub(crate) async fn write_keys(
         .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_depends_on_op_uuid_and_body() {
+        let u = Uuid::from_u128(1);
+        let body = serde_json::json!({"a": 1});
+        let a = fingerprint("create", u, &body);
+        assert_eq!(a, fingerprint("create", u, &serde_json::json!({"a": 1})));
+        assert_ne!(a, fingerprint("update", u, &body));
+        assert_ne!(a, fingerprint("create", Uuid::from_u128(2), &body));
+        assert_ne!(a, fingerprint("create", u, &serde_json::json!({"a": 2})));
+    }
+}
