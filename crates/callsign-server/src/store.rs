@@ -2,9 +2,10 @@
 //! `<data-dir>/accounts/<id>/taskchampion.sqlite3`, owned by one worker thread.
 //!
 //! TaskChampion's `Replica` is not `Sync` and its futures are not all `Send`, so the async
-//! handlers never touch it: they send commands to the worker and await the answer. Each command
-//! is one `commit_operations`, i.e. one durable TaskChampion transaction, however many tasks it
-//! carries. Creating a UUID that already exists is a no-op that returns the existing task.
+//! handlers never touch it: they send commands to the worker and await the answer. The worker
+//! commits like the allocation database does (group commit): every command waiting is applied
+//! to one `Operations` per account, committed once, and only then answered. Creating a UUID
+//! that already exists is a no-op that returns the existing task.
 //!
 //! Properties written: `description`, `status`, `entry`, `modified`, `end`, `project` (the
 //! prefix), `tag_*`, and the user-defined attributes `notes` and `key` (the assigned key, so
@@ -13,7 +14,6 @@
 //! The worker uses TaskChampion's low-level `TaskData` API, not `Task`: `Replica::get_task`
 //! rebuilds a dependency map over the whole working set after every commit, which made each
 //! create cost O(tasks in the replica).
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -173,6 +173,29 @@ impl TaskStore {
     }
 }
 
+/// The most commands one group commit takes.
+const MAX_GROUP: usize = 256;
+
+/// Uncommitted work of one group, per account: the operations, and every task read or changed
+/// so far (so a later command in the group sees an earlier one's changes).
+#[derive(Default)]
+struct Group {
+    ops: Operations,
+    tasks: HashMap<Uuid, Option<TaskData>>,
+}
+
+/// Answers a command once its group's commit is known.
+type Finish = Box<dyn FnOnce(Option<&StoreError>) + Send>;
+
+fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish {
+    Box::new(move |err| {
+        let _ = tx.send(match err {
+            None => Ok(value),
+            Some(e) => Err(e.clone()),
+        });
+    })
+}
+
 struct Worker {
     data_dir: PathBuf,
     replicas: HashMap<AccountId, Replica<SqliteStorage>>,
@@ -186,21 +209,38 @@ impl Worker {
         }
     }
 
+    /// Group commit: takes every command waiting, applies the writing ones to one
+    /// `Operations` per account, commits each account once, then answers. A command is
+    /// answered `Ok` only after the commit that holds its changes succeeded.
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
-        while let Some(cmd) = rx.recv().await {
-            match cmd {
-                Cmd::Create(a, tasks, tx) => {
-                    let _ = tx.send(self.create(a, tasks).await);
+        while let Some(first) = rx.recv().await {
+            let mut cmds = vec![first];
+            while cmds.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(c) => cmds.push(c),
+                    Err(_) => break,
                 }
-                Cmd::Update(a, patches, tx) => {
-                    let _ = tx.send(self.update(a, patches).await);
+            }
+            let mut groups: HashMap<AccountId, Group> = HashMap::new();
+            let mut waiting: Vec<(AccountId, Finish)> = Vec::new();
+            for cmd in cmds {
+                if let Some(w) = self.apply(&mut groups, cmd).await {
+                    waiting.push(w);
                 }
-                Cmd::SetKeys(a, keys, tx) => {
-                    let _ = tx.send(self.set_keys(a, keys).await);
+            }
+            let mut failed: HashMap<AccountId, StoreError> = HashMap::new();
+            for (account, group) in groups {
+                let res = match self.replica(account).await {
+                    Ok(r) => r.commit_operations(group.ops).await.map_err(backend),
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = res {
+                    tracing::error!(error = %e, account, "task store commit failed");
+                    failed.insert(account, e);
                 }
-                Cmd::Get(a, uuids, tx) => {
-                    let _ = tx.send(self.get(a, uuids).await);
-                }
+            }
+            for (account, f) in waiting {
+                f(failed.get(&account));
             }
         }
     }
@@ -216,75 +256,74 @@ impl Worker {
         Ok(self.replicas.get_mut(&account).expect("inserted above"))
     }
 
-    async fn create(
-        &mut self,
-        account: AccountId,
-        tasks: Vec<(Uuid, NewTask)>,
-    ) -> Result<Vec<Snapshot>> {
-        let replica = self.replica(account).await?;
-        let mut ops = Operations::new();
-        let mut made: HashMap<Uuid, TaskData> = HashMap::new();
-        let mut order = Vec::with_capacity(tasks.len());
-        let now = Utc::now();
-        for (uuid, new) in tasks {
-            order.push(uuid);
-            if let Entry::Vacant(slot) = made.entry(uuid) {
-                let task = match replica.get_task_data(uuid).await.map_err(backend)? {
-                    Some(existing) => existing,
-                    None => {
-                        let mut task = TaskData::create(uuid, &mut ops);
-                        fill_new(&mut task, new, now, &mut ops);
-                        task
-                    }
-                };
-                slot.insert(task);
+    /// Loads the tasks into the group's cache (reads only; nothing is changed on failure).
+    async fn load(&mut self, account: AccountId, group: &mut Group, uuids: &[Uuid]) -> Result<()> {
+        for &u in uuids {
+            if let std::collections::hash_map::Entry::Vacant(slot) = group.tasks.entry(u) {
+                let t = self
+                    .replica(account)
+                    .await?
+                    .get_task_data(u)
+                    .await
+                    .map_err(backend)?;
+                slot.insert(t);
             }
         }
-        replica.commit_operations(ops).await.map_err(backend)?;
-        Ok(order.iter().map(|u| Snapshot::of(&made[u])).collect())
+        Ok(())
     }
 
-    async fn update(
+    /// Applies one command to its account's group. Reads answer at once; writes return the
+    /// finisher to call after the commit. A failed read answers its error at once.
+    async fn apply(
         &mut self,
-        account: AccountId,
-        patches: Vec<(Uuid, TaskPatch)>,
-    ) -> Result<Vec<Option<Snapshot>>> {
-        let replica = self.replica(account).await?;
-        let mut ops = Operations::new();
-        let mut tasks: HashMap<Uuid, TaskData> = HashMap::new();
-        let mut out = Vec::with_capacity(patches.len());
-        let now = Utc::now();
-        for (uuid, patch) in patches {
-            if let Entry::Vacant(slot) = tasks.entry(uuid) {
-                match replica.get_task_data(uuid).await.map_err(backend)? {
-                    Some(t) => {
-                        slot.insert(t);
+        groups: &mut HashMap<AccountId, Group>,
+        cmd: Cmd,
+    ) -> Option<(AccountId, Finish)> {
+        let account = match &cmd {
+            Cmd::Create(a, ..) | Cmd::Update(a, ..) | Cmd::SetKeys(a, ..) | Cmd::Get(a, ..) => *a,
+        };
+        let mut group = groups.remove(&account).unwrap_or_default();
+        let out = match cmd {
+            Cmd::Get(_, uuids, tx) => {
+                let _ = tx.send(self.get(account, uuids).await);
+                None
+            }
+            Cmd::Create(_, tasks, tx) => {
+                let uuids: Vec<Uuid> = tasks.iter().map(|(u, _)| *u).collect();
+                match self.load(account, &mut group, &uuids).await {
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        None
                     }
-                    None => {
-                        out.push(None);
-                        continue;
+                    Ok(()) => Some(finish(tx, create(&mut group, tasks))),
+                }
+            }
+            Cmd::Update(_, patches, tx) => {
+                let uuids: Vec<Uuid> = patches.iter().map(|(u, _)| *u).collect();
+                match self.load(account, &mut group, &uuids).await {
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        None
+                    }
+                    Ok(()) => Some(finish(tx, update(&mut group, patches))),
+                }
+            }
+            Cmd::SetKeys(_, keys, tx) => {
+                let uuids: Vec<Uuid> = keys.iter().map(|(u, _)| *u).collect();
+                match self.load(account, &mut group, &uuids).await {
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        None
+                    }
+                    Ok(()) => {
+                        set_keys(&mut group, keys);
+                        Some(finish(tx, ()))
                     }
                 }
             }
-            let task = tasks.get_mut(&uuid).expect("present");
-            apply_patch(task, patch, now, &mut ops);
-            out.push(Some(Snapshot::of(task)));
-        }
-        replica.commit_operations(ops).await.map_err(backend)?;
-        Ok(out)
-    }
-
-    async fn set_keys(&mut self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()> {
-        let replica = self.replica(account).await?;
-        let mut ops = Operations::new();
-        for (uuid, key) in keys {
-            if let Some(mut task) = replica.get_task_data(uuid).await.map_err(backend)? {
-                if task.get("key") != Some(key.as_str()) {
-                    task.update("key", Some(key), &mut ops);
-                }
-            }
-        }
-        replica.commit_operations(ops).await.map_err(backend)
+        };
+        groups.insert(account, group);
+        out.map(|f| (account, f))
     }
 
     async fn get(&mut self, account: AccountId, uuids: Vec<Uuid>) -> Result<Vec<Option<Snapshot>>> {
@@ -295,6 +334,44 @@ impl Worker {
             out.push(task.map(|t| Snapshot::of(&t)));
         }
         Ok(out)
+    }
+}
+
+/// Creates the tasks that do not exist (their UUIDs are loaded in the group).
+fn create(group: &mut Group, tasks: Vec<(Uuid, NewTask)>) -> Vec<Snapshot> {
+    let now = Utc::now();
+    let mut out = Vec::with_capacity(tasks.len());
+    for (uuid, new) in tasks {
+        let entry = group.tasks.entry(uuid).or_insert(None);
+        let task = entry.get_or_insert_with(|| {
+            let mut task = TaskData::create(uuid, &mut group.ops);
+            fill_new(&mut task, new, now, &mut group.ops);
+            task
+        });
+        out.push(Snapshot::of(task));
+    }
+    out
+}
+
+fn update(group: &mut Group, patches: Vec<(Uuid, TaskPatch)>) -> Vec<Option<Snapshot>> {
+    let now = Utc::now();
+    patches
+        .into_iter()
+        .map(|(uuid, patch)| {
+            let task = group.tasks.get_mut(&uuid)?.as_mut()?;
+            apply_patch(task, patch, now, &mut group.ops);
+            Some(Snapshot::of(task))
+        })
+        .collect()
+}
+
+fn set_keys(group: &mut Group, keys: Vec<(Uuid, String)>) {
+    for (uuid, key) in keys {
+        if let Some(Some(task)) = group.tasks.get_mut(&uuid) {
+            if task.get("key") != Some(key.as_str()) {
+                task.update("key", Some(key), &mut group.ops);
+            }
+        }
     }
 }
 
