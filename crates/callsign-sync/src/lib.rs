@@ -1,1 +1,37 @@
+//! Callsign's client engine: offline-first, never loses a task, ends up with the server's key.
+//!
+//! - [`store`]: the local SQLite store (tasks with `key` NULL while provisional, the outbox, the
+//!   change cursor, settings). A local create is one transaction: task row + outbox row.
+//! - [`plan`], [`fold`], [`outbox_state`], [`backoff`]: the pure decisions (what to send, where an
+//!   edit goes, how a row moves, how long to wait), table-tested.
+//! - [`pass`] and [`sync_loop`]: the I/O that executes them; one loop per data dir, guarded by
+//!   the [`lock`].
+//! - [`Engine`]: the API the desktop app and the CLI call.
+#![forbid(unsafe_code)]
 
+pub mod backoff;
+pub mod client;
+pub mod clock;
+mod drain;
+mod engine;
+mod error;
+pub mod events;
+pub mod fold;
+pub mod lock;
+pub mod model;
+pub mod outbox_state;
+pub mod pass;
+pub mod paths;
+pub mod plan;
+pub mod settings;
+mod status;
+pub mod store;
+pub mod sync_loop;
+
+pub use drain::LoginReport;
+pub use engine::{Engine, NewTaskInput, Options};
+pub use error::{Error, Result};
+pub use events::{Event, SyncStatus};
+pub use model::{LocalTask, SyncState};
+pub use settings::{Settings, Token};
+pub use store::TaskFilter;

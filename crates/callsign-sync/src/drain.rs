@@ -1,0 +1,116 @@
+//! `callsign sync` and `callsign login`: the one-shot operations of a process without a loop.
+//!
+//! [`Engine::sync_until_drained`] takes the sync lock if it is free (resetting a dead holder's
+//! `in_progress` rows, as the loop would), pushes and pulls until nothing is pending, and waits
+//! for rows in backoff up to a deadline. If another live process holds the lock, it only watches
+//! the outbox drain. An unreachable server is an error at once: the tasks stay queued.
+use std::time::Duration;
+
+use callsign_core::dto::Project;
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::events::SyncStatus;
+use crate::lock::SyncLock;
+use crate::settings::Token;
+use crate::Engine;
+
+/// What `login` learned from the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginReport {
+    /// The account's projects, or why they could not be fetched (the login is saved either way).
+    pub projects: std::result::Result<Vec<Project>, String>,
+    /// The default project after login.
+    pub project: Option<String>,
+}
+
+impl Engine {
+    /// Saves the server URL, token and device name, then asks the server for the account's
+    /// projects; the first becomes the default project if none is set.
+    pub async fn login(
+        &self,
+        url: &str,
+        token: Token,
+        device: Option<String>,
+    ) -> Result<LoginReport> {
+        let mut s = self.settings()?;
+        s.server_url = Some(url.to_owned());
+        if device.is_some() {
+            s.device_name = device;
+        }
+        self.set_settings(&s)?;
+        self.set_token(&token)?;
+        let projects = match self.client()?.projects().await {
+            Ok(list) => Ok(list.projects),
+            Err(e) => Err(e.error.to_string()),
+        };
+        if let (Ok(list), None) = (&projects, &s.project) {
+            s.project = list.first().map(|p| p.prefix.clone());
+            self.set_settings(&s)?;
+        }
+        Ok(LoginReport {
+            projects,
+            project: s.project,
+        })
+    }
+
+    /// Syncs until the outbox has nothing pending or in flight, or `deadline` passes.
+    pub async fn sync_until_drained(&self, deadline: Duration) -> Result<SyncStatus> {
+        let end = Instant::now() + deadline;
+        let now = self.clock_ms();
+        let Some(acq) = SyncLock::try_acquire(self.data_dir(), now)? else {
+            return self.watch_drain(end).await;
+        };
+        let reset = self.store_reset_in_progress()?;
+        if let Some(dead) = acq.stale {
+            tracing::warn!(
+                pid = dead.pid,
+                reset,
+                "took over the sync lock of a dead process"
+            );
+        }
+        let syncer = self.syncer()?;
+        let mut force = true;
+        loop {
+            let report = syncer.run(force).await.map_err(Error::from)?;
+            force = false;
+            let status = self.status()?;
+            if status.pending + status.in_flight == 0 {
+                drop(acq);
+                return Ok(status);
+            }
+            let wait_until = report
+                .wake_at
+                .map_or(Instant::now() + Duration::from_millis(250), |at| {
+                    Instant::now() + Duration::from_millis((at - self.clock_ms()).max(0) as u64)
+                });
+            if wait_until > end {
+                return Err(Error::StillQueued {
+                    pending: status.pending,
+                    reason: status
+                        .last_error
+                        .or_else(|| self.first_row_error())
+                        .unwrap_or_else(|| "the server asked to retry later".into()),
+                });
+            }
+            tokio::time::sleep_until(wait_until).await;
+        }
+    }
+
+    async fn watch_drain(&self, end: Instant) -> Result<SyncStatus> {
+        let pid = SyncLock::holder(self.data_dir()).map(|h| h.pid);
+        loop {
+            let status = self.status()?;
+            if status.pending + status.in_flight == 0 {
+                return Ok(status);
+            }
+            if Instant::now() >= end {
+                return Err(Error::StillQueued {
+                    pending: status.pending + status.in_flight,
+                    reason: Error::Busy { pid }.to_string(),
+                });
+            }
+            tokio::time::sleep(Engine::wait_interval()).await;
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! The engine API: what the desktop app's commands and the CLI call.
+//!
+//! Local operations (create, edit, list, get) touch only the local store and return at once,
+//! online or not; each write wakes the sync loop if this process runs one. Only the process
+//! holding the data dir's sync lock talks to the server; any other process only queues, and the
+//! loop notices its rows within a tick.
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_core::Prefix;
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use uuid::Uuid;
+
+use crate::backoff::Backoff;
+use crate::client::Client;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, Result};
+use crate::events::{Event, SyncStatus};
+use crate::model::LocalTask;
+use crate::pass::{PassReport, Syncer, DEFAULT_BATCH};
+use crate::settings::{load_token, save_token, Settings, Token};
+use crate::store::{Store, TaskFilter};
+use crate::sync_loop::{self, Command, LoopCtx};
+
+/// Tunables; the defaults are the product's.
+#[derive(Clone)]
+pub struct Options {
+    pub clock: Arc<dyn Clock>,
+    pub backoff: Backoff,
+    pub batch: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            clock: Arc::new(SystemClock),
+            backoff: Backoff::default(),
+            batch: DEFAULT_BATCH,
+        }
+    }
+}
+
+/// What the user typed to capture a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewTaskInput {
+    pub description: String,
+    /// A project prefix; the saved default project when `None`.
+    pub project: Option<String>,
+    pub notes: String,
+    pub tags: Vec<String>,
+}
+
+struct LoopHandle {
+    tx: mpsc::Sender<Command>,
+    join: tokio::task::JoinHandle<()>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    store: Arc<Mutex<Store>>,
+    events: broadcast::Sender<Event>,
+    wake: Arc<Notify>,
+    opts: Options,
+    running: Mutex<Option<LoopHandle>>,
+}
+
+/// Cheap to clone; all clones share one store connection, one event channel and one loop.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl Engine {
+    pub fn open(data_dir: &Path) -> Result<Engine> {
+        Self::open_with(data_dir, Options::default())
+    }
+
+    pub fn open_with(data_dir: &Path, opts: Options) -> Result<Engine> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| Error::io(format!("creating {}", data_dir.display()), e))?;
+        let store = Store::open(data_dir)?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                data_dir: data_dir.to_owned(),
+                store: Arc::new(Mutex::new(store)),
+                events: broadcast::channel(1024).0,
+                wake: Arc::new(Notify::new()),
+                opts,
+                running: Mutex::new(None),
+            }),
+        })
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.inner.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touched(&self, uuid: Uuid) {
+        let _ = self.inner.events.send(Event::TaskChanged { uuid });
+        self.inner.wake.notify_one();
+    }
+
+    /// Captures a task: a fresh UUID v4 and idempotency key, task row and outbox row in one
+    /// transaction. Checks only what must hold locally (a description, a well-formed project
+    /// prefix); the other field rules are the server's, and a refusal shows as `failed` with the
+    /// server's message.
+    pub fn create(&self, input: NewTaskInput) -> Result<LocalTask> {
+        if input.description.trim().is_empty() {
+            return Err(Error::Invalid("the description must not be empty".into()));
+        }
+        let project = match input.project {
+            Some(p) => p,
+            None => self.settings()?.project.ok_or_else(|| {
+                Error::Invalid(
+                    "no project: pass --project PREFIX (or log in to set a default)".into(),
+                )
+            })?,
+        };
+        let prefix =
+            Prefix::parse(project.trim()).map_err(|e| Error::Invalid(format!("project: {e}")))?;
+        let now = self.inner.opts.clock.now();
+        let uuid = Uuid::new_v4();
+        let body = NewTask {
+            project: prefix.to_string(),
+            description: input.description,
+            notes: input.notes,
+            status: None,
+            tags: input.tags,
+            created_at: Some(now),
+        };
+        self.store()
+            .create_local(uuid, &Uuid::new_v4().to_string(), &body, now)?;
+        self.touched(uuid);
+        self.get_uuid(uuid)
+    }
+
+    /// Changes fields locally and queues the change (folded into an unsent request if possible).
+    pub fn edit(&self, task_ref: &str, patch: TaskPatch) -> Result<LocalTask> {
+        if patch.is_empty() {
+            return Err(Error::Invalid("nothing to change".into()));
+        }
+        if patch
+            .description
+            .as_deref()
+            .is_some_and(|d| d.trim().is_empty())
+        {
+            return Err(Error::Invalid("the description must not be empty".into()));
+        }
+        let uuid = self.get(task_ref)?.uuid;
+        let now = self.inner.opts.clock.now();
+        self.store()
+            .edit_local(uuid, patch, &Uuid::new_v4().to_string(), now)?;
+        self.touched(uuid);
+        self.get_uuid(uuid)
+    }
+
+    pub fn complete(&self, task_ref: &str) -> Result<LocalTask> {
+        self.set_status(task_ref, TaskStatus::Completed)
+    }
+
+    pub fn delete(&self, task_ref: &str) -> Result<LocalTask> {
+        self.set_status(task_ref, TaskStatus::Deleted)
+    }
+
+    fn set_status(&self, task_ref: &str, status: TaskStatus) -> Result<LocalTask> {
+        let patch = TaskPatch {
+            status: Some(status),
+            ..TaskPatch::default()
+        };
+        self.edit(task_ref, patch)
+    }
+
+    /// Sends a task's failed requests again, each under a new idempotency key (same UUID).
+    pub fn retry(&self, task_ref: &str) -> Result<LocalTask> {
+        let uuid = self.get(task_ref)?.uuid;
+        let now = self.inner.opts.clock.now_ms();
+        self.store()
+            .retry_failed(uuid, || Uuid::new_v4().to_string(), now)?;
+        self.touched(uuid);
+        self.get_uuid(uuid)
+    }
+
+    pub fn list(&self, filter: TaskFilter) -> Result<Vec<LocalTask>> {
+        self.store().list(filter)
+    }
+
+    /// By key (lenient: `syn 42`), UUID, or unique UUID prefix of at least 8 hex digits.
+    pub fn get(&self, task_ref: &str) -> Result<LocalTask> {
+        self.store().find(task_ref)
+    }
+
+    fn get_uuid(&self, uuid: Uuid) -> Result<LocalTask> {
+        self.store()
+            .task(uuid)?
+            .ok_or_else(|| Error::NotFound(uuid.to_string()))
+    }
+
+    pub fn settings(&self) -> Result<Settings> {
+        Settings::load(&self.store())
+    }
+
+    pub fn set_settings(&self, s: &Settings) -> Result<()> {
+        s.save(&self.store())?;
+        self.inner.wake.notify_one();
+        Ok(())
+    }
+
+    pub fn set_token(&self, token: &Token) -> Result<()> {
+        save_token(&self.inner.data_dir, token)?;
+        self.inner.wake.notify_one();
+        Ok(())
+    }
+
+    pub fn has_token(&self) -> Result<bool> {
+        Ok(load_token(&self.inner.data_dir)?.is_some())
+    }
+
+    pub fn status(&self) -> Result<SyncStatus> {
+        crate::status::read(&self.store())
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// A client for the saved server and token.
+    pub fn client(&self) -> Result<Client> {
+        let url = self.settings()?.server_url.ok_or(Error::NotLoggedIn)?;
+        let token = load_token(&self.inner.data_dir)?.ok_or(Error::NotLoggedIn)?;
+        Client::new(&url, token)
+    }
+
+    pub(crate) fn syncer(&self) -> Result<Syncer> {
+        Ok(Syncer {
+            store: self.inner.store.clone(),
+            client: self.client()?,
+            clock: self.inner.opts.clock.clone(),
+            backoff: self.inner.opts.backoff,
+            jitter: Arc::new(rand::random::<f64>),
+            events: self.inner.events.clone(),
+            batch: self.inner.opts.batch,
+        })
+    }
+
+    /// Starts this process's sync loop (needs a tokio runtime). Idempotent.
+    pub fn start(&self) {
+        let mut running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.is_some() {
+            return;
+        }
+        let (tx, rx) = mpsc::channel(16);
+        let me = self.clone();
+        let ctx = LoopCtx {
+            data_dir: self.inner.data_dir.clone(),
+            store: self.inner.store.clone(),
+            wake: self.inner.wake.clone(),
+            syncer: Box::new(move || me.syncer()),
+        };
+        let join = tokio::spawn(sync_loop::run(ctx, rx));
+        *running = Some(LoopHandle { tx, join });
+    }
+
+    /// Stops the loop and waits for it (an in-flight pass finishes first; its lock is released).
+    pub async fn stop(&self) {
+        let handle = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            let _ = h.tx.send(Command::Stop).await;
+            let _ = h.join.await;
+        }
+    }
+
+    fn loop_tx(&self) -> Option<mpsc::Sender<Command>> {
+        let running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.as_ref().map(|h| h.tx.clone())
+    }
+
+    /// The app learned that the network is back: the loop tries at once.
+    pub fn network_up(&self) {
+        if let Some(tx) = self.loop_tx() {
+            let _ = tx.try_send(Command::NetworkUp);
+        }
+    }
+
+    /// One pass by this process's running loop, now.
+    pub async fn sync_now(&self) -> Result<PassReport> {
+        let tx = self.loop_tx().ok_or(Error::LoopStopped)?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Command::SyncNow(reply))
+            .await
+            .map_err(|_| Error::LoopStopped)?;
+        rx.await.map_err(|_| Error::LoopStopped)?
+    }
+
+    pub(crate) fn wait_interval() -> Duration {
+        crate::sync_loop::TICK
+    }
+
+    pub(crate) fn clock_ms(&self) -> i64 {
+        self.inner.opts.clock.now_ms()
+    }
+
+    pub(crate) fn store_reset_in_progress(&self) -> Result<usize> {
+        self.store().reset_in_progress()
+    }
+
+    /// The newest error recorded on a waiting outbox row.
+    pub(crate) fn first_row_error(&self) -> Option<String> {
+        let rows = self.store().open_rows(64).ok()?;
+        rows.into_iter().find_map(|r| r.last_error)
+    }
+}

@@ -1,0 +1,68 @@
+//! The engine's one error type. Callers match on variants, never on messages; every message is
+//! written for a person (the CLI prints it as is).
+use callsign_core::Problem;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A task reference matched no local task.
+    #[error("no task matches {0:?}")]
+    NotFound(String),
+    /// A UUID prefix that matches more than one task.
+    #[error("{0:?} matches more than one task; type more of the UUID or use the key")]
+    Ambiguous(String),
+    /// Input the engine refuses before it ever reaches the outbox.
+    #[error("{0}")]
+    Invalid(String),
+    /// Nothing to sync with: no server URL or token saved.
+    #[error("not logged in: run `callsign login --server URL --token TOKEN` first")]
+    NotLoggedIn,
+    /// The server could not be reached (connection refused, timeout, connection dropped).
+    #[error("cannot reach the server at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    /// The server answered with an error for the request as a whole.
+    #[error("the server refused the request: {0}")]
+    Server(Problem),
+    /// The server answered something that is not the API's JSON.
+    #[error("unexpected answer from the server: {0}")]
+    Protocol(String),
+    #[error("local database: {0}")]
+    Db(#[from] rusqlite::Error),
+    #[error("local database migration: {0}")]
+    Migration(#[from] rusqlite_migration::Error),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another live process (the desktop app, or another `callsign sync`) owns the data dir's
+    /// sync loop; this process only queues.
+    #[error("another process{} is syncing this data dir", .pid.map(|p| format!(" (PID {p})")).unwrap_or_default())]
+    Busy { pid: Option<u32> },
+    /// Waited for the outbox to drain and it did not.
+    #[error("{pending} change(s) still queued: {reason}")]
+    StillQueued { pending: u64, reason: String },
+    /// The sync loop is not running (it was stopped, or never started).
+    #[error("the sync loop is not running")]
+    LoopStopped,
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// Worth trying again later without any change by the user.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Unreachable { .. } => true,
+            Error::Server(p) => p.code.is_transient() || p.status == 429,
+            _ => false,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

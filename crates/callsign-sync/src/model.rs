@@ -1,0 +1,136 @@
+//! The engine's local view of tasks and outbox rows.
+use callsign_core::dto::{MutationOp, Task, TaskStatus};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+/// Where a task stands with respect to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncState {
+    /// No key yet: the create has not been committed by the server (or not seen back).
+    Provisional,
+    /// The server has numbered it.
+    Synced,
+    /// The server refused a request for it; the user must edit or retry.
+    Failed,
+}
+
+/// A task as this device knows it: the server's fields plus its sync state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LocalTask {
+    pub uuid: Uuid,
+    pub key: Option<String>,
+    pub project: String,
+    pub number: Option<u64>,
+    pub description: String,
+    pub notes: String,
+    pub status: TaskStatus,
+    pub tags: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub modified_at: DateTime<Utc>,
+    pub sync_state: SyncState,
+    /// The server's message for a failed request, or the last transient error while waiting.
+    pub last_error: Option<String>,
+    /// Outbox rows for this task not yet done (pending, in progress or failed).
+    #[serde(skip)]
+    pub open_rows: u32,
+    /// When the next attempt for this task's oldest open row is due (Unix ms), if it waits.
+    #[serde(skip)]
+    pub next_attempt_at: Option<i64>,
+}
+
+impl LocalTask {
+    /// A short provisional id for display: `~` and the first 8 hex digits of the UUID.
+    pub fn short_id(&self) -> String {
+        format!("~{}", &self.uuid.simple().to_string()[..8])
+    }
+
+    /// The key, or the provisional short id.
+    pub fn label(&self) -> String {
+        self.key.clone().unwrap_or_else(|| self.short_id())
+    }
+
+    pub fn from_server(t: Task) -> Self {
+        LocalTask {
+            uuid: t.uuid,
+            key: t.key,
+            project: t.project,
+            number: t.number,
+            description: t.description,
+            notes: t.notes,
+            status: t.status,
+            tags: t.tags,
+            created_at: t.created_at,
+            modified_at: t.modified_at,
+            sync_state: SyncState::Synced,
+            last_error: None,
+            open_rows: 0,
+            next_attempt_at: None,
+        }
+    }
+}
+
+/// The life of an outbox row (DESIGN.md section 6). See [`crate::outbox_state`] for the moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowState {
+    Pending,
+    InProgress,
+    Failed,
+    Done,
+}
+
+impl RowState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowState::Pending => "pending",
+            RowState::InProgress => "in_progress",
+            RowState::Failed => "failed",
+            RowState::Done => "done",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => RowState::Pending,
+            "in_progress" => RowState::InProgress,
+            "failed" => RowState::Failed,
+            "done" => RowState::Done,
+            _ => return None,
+        })
+    }
+}
+
+pub fn op_str(op: MutationOp) -> &'static str {
+    match op {
+        MutationOp::Create => "create",
+        MutationOp::Update => "update",
+    }
+}
+
+pub fn parse_op(s: &str) -> Option<MutationOp> {
+    match s {
+        "create" => Some(MutationOp::Create),
+        "update" => Some(MutationOp::Update),
+        _ => None,
+    }
+}
+
+/// One outbox row. Once `sent` is true, `idempotency_key` and `body` are frozen (a database
+/// trigger enforces it) until the row fails and the user retries it with a new key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub uuid: Uuid,
+    pub op: MutationOp,
+    pub idempotency_key: String,
+    pub body: serde_json::Value,
+    pub state: RowState,
+    pub sent: bool,
+    pub try_count: u32,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub last_touch: i64,
+    pub next_attempt_at: Option<i64>,
+}

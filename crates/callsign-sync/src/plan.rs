@@ -1,0 +1,110 @@
+//! What to send next: a pure function of the open outbox rows and the time.
+//!
+//! The batch is the longest prefix of the queue (rows in id order, i.e. capture order) that may go
+//! now, so the server numbers tasks in the order they were captured:
+//! - `done` and `failed` rows are skipped; so are the rows of a task whose create failed (they wait
+//!   for the user to edit or retry it, and would only be refused);
+//! - the batch stops at the first row that must wait: one in backoff (`next_attempt_at` later than
+//!   now) or one still `in_progress`;
+//! - it stops before a second row of the same task, so each task's requests reach the server one
+//!   after the other, in order;
+//! - it holds at most `max` rows.
+use std::collections::HashSet;
+
+use callsign_core::dto::MutationOp;
+use uuid::Uuid;
+
+use crate::model::{OutboxRow, RowState};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// Row ids to claim and send, in order.
+    pub send: Vec<i64>,
+    /// When the row that stopped the batch may go (Unix ms), if it stopped on a waiting row.
+    pub wake_at: Option<i64>,
+}
+
+pub fn plan(rows: &[OutboxRow], now_ms: i64, max: usize) -> Plan {
+    let mut out = Plan::default();
+    let mut failed_creates: HashSet<Uuid> = HashSet::new();
+    let mut in_batch: HashSet<Uuid> = HashSet::new();
+    for r in rows {
+        match r.state {
+            RowState::Done => continue,
+            RowState::Failed => {
+                if r.op == MutationOp::Create {
+                    failed_creates.insert(r.uuid);
+                }
+                continue;
+            }
+            _ if failed_creates.contains(&r.uuid) => continue,
+            RowState::InProgress => break,
+            RowState::Pending => {}
+        }
+        if let Some(t) = r.next_attempt_at.filter(|t| *t > now_ms) {
+            out.wake_at = Some(t);
+            break;
+        }
+        if out.send.len() >= max || !in_batch.insert(r.uuid) {
+            break;
+        }
+        out.send.push(r.id);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// A row from a compact spec: (task number, op, state, next_attempt_at).
+    fn row(id: i64, (task, op, state, next): (u128, char, RowState, Option<i64>)) -> OutboxRow {
+        OutboxRow {
+            id,
+            uuid: Uuid::from_u128(task),
+            op: if op == 'c' {
+                MutationOp::Create
+            } else {
+                MutationOp::Update
+            },
+            idempotency_key: format!("k{id}"),
+            body: serde_json::Value::Null,
+            state,
+            sent: false,
+            try_count: 0,
+            last_error: None,
+            created_at: 0,
+            last_touch: 0,
+            next_attempt_at: next,
+        }
+    }
+
+    use RowState::*;
+    const NOW: i64 = 1_000;
+
+    #[rstest]
+    #[case::empty(vec![], 10, vec![], None)]
+    #[case::all_in_order(vec![(1,'c',Pending,None),(2,'c',Pending,None),(3,'c',Pending,None)], 10, vec![1,2,3], None)]
+    #[case::max_respected(vec![(1,'c',Pending,None),(2,'c',Pending,None),(3,'c',Pending,None)], 2, vec![1,2], None)]
+    #[case::due_retry_goes(vec![(1,'c',Pending,Some(NOW)),(2,'c',Pending,None)], 10, vec![1,2], None)]
+    #[case::waiting_row_stops_batch(vec![(1,'c',Pending,None),(2,'c',Pending,Some(NOW+5)),(3,'c',Pending,None)], 10, vec![1], Some(NOW+5))]
+    #[case::in_progress_stops_batch(vec![(1,'c',InProgress,None),(2,'c',Pending,None)], 10, vec![], None)]
+    #[case::done_and_failed_skipped(vec![(1,'c',Done,None),(2,'c',Failed,None),(3,'c',Pending,None)], 10, vec![3], None)]
+    #[case::failed_create_holds_its_updates(vec![(1,'c',Failed,None),(1,'u',Pending,None),(2,'c',Pending,None)], 10, vec![3], None)]
+    #[case::failed_update_does_not_hold(vec![(1,'u',Failed,None),(1,'u',Pending,None)], 10, vec![2], None)]
+    #[case::one_row_per_task(vec![(1,'c',Pending,None),(2,'c',Pending,None),(1,'u',Pending,None),(3,'c',Pending,None)], 10, vec![1,2], None)]
+    fn batches(
+        #[case] spec: Vec<(u128, char, RowState, Option<i64>)>,
+        #[case] max: usize,
+        #[case] send: Vec<i64>,
+        #[case] wake_at: Option<i64>,
+    ) {
+        let rows: Vec<_> = spec
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| row(i as i64 + 1, s))
+            .collect();
+        assert_eq!(plan(&rows, NOW, max), Plan { send, wake_at });
+    }
+}

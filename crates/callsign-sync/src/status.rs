@@ -1,0 +1,42 @@
+//! The sync status as stored: the loop (or a CLI `sync`) records each pass's outcome in the
+//! store's `kv` table, so any process on the data dir (`callsign status` beside the app) reads
+//! the same facts the loop's events carry.
+use chrono::{DateTime, Utc};
+
+use crate::clock::from_ms;
+use crate::error::{Error, Result};
+use crate::events::SyncStatus;
+use crate::store::Store;
+
+const ONLINE: &str = "sync.online";
+const LAST_ERROR: &str = "sync.last_error";
+const LAST_SYNC_AT: &str = "sync.last_sync_at";
+
+pub fn record_success(store: &Store, now: DateTime<Utc>) -> Result<()> {
+    store.set(ONLINE, Some("1"))?;
+    store.set(LAST_ERROR, None)?;
+    store.set(LAST_SYNC_AT, Some(&now.to_rfc3339()))
+}
+
+/// A pass that failed: offline if the server could not be reached; the message either way.
+pub fn record_failure(store: &Store, e: &Error) -> Result<()> {
+    let online = !matches!(e, Error::Unreachable { .. });
+    store.set(ONLINE, Some(if online { "1" } else { "0" }))?;
+    store.set(LAST_ERROR, Some(&e.to_string()))
+}
+
+pub fn read(store: &Store) -> Result<SyncStatus> {
+    let counts = store.counts()?;
+    Ok(SyncStatus {
+        online: store.get(ONLINE)?.map(|v| v == "1"),
+        pending: counts.pending,
+        in_flight: counts.in_flight,
+        failed: counts.failed,
+        next_attempt_at: store.next_attempt_at()?.map(from_ms),
+        last_error: store.get(LAST_ERROR)?,
+        last_sync_at: store
+            .get(LAST_SYNC_AT)?
+            .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
+            .map(|t| t.with_timezone(&Utc)),
+    })
+}

@@ -1,0 +1,88 @@
+//! The local SQLite store: one file per data dir, WAL, migrations embedded at compile time.
+//!
+//! Every write that must survive together happens in one transaction (a local create writes the
+//! task row and its outbox row at once), with `synchronous = FULL`, so a task the user has seen
+//! is on disk. Several processes may open the same store (the app and the CLI); SQLite's locking
+//! and a busy timeout serialise them.
+mod outbox;
+mod reconcile;
+mod tasks;
+
+use std::path::Path;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension};
+use rusqlite_migration::{Migrations, M};
+
+use crate::error::Result;
+
+pub use outbox::Counts;
+pub use reconcile::CURSOR;
+pub use tasks::TaskFilter;
+
+static MIGRATIONS: LazyLock<Migrations<'static>> =
+    LazyLock::new(|| Migrations::new(vec![M::up(include_str!("migrations/001_init.sql"))]));
+
+pub const DB_FILE: &str = "callsign.sqlite3";
+
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    pub fn open(data_dir: &Path) -> Result<Store> {
+        let conn = Connection::open(data_dir.join(DB_FILE))?;
+        Self::init(conn)
+    }
+
+    #[cfg(test)]
+    pub fn in_memory() -> Result<Store> {
+        Self::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<Store> {
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", true)?;
+        MIGRATIONS.to_latest(&mut conn)?;
+        Ok(Store { conn })
+    }
+
+    /// Changes whenever another connection (another process) commits to the database.
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "data_version", |r| r.get(0))?)
+    }
+
+    pub fn get(&self, name: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM kv WHERE name = ?1", [name], |r| r.get(0))
+            .optional()?)
+    }
+
+    pub fn set(&self, name: &str, value: Option<&str>) -> Result<()> {
+        match value {
+            Some(v) => self.conn.execute(
+                "INSERT INTO kv (name, value) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                [name, v],
+            )?,
+            None => self
+                .conn
+                .execute("DELETE FROM kv WHERE name = ?1", [name])?,
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn migrations_are_valid() {
+        super::MIGRATIONS.validate().unwrap();
+    }
+}

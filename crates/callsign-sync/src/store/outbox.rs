@@ -1,0 +1,204 @@
+//! Outbox rows: queueing, claiming a batch, recording answers, stale reset, user retry.
+//! Each state change follows [`crate::outbox_state::transition`]; the `WHERE state = ...` of each
+//! statement is that table's precondition, so a row in the wrong state is left alone.
+use callsign_core::dto::MutationOp;
+use rusqlite::{params, Row, Transaction};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::model::{op_str, parse_op, OutboxRow, RowState};
+
+const COLUMNS: &str = "id, uuid, op, idempotency_key, body, state, sent, try_count, last_error,
+    created_at, last_touch, next_attempt_at";
+
+fn map_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+    let bad = |i: usize| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            "bad outbox value".into(),
+        )
+    };
+    Ok(OutboxRow {
+        id: r.get(0)?,
+        uuid: Uuid::parse_str(&r.get::<_, String>(1)?).map_err(|_| bad(1))?,
+        op: parse_op(&r.get::<_, String>(2)?).ok_or_else(|| bad(2))?,
+        idempotency_key: r.get(3)?,
+        body: serde_json::from_str(&r.get::<_, String>(4)?).map_err(|_| bad(4))?,
+        state: RowState::parse(&r.get::<_, String>(5)?).ok_or_else(|| bad(5))?,
+        sent: r.get(6)?,
+        try_count: r.get::<_, i64>(7)? as u32,
+        last_error: r.get(8)?,
+        created_at: r.get(9)?,
+        last_touch: r.get(10)?,
+        next_attempt_at: r.get(11)?,
+    })
+}
+
+pub(super) fn insert(
+    tx: &Transaction<'_>,
+    uuid: Uuid,
+    op: MutationOp,
+    key: &str,
+    body: &serde_json::Value,
+    now_ms: i64,
+) -> Result<()> {
+    tx.execute(
+        "INSERT INTO outbox (uuid, op, idempotency_key, body, state, created_at, last_touch)
+         VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)",
+        params![uuid.to_string(), op_str(op), key, body.to_string(), now_ms],
+    )?;
+    Ok(())
+}
+
+pub(super) fn rows_of(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<OutboxRow>> {
+    let sql = format!("SELECT {COLUMNS} FROM outbox WHERE uuid = ?1 ORDER BY id");
+    let mut stmt = tx.prepare(&sql)?;
+    let rows = stmt
+        .query_map([uuid.to_string()], map_row)?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}
+
+pub(super) fn set_body(
+    tx: &Transaction<'_>,
+    id: i64,
+    body: &serde_json::Value,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<()> {
+    tx.execute(
+        "UPDATE outbox SET body = ?2, last_touch = ?3 WHERE id = ?1",
+        params![id, body.to_string(), now.timestamp_millis()],
+    )?;
+    Ok(())
+}
+
+/// Outbox counts for status displays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub pending: u64,
+    pub in_flight: u64,
+    pub failed: u64,
+}
+
+impl Store {
+    /// The first `limit` rows not yet done, in capture order: the input of
+    /// [`crate::plan::plan`] (a prefix is enough, since a plan is a prefix of the queue).
+    pub fn open_rows(&self, limit: usize) -> Result<Vec<OutboxRow>> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM outbox WHERE state <> 'done' ORDER BY id LIMIT ?1");
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt
+            .query_map([limit as i64], map_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// `pending -> in_progress` for the planned rows; each becomes `sent` (frozen) and counts a try.
+    /// Returns the claimed rows in order.
+    pub fn claim(&mut self, ids: &[i64], now_ms: i64) -> Result<Vec<OutboxRow>> {
+        let tx = self.conn.transaction()?;
+        let mut out = Vec::with_capacity(ids.len());
+        {
+            let mut upd = tx.prepare_cached(
+                "UPDATE outbox SET state = 'in_progress', sent = 1, try_count = try_count + 1,
+                    last_touch = ?2 WHERE id = ?1 AND state = 'pending'",
+            )?;
+            let sql = format!("SELECT {COLUMNS} FROM outbox WHERE id = ?1");
+            let mut sel = tx.prepare_cached(&sql)?;
+            for id in ids {
+                if upd.execute(params![id, now_ms])? == 1 {
+                    out.push(sel.query_row([id], map_row)?);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// `in_progress -> pending` with a retry time, for rows whose request got no usable answer.
+    pub fn release(&mut self, ids: &[i64], next_at: i64, error: &str, now_ms: i64) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut upd = tx.prepare_cached(
+                "UPDATE outbox SET state = 'pending', next_attempt_at = ?2, last_error = ?3,
+                    last_touch = ?4 WHERE id = ?1 AND state = 'in_progress'",
+            )?;
+            for id in ids {
+                upd.execute(params![id, next_at, error, now_ms])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stale reset: rows left `in_progress` by a process that died go back to `pending`, due now.
+    /// Only the holder of the sync lock calls this, so no live process owns such a row.
+    pub fn reset_in_progress(&self) -> Result<usize> {
+        Ok(self.conn.execute(
+            "UPDATE outbox SET state = 'pending', next_attempt_at = NULL WHERE state = 'in_progress'",
+            [],
+        )?)
+    }
+
+    /// The user's retry of a task's failed rows: `failed -> pending` under a NEW idempotency key
+    /// (`new_key(i)` for the i-th row), tries counted afresh. Returns how many rows were retried.
+    pub fn retry_failed(
+        &mut self,
+        uuid: Uuid,
+        mut new_key: impl FnMut() -> String,
+        now_ms: i64,
+    ) -> Result<usize> {
+        let tx = self.conn.transaction()?;
+        let ids: Vec<i64> = {
+            let mut stmt = tx.prepare(
+                "SELECT id FROM outbox WHERE uuid = ?1 AND state = 'failed' ORDER BY id",
+            )?;
+            let ids = stmt
+                .query_map([uuid.to_string()], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            ids
+        };
+        for id in &ids {
+            tx.execute(
+                "UPDATE outbox SET state = 'pending', idempotency_key = ?2, sent = 0, try_count = 0,
+                    last_error = NULL, next_attempt_at = NULL, last_touch = ?3 WHERE id = ?1",
+                params![id, new_key(), now_ms],
+            )?;
+        }
+        tx.commit()?;
+        if ids.is_empty() {
+            return Err(Error::Invalid(format!(
+                "task {uuid} has no failed request to retry"
+            )));
+        }
+        Ok(ids.len())
+    }
+
+    pub fn counts(&self) -> Result<Counts> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
+                    COUNT(*) FILTER (WHERE state = 'in_progress'),
+                    COUNT(*) FILTER (WHERE state = 'failed') FROM outbox WHERE state <> 'done'",
+            [],
+            |r| {
+                Ok(Counts {
+                    pending: r.get::<_, i64>(0)? as u64,
+                    in_flight: r.get::<_, i64>(1)? as u64,
+                    failed: r.get::<_, i64>(2)? as u64,
+                })
+            },
+        )?)
+    }
+
+    /// The earliest time a pending row waits for (Unix ms), if any waits.
+    pub fn next_attempt_at(&self) -> Result<Option<i64>> {
+        Ok(self.conn.query_row(
+            "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+}

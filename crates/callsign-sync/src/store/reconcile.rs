@@ -1,0 +1,149 @@
+//! Reconciliation: the server's word about a task lands in the local row.
+//!
+//! - The key comes only from the server. A task keeps the key it has; should the server ever
+//!   report a different one, that is logged loudly and the server wins. A key names one local
+//!   task: a row holding it under another UUID loses it (also logged loudly).
+//! - While the task still has requests in flight or queued, its local fields (the user's newer
+//!   edits) stay; only the key and number are bound. Otherwise the server's fields replace them.
+//! - Unknown UUIDs (created on another device) are inserted.
+use callsign_core::dto::Task;
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use super::tasks::ts;
+use super::Store;
+use crate::error::Result;
+use crate::model::OutboxRow;
+use crate::outbox_state::Outcome;
+
+/// The cursor of the server's change feed.
+pub const CURSOR: &str = "sync.cursor";
+
+fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
+    let u = t.uuid.to_string();
+    let local: Option<Option<String>> = tx
+        .query_row("SELECT key FROM tasks WHERE uuid = ?1", [&u], |r| r.get(0))
+        .optional()?;
+    let key = match (&t.key, local.as_ref().and_then(|k| k.as_ref())) {
+        (Some(server), Some(mine)) if server != mine => {
+            tracing::error!(uuid = %u, local = %mine, server = %server,
+                "KEY DISAGREEMENT: the server reports a different key for this task; the server wins");
+            Some(server.clone())
+        }
+        (Some(server), _) => Some(server.clone()),
+        (None, mine) => mine.cloned(),
+    };
+    if let Some(k) = &key {
+        let taken = tx.execute(
+            "UPDATE tasks SET key = NULL, number = NULL WHERE key = ?1 AND uuid <> ?2",
+            params![k, u],
+        )?;
+        if taken > 0 {
+            tracing::error!(key = %k, uuid = %u,
+                "KEY DISAGREEMENT: another local task held this key; the server wins");
+        }
+    }
+    let number = match (&t.key, t.number) {
+        (Some(_), Some(n)) => Some(n as i64),
+        _ => tx
+            .query_row("SELECT number FROM tasks WHERE uuid = ?1", [&u], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .flatten(),
+    };
+    let busy: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND state IN ('pending', 'in_progress'))",
+        [&u],
+        |r| r.get(0),
+    )?;
+    let tags = serde_json::to_string(&t.tags).unwrap_or_else(|_| "[]".into());
+    let changed =
+        if local.is_none() {
+            tx.execute(
+                "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
+                created_at, modified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    u,
+                    key,
+                    t.project,
+                    number,
+                    t.description,
+                    t.notes,
+                    t.status.as_str(),
+                    tags,
+                    ts(t.created_at),
+                    ts(t.modified_at)
+                ],
+            )?
+        } else if busy {
+            tx.execute(
+                "UPDATE tasks SET key = ?2, number = ?3 WHERE uuid = ?1
+                AND (key IS NOT ?2 OR number IS NOT ?3)",
+                params![u, key, number],
+            )?
+        } else {
+            tx.execute(
+            "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
+                status = ?7, tags = ?8, created_at = ?9, modified_at = ?10 WHERE uuid = ?1",
+            params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
+                ts(t.created_at), ts(t.modified_at)],
+        )?
+        };
+    Ok(changed > 0)
+}
+
+impl Store {
+    /// Records the answers to a claimed batch, in one transaction: row states move as the
+    /// outcomes say, then returned tasks are reconciled. Returns the UUIDs of tasks that changed.
+    pub fn record_answers(
+        &mut self,
+        answers: &[(OutboxRow, Outcome)],
+        retry_at: impl Fn(&OutboxRow) -> i64,
+        now_ms: i64,
+    ) -> Result<Vec<uuid::Uuid>> {
+        let tx = self.conn.transaction()?;
+        let mut changed = Vec::new();
+        for (row, outcome) in answers {
+            let (state, error, next) = match outcome {
+                Outcome::Done(_) => ("done", None, None),
+                Outcome::Retry(m) => ("pending", Some(m.as_str()), Some(retry_at(row))),
+                Outcome::Fail(m) => ("failed", Some(m.as_str()), None),
+            };
+            tx.execute(
+                "UPDATE outbox SET state = ?2, last_error = ?3, next_attempt_at = ?4,
+                    last_touch = ?5 WHERE id = ?1 AND state = 'in_progress'",
+                params![row.id, state, error, next, now_ms],
+            )?;
+            if !matches!(outcome, Outcome::Done(_)) {
+                changed.push(row.uuid);
+            }
+        }
+        for (_, outcome) in answers {
+            if let Outcome::Done(Some(task)) = outcome {
+                if apply_task(&tx, task)? {
+                    changed.push(task.uuid);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    /// Applies a page of the change feed and stores its cursor, in one transaction.
+    pub fn apply_changes(&mut self, tasks: &[Task], cursor: &str) -> Result<Vec<uuid::Uuid>> {
+        let tx = self.conn.transaction()?;
+        let mut changed = Vec::new();
+        for t in tasks {
+            if apply_task(&tx, t)? {
+                changed.push(t.uuid);
+            }
+        }
+        tx.execute(
+            "INSERT INTO kv (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            [CURSOR, cursor],
+        )?;
+        tx.commit()?;
+        Ok(changed)
+    }
+}

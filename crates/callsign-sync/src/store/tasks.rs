@@ -1,0 +1,208 @@
+//! Task rows: local create and edit (each one transaction with its outbox row), lookup, listing.
+use callsign_core::dto::{MutationOp, NewTask, TaskPatch, TaskStatus};
+use callsign_core::{TaskKey, TaskRef};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension, Row};
+use uuid::Uuid;
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::fold::{fold, Fold};
+use crate::model::{LocalTask, SyncState};
+
+/// The task columns plus the outbox facts that make its sync state, for `map_task`.
+const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
+    t.status, t.tags, t.created_at, t.modified_at,
+    (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
+    (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
+    (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
+        AND o.last_error IS NOT NULL ORDER BY o.id DESC LIMIT 1),
+    (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending')
+    FROM tasks t";
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Include completed and deleted tasks.
+    pub all: bool,
+}
+
+fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
+    let text = |i: usize| r.get::<_, String>(i);
+    let bad = |i: usize, e: String| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
+    };
+    let time = |i: usize| {
+        DateTime::parse_from_rfc3339(&text(i)?)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| bad(i, e.to_string()))
+    };
+    let key: Option<String> = r.get(1)?;
+    let failed: i64 = r.get(11)?;
+    Ok(LocalTask {
+        uuid: Uuid::parse_str(&text(0)?).map_err(|e| bad(0, e.to_string()))?,
+        sync_state: match (failed, &key) {
+            (1.., _) => SyncState::Failed,
+            (_, None) => SyncState::Provisional,
+            (_, Some(_)) => SyncState::Synced,
+        },
+        key,
+        project: text(2)?,
+        number: r.get::<_, Option<i64>>(3)?.map(|n| n as u64),
+        description: text(4)?,
+        notes: text(5)?,
+        status: TaskStatus::parse(&text(6)?).ok_or_else(|| bad(6, "status".into()))?,
+        tags: serde_json::from_str(&text(7)?).map_err(|e| bad(7, e.to_string()))?,
+        created_at: time(8)?,
+        modified_at: time(9)?,
+        open_rows: r.get::<_, i64>(10)? as u32,
+        last_error: r.get(12)?,
+        next_attempt_at: r.get(13)?,
+    })
+}
+
+pub(crate) fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+impl Store {
+    /// Writes a new provisional task and its `create` outbox row in one transaction.
+    pub fn create_local(
+        &mut self,
+        uuid: Uuid,
+        idempotency_key: &str,
+        body: &NewTask,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let status = body.status.unwrap_or(TaskStatus::Pending);
+        tx.execute(
+            "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
+                modified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            params![
+                uuid.to_string(),
+                body.project,
+                body.description,
+                body.notes,
+                status.as_str(),
+                serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
+                ts(body.created_at.unwrap_or(now)),
+            ],
+        )?;
+        super::outbox::insert(
+            &tx,
+            uuid,
+            MutationOp::Create,
+            idempotency_key,
+            &serde_json::to_value(body).unwrap_or_default(),
+            now.timestamp_millis(),
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Applies an edit to the local row and queues it (folded into an unsent request where
+    /// [`fold`] allows), in one transaction. `new_key` is used only if a new row is needed.
+    pub fn edit_local(
+        &mut self,
+        uuid: Uuid,
+        patch: TaskPatch,
+        new_key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        let u = uuid.to_string();
+        let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
+        let changed = tx.execute(
+            "UPDATE tasks SET description = COALESCE(?2, description),
+                notes = COALESCE(?3, notes), status = COALESCE(?4, status),
+                tags = COALESCE(?5, tags), modified_at = ?6 WHERE uuid = ?1",
+            params![
+                u,
+                patch.description,
+                patch.notes,
+                patch.status.map(TaskStatus::as_str),
+                tags.map_err(|e| Error::Invalid(e.to_string()))?,
+                ts(now),
+            ],
+        )?;
+        if changed == 0 {
+            return Err(Error::NotFound(u));
+        }
+        let rows = super::outbox::rows_of(&tx, uuid)?;
+        match fold(&rows, patch) {
+            Fold::Into { id, body } => super::outbox::set_body(&tx, id, &body, now)?,
+            Fold::Append(p) => super::outbox::insert(
+                &tx,
+                uuid,
+                MutationOp::Update,
+                new_key,
+                &serde_json::to_value(p).unwrap_or_default(),
+                now.timestamp_millis(),
+            )?,
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn task(&self, uuid: Uuid) -> Result<Option<LocalTask>> {
+        let sql = format!("{SELECT} WHERE t.uuid = ?1");
+        Ok(self
+            .conn
+            .query_row(&sql, [uuid.to_string()], map_task)
+            .optional()?)
+    }
+
+    /// Resolves a key (lenient), a UUID, or a unique UUID prefix of at least 8 hex digits
+    /// (a leading `~`, as in the provisional short id, is accepted).
+    pub fn find(&self, input: &str) -> Result<LocalTask> {
+        let not_found = || Error::NotFound(input.to_owned());
+        match TaskRef::parse(input) {
+            Ok(TaskRef::Uuid(u)) => return self.task(u)?.ok_or_else(not_found),
+            Ok(TaskRef::Key(k)) => {
+                if let Some(t) = self.by_key(&k)? {
+                    return Ok(t);
+                }
+            }
+            Err(_) => {}
+        }
+        let hex: String = input.trim().trim_start_matches('~').replace('-', "");
+        if hex.len() < 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(not_found());
+        }
+        let sql = format!("{SELECT} WHERE replace(t.uuid, '-', '') LIKE ?1 || '%' LIMIT 2");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let found: Vec<LocalTask> = stmt
+            .query_map([hex.to_ascii_lowercase()], map_task)?
+            .collect::<rusqlite::Result<_>>()?;
+        match found.len() {
+            0 => Err(not_found()),
+            1 => Ok(found.into_iter().next().expect("one")),
+            _ => Err(Error::Ambiguous(input.to_owned())),
+        }
+    }
+
+    fn by_key(&self, key: &TaskKey) -> Result<Option<LocalTask>> {
+        let sql = format!("{SELECT} WHERE t.key = ?1");
+        Ok(self
+            .conn
+            .query_row(&sql, [key.to_string()], map_task)
+            .optional()?)
+    }
+
+    /// Tasks in capture order (pending only unless `filter.all`).
+    pub fn list(&self, filter: TaskFilter) -> Result<Vec<LocalTask>> {
+        let sql = format!(
+            "{SELECT} {} ORDER BY t.created_at, t.rowid",
+            if filter.all {
+                ""
+            } else {
+                "WHERE t.status = 'pending'"
+            }
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let tasks = stmt
+            .query_map([], map_task)?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(tasks)
+    }
+}

@@ -1,0 +1,171 @@
+//! The background sync loop: one tokio task per data dir, driven by [`Command`]s.
+//!
+//! It wakes at once on a local write (the engine's `Notify`), on a command (`SyncNow`,
+//! `NetworkUp`), when the outbox's first waiting row is due, every [`PERIOD`] to pull other
+//! devices' changes, and on a [`TICK`] when another process (the CLI beside the app) has
+//! committed to the store (`PRAGMA data_version` moved). The tick also refreshes the lock's
+//! heartbeat, or tries to take the lock while another live process holds it: only the lock
+//! holder sends, everyone else only queues.
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::error::{Error, Result};
+use crate::lock::SyncLock;
+use crate::pass::{after_failure, PassReport, Syncer};
+use crate::store::Store;
+
+pub const TICK: Duration = Duration::from_millis(250);
+pub const PERIOD: Duration = Duration::from_secs(30);
+
+pub enum Command {
+    SyncNow(oneshot::Sender<Result<PassReport>>),
+    /// The network came back: try at once, whatever the backoff says.
+    NetworkUp,
+    Stop,
+}
+
+/// What the loop needs from the engine; `syncer` builds a [`Syncer`] from the current settings
+/// (`Err(NotLoggedIn)` when there is no server to talk to).
+pub struct LoopCtx {
+    pub data_dir: PathBuf,
+    pub store: Arc<Mutex<Store>>,
+    pub wake: Arc<Notify>,
+    pub syncer: Box<dyn Fn() -> Result<Syncer> + Send + Sync>,
+}
+
+struct State {
+    ctx: LoopCtx,
+    lock: Option<SyncLock>,
+    failures: u32,
+    next_run: Instant,
+}
+
+pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
+    let mut st = State {
+        ctx,
+        lock: None,
+        failures: 0,
+        next_run: Instant::now(),
+    };
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    let mut version = st.version();
+    loop {
+        tokio::select! {
+            cmd = rx.recv() => match cmd {
+                None | Some(Command::Stop) => break,
+                Some(Command::SyncNow(reply)) => {
+                    let _ = reply.send(st.pass(true).await);
+                }
+                Some(Command::NetworkUp) => {
+                    let _ = st.pass(true).await;
+                }
+            },
+            _ = st.ctx.wake.notified() => {
+                let _ = st.pass(false).await;
+            }
+            _ = tokio::time::sleep_until(st.next_run) => {
+                let _ = st.pass(false).await;
+            }
+            _ = tick.tick() => {
+                st.heartbeat();
+                let v = st.version();
+                if v != version {
+                    version = v;
+                    let _ = st.pass(false).await;
+                }
+            }
+        }
+    }
+    tracing::debug!("sync loop stopped");
+}
+
+impl State {
+    fn version(&self) -> Option<i64> {
+        let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.data_version().ok()
+    }
+
+    fn heartbeat(&mut self) {
+        let now = chrono::Utc::now().timestamp_millis();
+        match &mut self.lock {
+            Some(l) => {
+                if let Err(e) = l.heartbeat(now) {
+                    tracing::warn!("sync lock heartbeat: {e}");
+                }
+            }
+            None => {
+                // Another process held the lock; take it as soon as it is free.
+                if let Err(e) = self.acquire() {
+                    tracing::warn!("sync lock: {e}");
+                }
+            }
+        }
+    }
+
+    /// Takes the lock if free; a dead holder's `in_progress` rows go back to `pending`.
+    fn acquire(&mut self) -> Result<bool> {
+        if self.lock.is_some() {
+            return Ok(true);
+        }
+        let now = chrono::Utc::now().timestamp_millis();
+        let Some(acq) = SyncLock::try_acquire(&self.ctx.data_dir, now)? else {
+            return Ok(false);
+        };
+        let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
+        let reset = store.reset_in_progress()?;
+        if let Some(dead) = acq.stale {
+            tracing::warn!(
+                pid = dead.pid,
+                reset,
+                "took over the sync lock of a dead process"
+            );
+        }
+        drop(store);
+        self.lock = Some(acq.lock);
+        self.next_run = Instant::now();
+        Ok(true)
+    }
+
+    async fn pass(&mut self, force: bool) -> Result<PassReport> {
+        if !self.acquire()? {
+            let pid = SyncLock::holder(&self.ctx.data_dir).map(|h| h.pid);
+            self.next_run = Instant::now() + PERIOD;
+            return Err(Error::Busy { pid });
+        }
+        let syncer = match (self.ctx.syncer)() {
+            Ok(s) => s,
+            Err(e) => {
+                self.next_run = Instant::now() + PERIOD;
+                return Err(e);
+            }
+        };
+        let now_ms = syncer.clock.now_ms();
+        let until = |at: i64| Instant::now() + Duration::from_millis((at - now_ms).max(0) as u64);
+        match syncer.run(force).await {
+            Ok(report) => {
+                self.failures = 0;
+                self.next_run = report.wake_at.map_or(Instant::now() + PERIOD, until);
+                Ok(report)
+            }
+            Err(e) => {
+                let waiting = {
+                    let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
+                    store.next_attempt_at().ok().flatten()
+                };
+                let backoff = after_failure(&syncer.backoff, self.failures, (syncer.jitter)(), &e);
+                self.failures = self.failures.saturating_add(1);
+                self.next_run = match waiting {
+                    Some(at) if at > now_ms => until(at),
+                    _ => Instant::now() + backoff,
+                };
+                tracing::info!("sync pass failed: {}", e.error);
+                Err(e.error)
+            }
+        }
+    }
+}
