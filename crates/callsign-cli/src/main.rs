@@ -1,1 +1,114 @@
-fn main() {}
+//! `callsign`: the command line on top of callsign-sync (DESIGN.md section 5).
+//!
+//! Every command works on a data dir (`--data-dir`, `CALLSIGN_DATA_DIR`, or the platform data dir
+//! shared with the desktop app). Local commands (`add`, `list`, `show`, `done`, `edit`) never touch
+//! the network. `sync` talks to the server unless another process (the app) owns the data dir's
+//! sync loop, in which case it waits for that loop to drain the outbox. `watch` runs the loop in
+//! the foreground, as the desktop app does.
+mod commands;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "callsign",
+    version,
+    about = "Offline-first tasks with short, speakable keys"
+)]
+pub struct Cli {
+    /// Where the local store lives (shared with the desktop app by default).
+    #[arg(long, env = "CALLSIGN_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Save the server URL and this device's token; fetch the account's projects.
+    Login {
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        token: String,
+        #[arg(long)]
+        device: Option<String>,
+    },
+    /// Capture a task (saved at once; provisional until the server numbers it).
+    Add {
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+        /// Project prefix (default: the one saved at login).
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long)]
+        notes: Option<String>,
+    },
+    /// List pending tasks (`--all`: completed and deleted too).
+    List {
+        #[arg(long)]
+        all: bool,
+    },
+    /// Show one task by key, UUID, or unique UUID prefix (8+ characters).
+    Show { task: String },
+    /// Mark a task completed.
+    Done { task: String },
+    /// Change a task's description or notes.
+    Edit {
+        task: String,
+        #[arg(long)]
+        description: Option<String>,
+        #[arg(long)]
+        notes: Option<String>,
+    },
+    /// Send a failed task again (with a new idempotency key).
+    Retry { task: String },
+    /// Push the outbox and pull changes; exit 0 once nothing is pending.
+    Sync {
+        /// Give up waiting for retried requests after this many seconds.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+    /// Outbox counts, last sync, server, online or not.
+    Status,
+    /// Run the sync loop in the foreground until interrupted (what the desktop app does).
+    Watch,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("CALLSIGN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("callsign: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("callsign: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -12,7 +12,6 @@
 pub mod backoff;
 pub mod client;
 pub mod clock;
-mod drain;
 mod engine;
 mod error;
 pub mod events;
@@ -23,13 +22,13 @@ pub mod outbox_state;
 pub mod pass;
 pub mod paths;
 pub mod plan;
+pub mod reason;
 pub mod settings;
 mod status;
 pub mod store;
 pub mod sync_loop;
 
-pub use drain::LoginReport;
-pub use engine::{Engine, NewTaskInput, Options};
+pub use engine::{Engine, LoginReport, NewTaskInput, Options};
 pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, SyncState};

@@ -4,13 +4,17 @@
 //! online or not; each write wakes the sync loop if this process runs one. Only the process
 //! holding the data dir's sync lock talks to the server; any other process only queues, and the
 //! loop notices its rows within a tick.
+mod control;
+mod drain;
+
+pub use drain::LoginReport;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use callsign_core::Prefix;
-use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 use uuid::Uuid;
 
 use crate::backoff::Backoff;
@@ -19,10 +23,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, SyncStatus};
 use crate::model::LocalTask;
-use crate::pass::{PassReport, Syncer, DEFAULT_BATCH};
+use crate::pass::{Syncer, DEFAULT_BATCH};
 use crate::settings::{load_token, save_token, Settings, Token};
 use crate::store::{Store, TaskFilter};
-use crate::sync_loop::{self, Command, LoopCtx};
+use crate::sync_loop::Command;
 
 /// Tunables; the defaults are the product's.
 #[derive(Clone)]
@@ -246,60 +250,6 @@ impl Engine {
             events: self.inner.events.clone(),
             batch: self.inner.opts.batch,
         })
-    }
-
-    /// Starts this process's sync loop (needs a tokio runtime). Idempotent.
-    pub fn start(&self) {
-        let mut running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
-        if running.is_some() {
-            return;
-        }
-        let (tx, rx) = mpsc::channel(16);
-        let me = self.clone();
-        let ctx = LoopCtx {
-            data_dir: self.inner.data_dir.clone(),
-            store: self.inner.store.clone(),
-            wake: self.inner.wake.clone(),
-            syncer: Box::new(move || me.syncer()),
-        };
-        let join = tokio::spawn(sync_loop::run(ctx, rx));
-        *running = Some(LoopHandle { tx, join });
-    }
-
-    /// Stops the loop and waits for it (an in-flight pass finishes first; its lock is released).
-    pub async fn stop(&self) {
-        let handle = self
-            .inner
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(h) = handle {
-            let _ = h.tx.send(Command::Stop).await;
-            let _ = h.join.await;
-        }
-    }
-
-    fn loop_tx(&self) -> Option<mpsc::Sender<Command>> {
-        let running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
-        running.as_ref().map(|h| h.tx.clone())
-    }
-
-    /// The app learned that the network is back: the loop tries at once.
-    pub fn network_up(&self) {
-        if let Some(tx) = self.loop_tx() {
-            let _ = tx.try_send(Command::NetworkUp);
-        }
-    }
-
-    /// One pass by this process's running loop, now.
-    pub async fn sync_now(&self) -> Result<PassReport> {
-        let tx = self.loop_tx().ok_or(Error::LoopStopped)?;
-        let (reply, rx) = oneshot::channel();
-        tx.send(Command::SyncNow(reply))
-            .await
-            .map_err(|_| Error::LoopStopped)?;
-        rx.await.map_err(|_| Error::LoopStopped)?
     }
 
     pub(crate) fn wait_interval() -> Duration {

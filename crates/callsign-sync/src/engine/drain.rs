@@ -9,11 +9,14 @@ use std::time::Duration;
 use callsign_core::dto::Project;
 use tokio::time::Instant;
 
+use super::Engine;
 use crate::error::{Error, Result};
 use crate::events::SyncStatus;
 use crate::lock::SyncLock;
 use crate::settings::Token;
-use crate::Engine;
+
+/// How long `login` waits for the project list (the login itself is saved regardless).
+const LOGIN_WAIT: Duration = Duration::from_secs(5);
 
 /// What `login` learned from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,9 +43,10 @@ impl Engine {
         }
         self.set_settings(&s)?;
         self.set_token(&token)?;
-        let projects = match self.client()?.projects().await {
-            Ok(list) => Ok(list.projects),
-            Err(e) => Err(e.error.to_string()),
+        let projects = match tokio::time::timeout(LOGIN_WAIT, self.client()?.projects()).await {
+            Ok(Ok(list)) => Ok(list.projects),
+            Ok(Err(e)) => Err(e.error.to_string()),
+            Err(_) => Err(format!("no answer within {} s", LOGIN_WAIT.as_secs())),
         };
         if let (Ok(list), None) = (&projects, &s.project) {
             s.project = list.first().map(|p| p.prefix.clone());

@@ -1,0 +1,117 @@
+//! One function per command; each opens the engine, acts, and prints through [`crate::render`].
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use callsign_core::dto::TaskPatch;
+use callsign_sync::paths::default_data_dir;
+use callsign_sync::{Engine, NewTaskInput, TaskFilter, Token};
+
+use crate::render::{self, Out};
+use crate::{Cli, Command};
+
+pub async fn run(cli: Cli) -> Result<()> {
+    let dir = match cli.data_dir {
+        Some(d) => d,
+        None => default_data_dir().ok_or_else(|| {
+            anyhow!("no home directory: pass --data-dir or set CALLSIGN_DATA_DIR")
+        })?,
+    };
+    let engine = Engine::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+    let out = Out { json: cli.json };
+    match cli.command {
+        Command::Login {
+            server,
+            token,
+            device,
+        } => {
+            let report = engine.login(&server, Token::new(token), device).await?;
+            out.login(&server, &report)
+        }
+        Command::Add {
+            text,
+            project,
+            tags,
+            notes,
+        } => {
+            let task = engine.create(NewTaskInput {
+                description: text.join(" "),
+                project,
+                notes: notes.unwrap_or_default(),
+                tags,
+            })?;
+            out.task(&engine, &task)
+        }
+        Command::List { all } => {
+            let tasks = engine.list(TaskFilter { all })?;
+            out.list(&engine, &tasks)
+        }
+        Command::Show { task } => out.task(&engine, &engine.get(&task)?),
+        Command::Done { task } => out.task(&engine, &engine.complete(&task)?),
+        Command::Edit {
+            task,
+            description,
+            notes,
+        } => {
+            let patch = TaskPatch {
+                description,
+                notes,
+                ..TaskPatch::default()
+            };
+            if patch.is_empty() {
+                return Err(anyhow!("nothing to change: pass --description or --notes"));
+            }
+            out.task(&engine, &engine.edit(&task, patch)?)
+        }
+        Command::Retry { task } => out.task(&engine, &engine.retry(&task)?),
+        Command::Sync { timeout } => {
+            let status = engine
+                .sync_until_drained(Duration::from_secs(timeout))
+                .await
+                .map_err(|e| {
+                    let queued = engine
+                        .status()
+                        .map(|s| s.pending + s.in_flight)
+                        .unwrap_or(0);
+                    anyhow!("{e} ({queued} change(s) stay queued; run `callsign sync` again later)")
+                })?;
+            out.synced(&status)
+        }
+        Command::Status => out.status(&engine),
+        Command::Watch => watch(&engine, &out).await,
+    }
+}
+
+/// Runs the loop until Ctrl-C / SIGTERM, printing each status change (JSON lines with --json).
+async fn watch(engine: &Engine, out: &Out) -> Result<()> {
+    let mut events = engine.subscribe();
+    engine.start();
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            ev = events.recv() => match ev {
+                Ok(ev) => out.event(&ev)?,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            },
+        }
+    }
+    engine.stop().await;
+    render::flush()
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,199 @@
+//! Printing: plain lines for people, JSON (`--json`) for scripts. A task in JSON is the server's
+//! task fields plus `sync_state` (`provisional` | `synced` | `failed`), `last_error`, and
+//! `waiting` (why it is not synced yet, or null).
+use std::io::Write;
+
+use anyhow::Result;
+use callsign_sync::lock::SyncLock;
+use callsign_sync::reason::waiting_reason;
+use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
+use chrono::Utc;
+use serde_json::{json, Value};
+
+pub struct Out {
+    pub json: bool,
+}
+
+fn print_json(v: &Value) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub fn flush() -> Result<()> {
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// The waiting reasons need the sync status and whether we are logged in; read them once.
+struct Ctx {
+    status: SyncStatus,
+    logged_in: bool,
+}
+
+impl Ctx {
+    fn read(engine: &Engine) -> Result<Ctx> {
+        Ok(Ctx {
+            status: engine.status()?,
+            logged_in: engine.settings()?.server_url.is_some() && engine.has_token()?,
+        })
+    }
+
+    fn reason(&self, t: &LocalTask) -> Option<String> {
+        waiting_reason(t, &self.status, self.logged_in, Utc::now())
+    }
+
+    fn task_json(&self, t: &LocalTask) -> Result<Value> {
+        let mut v = serde_json::to_value(t)?;
+        v["waiting"] = json!(self.reason(t));
+        Ok(v)
+    }
+}
+
+impl Out {
+    pub fn task(&self, engine: &Engine, t: &LocalTask) -> Result<()> {
+        let ctx = Ctx::read(engine)?;
+        if self.json {
+            return print_json(&ctx.task_json(t)?);
+        }
+        println!("{}  {}", t.label(), t.description);
+        println!("  uuid:     {}", t.uuid);
+        println!("  project:  {}", t.project);
+        println!("  status:   {}", t.status.as_str());
+        if !t.tags.is_empty() {
+            println!("  tags:     {}", t.tags.join(" "));
+        }
+        if !t.notes.is_empty() {
+            println!("  notes:    {}", t.notes);
+        }
+        let state = match ctx.reason(t) {
+            Some(r) => r,
+            None if t.key.is_some() => "synced".into(),
+            None => "provisional".into(),
+        };
+        println!("  sync:     {state}");
+        Ok(())
+    }
+
+    pub fn list(&self, engine: &Engine, tasks: &[LocalTask]) -> Result<()> {
+        let ctx = Ctx::read(engine)?;
+        if self.json {
+            let all: Result<Vec<Value>> = tasks.iter().map(|t| ctx.task_json(t)).collect();
+            return print_json(&Value::Array(all?));
+        }
+        let width = tasks.iter().map(|t| t.label().len()).max().unwrap_or(0);
+        let mut out = std::io::stdout().lock();
+        for t in tasks {
+            let done = if t.status.as_str() == "pending" {
+                " "
+            } else {
+                "x"
+            };
+            write!(out, "{:width$} {done} {}", t.label(), t.description)?;
+            if let Some(r) = ctx.reason(t) {
+                write!(out, "  [{r}]")?;
+            }
+            writeln!(out)?;
+        }
+        if tasks.is_empty() {
+            writeln!(out, "no tasks")?;
+        }
+        Ok(())
+    }
+
+    pub fn login(&self, server: &str, r: &LoginReport) -> Result<()> {
+        if self.json {
+            return print_json(&json!({
+                "server": server,
+                "projects": r.projects.as_ref().ok(),
+                "error": r.projects.as_ref().err(),
+                "project": r.project,
+            }));
+        }
+        println!("logged in to {server}");
+        match &r.projects {
+            Ok(ps) => {
+                let names: Vec<_> = ps
+                    .iter()
+                    .map(|p| format!("{} ({})", p.prefix, p.name))
+                    .collect();
+                println!("projects: {}", names.join(", "));
+            }
+            Err(e) => println!("could not list projects now ({e}); tasks will sync later"),
+        }
+        if let Some(p) = &r.project {
+            println!("new tasks go to {p}");
+        }
+        Ok(())
+    }
+
+    pub fn synced(&self, s: &SyncStatus) -> Result<()> {
+        if self.json {
+            return print_json(&serde_json::to_value(s)?);
+        }
+        println!("synced: nothing pending");
+        if s.failed > 0 {
+            println!(
+                "{} request(s) refused by the server; see `callsign list` and `callsign retry`",
+                s.failed
+            );
+        }
+        Ok(())
+    }
+
+    pub fn status(&self, engine: &Engine) -> Result<()> {
+        let s = engine.status()?;
+        let server = engine.settings()?.server_url;
+        let holder = SyncLock::holder(engine.data_dir());
+        if self.json {
+            let mut v = serde_json::to_value(&s)?;
+            v["server"] = json!(server);
+            v["loop_pid"] = json!(holder.map(|h| h.pid));
+            return print_json(&v);
+        }
+        println!(
+            "server:     {}",
+            server.as_deref().unwrap_or("(none: run `callsign login`)")
+        );
+        let online = match s.online {
+            Some(true) => "online",
+            Some(false) => "offline",
+            None => "unknown (never synced)",
+        };
+        println!("connection: {online}");
+        println!("pending:    {}", s.pending + s.in_flight);
+        println!("failed:     {}", s.failed);
+        let last = s
+            .last_sync_at
+            .map(|t| t.to_rfc3339())
+            .unwrap_or_else(|| "never".into());
+        println!("last sync:  {last}");
+        if let Some(e) = &s.last_error {
+            println!("last error: {e}");
+        }
+        if let Some(h) = holder {
+            println!("sync loop:  PID {}", h.pid);
+        }
+        Ok(())
+    }
+
+    pub fn event(&self, ev: &Event) -> Result<()> {
+        if self.json {
+            return print_json(&serde_json::to_value(ev)?);
+        }
+        if let Event::SyncStatus(s) = ev {
+            let online = if s.online == Some(false) {
+                "offline"
+            } else {
+                "online"
+            };
+            println!(
+                "{online}: {} pending, {} failed",
+                s.pending + s.in_flight,
+                s.failed
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,63 @@
+//! Starting, stopping and poking this process's sync loop.
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Engine, LoopHandle};
+use crate::error::{Error, Result};
+use crate::pass::PassReport;
+use crate::sync_loop::{self, Command, LoopCtx};
+
+impl Engine {
+    /// Starts this process's sync loop (needs a tokio runtime). Idempotent.
+    pub fn start(&self) {
+        let mut running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.is_some() {
+            return;
+        }
+        let (tx, rx) = mpsc::channel(16);
+        let me = self.clone();
+        let ctx = LoopCtx {
+            data_dir: self.inner.data_dir.clone(),
+            store: self.inner.store.clone(),
+            wake: self.inner.wake.clone(),
+            syncer: Box::new(move || me.syncer()),
+        };
+        let join = tokio::spawn(sync_loop::run(ctx, rx));
+        *running = Some(LoopHandle { tx, join });
+    }
+
+    /// Stops the loop and waits for it (an in-flight pass finishes first; its lock is released).
+    pub async fn stop(&self) {
+        let handle = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            let _ = h.tx.send(Command::Stop).await;
+            let _ = h.join.await;
+        }
+    }
+
+    fn loop_tx(&self) -> Option<mpsc::Sender<Command>> {
+        let running = self.inner.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.as_ref().map(|h| h.tx.clone())
+    }
+
+    /// The app learned that the network is back: the loop tries at once.
+    pub fn network_up(&self) {
+        if let Some(tx) = self.loop_tx() {
+            let _ = tx.try_send(Command::NetworkUp);
+        }
+    }
+
+    /// One pass by this process's running loop, now.
+    pub async fn sync_now(&self) -> Result<PassReport> {
+        let tx = self.loop_tx().ok_or(Error::LoopStopped)?;
+        let (reply, rx) = oneshot::channel();
+        tx.send(Command::SyncNow(reply))
+            .await
+            .map_err(|_| Error::LoopStopped)?;
+        rx.await.map_err(|_| Error::LoopStopped)?
+    }
+}

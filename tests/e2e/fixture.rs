@@ -1,0 +1,281 @@
+//! Fixtures: the real `callsign-server` binary on 127.0.0.1, and the `callsign` CLI.
+//!
+//! [`TestServer`] owns a temp data dir and a server process listening on `127.0.0.1:PORT`
+//! (port 0, or a port chosen beforehand for "server down, then up" scenarios); it kills the
+//! process on drop. Every wait is bounded so a broken build fails instead of hanging.
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::Value;
+
+/// `target/debug/` (the test binary runs from `target/debug/deps/`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("target profile dir").to_owned()
+}
+
+pub fn server_bin() -> PathBuf {
+    bin_dir().join("callsign-server")
+}
+
+pub fn cli_bin() -> PathBuf {
+    bin_dir().join("callsign")
+}
+
+/// A free loopback port (free now; the caller binds it soon after).
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local addr").port()
+}
+
+/// The account an `account create` made.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub id: i64,
+    pub token: String,
+}
+
+pub struct TestServer {
+    pub dir: tempfile::TempDir,
+    pub url: String,
+    child: Option<Child>,
+}
+
+fn run_json(cmd: &mut Command) -> Result<Value> {
+    let out = cmd.output().context("running callsign-server")?;
+    if !out.status.success() {
+        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+impl TestServer {
+    /// A data dir with one account (prefix `prefix`); the server is not started yet.
+    pub fn prepare(prefix: &str) -> Result<(TestServer, Account)> {
+        let dir = tempfile::tempdir()?;
+        let v = run_json(
+            Command::new(server_bin())
+                .args(["account", "create", "--data-dir"])
+                .arg(dir.path())
+                .args(["--name", "Test", "--prefix", prefix]),
+        )?;
+        let account = Account {
+            id: v["account_id"]
+                .as_i64()
+                .ok_or_else(|| anyhow!("no account_id in {v}"))?,
+            token: v["token"]
+                .as_str()
+                .ok_or_else(|| anyhow!("no token in {v}"))?
+                .to_owned(),
+        };
+        let s = TestServer {
+            dir,
+            url: String::new(),
+            child: None,
+        };
+        Ok((s, account))
+    }
+
+    /// Prepares an account and starts the server on a free port.
+    pub fn start(prefix: &str) -> Result<(TestServer, Account)> {
+        let (mut s, a) = Self::prepare(prefix)?;
+        s.serve(0)?;
+        Ok((s, a))
+    }
+
+    /// A second device token for `account`.
+    pub fn token(&self, account: &Account, device: &str) -> Result<String> {
+        let v = run_json(
+            Command::new(server_bin())
+                .args(["token", "create", "--data-dir"])
+                .arg(self.dir.path())
+                .args(["--account", &account.id.to_string(), "--device", device]),
+        )?;
+        Ok(v["token"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no token in {v}"))?
+            .to_owned())
+    }
+
+    /// Starts `serve` on `127.0.0.1:port` and waits (bounded) for its one listening line.
+    pub fn serve(&mut self, port: u16) -> Result<()> {
+        let mut child = Command::new(server_bin())
+            .args(["serve", "--data-dir"])
+            .arg(self.dir.path())
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--reaper-interval",
+                "1s",
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("spawning {}", server_bin().display()))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        self.child = Some(child);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(|_| anyhow!("server printed no listening line within 30 s"))?;
+        let url = line
+            .trim()
+            .strip_prefix("callsign-server listening on ")
+            .ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
+        self.url = url.to_owned();
+        Ok(())
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The `callsign` CLI on one data dir.
+pub struct Cli {
+    pub dir: PathBuf,
+}
+
+impl Cli {
+    pub fn new(dir: &Path) -> Cli {
+        Cli {
+            dir: dir.to_owned(),
+        }
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(cli_bin());
+        c.args(args)
+            .env("CALLSIGN_DATA_DIR", &self.dir)
+            .env_remove("CALLSIGN_LOG");
+        c
+    }
+
+    pub fn output(&self, args: &[&str]) -> Result<Output> {
+        Ok(self.command(args).output()?)
+    }
+
+    /// Runs a command that must succeed; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> Result<String> {
+        let out = self.output(args)?;
+        if !out.status.success() {
+            bail!(
+                "callsign {args:?} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(String::from_utf8(out.stdout)?)
+    }
+
+    pub fn json(&self, args: &[&str]) -> Result<Value> {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        Ok(serde_json::from_str(&self.ok(&all)?)?)
+    }
+
+    pub fn login(&self, url: &str, token: &str) -> Result<()> {
+        self.ok(&["login", "--server", url, "--token", token])?;
+        Ok(())
+    }
+
+    /// Adds a task; returns its UUID.
+    pub fn add(&self, text: &str, extra: &[&str]) -> Result<String> {
+        let mut args = vec!["add", text];
+        args.extend_from_slice(extra);
+        let v = self.json(&args)?;
+        Ok(v["uuid"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no uuid in {v}"))?
+            .to_owned())
+    }
+
+    /// `list --all --json`.
+    pub fn list(&self) -> Result<Vec<Value>> {
+        match self.json(&["list", "--all"])? {
+            Value::Array(v) => Ok(v),
+            other => bail!("list is not an array: {other}"),
+        }
+    }
+}
+
+/// Every task the server has for the account, read through its change feed (latest state per
+/// UUID), in feed order.
+pub fn server_tasks(url: &str, token: &str) -> Result<Vec<callsign_core::dto::Task>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = callsign_sync::client::Client::new(url, callsign_sync::Token::new(token))?;
+        let mut since: Option<String> = None;
+        let mut seen = std::collections::HashMap::new();
+        let mut order = Vec::new();
+        loop {
+            let page = client
+                .changes(since.as_deref(), 1000)
+                .await
+                .map_err(|e| anyhow!("{}", e.error))?;
+            for t in page.changes {
+                if seen.insert(t.uuid, t.clone()).is_none() {
+                    order.push(t.uuid);
+                }
+                seen.insert(t.uuid, t);
+            }
+            since = Some(page.cursor);
+            if !page.has_more {
+                break;
+            }
+        }
+        Ok(order.into_iter().filter_map(|u| seen.remove(&u)).collect())
+    })
+}
+
+/// Polls `cond` every 50 ms until it holds or `limit` passes.
+pub fn wait_for(limit: Duration, what: &str, mut cond: impl FnMut() -> Result<bool>) -> Result<()> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        if cond()? {
+            return Ok(());
+        }
+        if std::time::Instant::now() > end {
+            bail!("timed out after {limit:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `(uuid, key)` of every listed task, failing if any task has no key.
+pub fn keyed(list: &[Value]) -> Result<Vec<(String, String)>> {
+    list.iter()
+        .map(|t| {
+            let key = t["key"]
+                .as_str()
+                .ok_or_else(|| anyhow!("task without key: {t}"))?;
+            Ok((
+                t["uuid"].as_str().unwrap_or_default().to_owned(),
+                key.to_owned(),
+            ))
+        })
+        .collect()
+}
