@@ -21,11 +21,54 @@ pub fn bin_dir() -> PathBuf {
 }
 
 pub fn server_bin() -> PathBuf {
+    ensure_built();
     bin_dir().join("callsign-server")
 }
 
 pub fn cli_bin() -> PathBuf {
+    ensure_built();
     bin_dir().join("callsign")
+}
+
+/// Cargo builds a package's own binaries for its integration tests, not other packages'; so the
+/// first fixture use runs `cargo build` for the server (with `fault-injection`) and the CLI into
+/// this test binary's target dir and profile. Cargo has released its build lock by the time
+/// tests run, and an up-to-date build is a no-op.
+fn ensure_built() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let profile_dir = bin_dir();
+        let target_dir = profile_dir.parent().expect("target dir");
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(workspace)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "callsign-cli",
+                "-p",
+                "callsign-server",
+            ])
+            .args([
+                "--features",
+                "callsign-server/fault-injection",
+                "--target-dir",
+            ])
+            .arg(target_dir);
+        if profile_dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        let status = cmd
+            .status()
+            .expect("running cargo build for the e2e binaries");
+        assert!(
+            status.success(),
+            "cargo build of callsign-server and callsign failed"
+        );
+    });
 }
 
 /// A free loopback port (free now; the caller binds it soon after).

@@ -80,9 +80,4 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn migrations_are_valid() {
-        super::MIGRATIONS.validate().unwrap();
-    }
-}
+mod tests;

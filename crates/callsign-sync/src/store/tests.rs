@@ -1,0 +1,225 @@
+//! Store behaviour: one-transaction creates, folding, the frozen-request triggers, answers,
+//! stale reset, reconciliation (server wins, one key per task), and lookups.
+use callsign_core::dto::{MutationOp, NewTask, Task, TaskPatch, TaskStatus};
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Store, TaskFilter, MIGRATIONS};
+use crate::model::{RowState, SyncState};
+use crate::outbox_state::Outcome;
+
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_700_000_000, 0).unwrap()
+}
+
+fn body(d: &str) -> NewTask {
+    NewTask {
+        project: "SYN".into(),
+        description: d.into(),
+        notes: String::new(),
+        status: None,
+        tags: vec![],
+        created_at: Some(now()),
+    }
+}
+
+fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
+    Task {
+        uuid,
+        key: key.map(|k| k.0.to_owned()),
+        project: "SYN".into(),
+        number: key.map(|k| k.1),
+        description: d.into(),
+        notes: String::new(),
+        status: TaskStatus::Pending,
+        tags: vec![],
+        created_at: now(),
+        modified_at: now(),
+    }
+}
+
+fn with_task(d: &str) -> (Store, Uuid) {
+    let mut s = Store::in_memory().unwrap();
+    let u = Uuid::new_v4();
+    s.create_local(u, &format!("k-{u}"), &body(d), now())
+        .unwrap();
+    (s, u)
+}
+
+fn patch(d: &str) -> TaskPatch {
+    TaskPatch {
+        description: Some(d.into()),
+        ..TaskPatch::default()
+    }
+}
+
+#[test]
+fn migrations_are_valid() {
+    MIGRATIONS.validate().unwrap();
+}
+
+#[test]
+fn a_create_is_a_task_row_and_a_pending_outbox_row() {
+    let (s, u) = with_task("buy milk");
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!(
+        (t.key, t.sync_state, t.open_rows),
+        (None, SyncState::Provisional, 1)
+    );
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].op, rows[0].state, rows[0].sent),
+        (MutationOp::Create, RowState::Pending, false)
+    );
+}
+
+#[test]
+fn edits_fold_into_the_unsent_create_then_queue_after_it_is_sent() {
+    let (mut s, u) = with_task("draft");
+    s.edit_local(u, patch("final"), "k2", now()).unwrap();
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(rows.len(), 1, "folded");
+    assert_eq!(rows[0].body["description"], "final");
+    s.claim(&[rows[0].id], 1).unwrap();
+    s.edit_local(u, patch("later"), "k3", now()).unwrap();
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(
+        rows.len(),
+        2,
+        "a sent create is frozen; the edit is its own update"
+    );
+    assert_eq!(rows[0].body["description"], "final");
+    assert_eq!(
+        (rows[1].op, rows[1].idempotency_key.as_str()),
+        (MutationOp::Update, "k3")
+    );
+    assert_eq!(
+        s.task(u).unwrap().unwrap().description,
+        "later",
+        "shown at once"
+    );
+}
+
+#[test]
+fn the_database_refuses_to_change_a_sent_request() {
+    let (mut s, _) = with_task("x");
+    let id = s.open_rows(1).unwrap()[0].id;
+    s.claim(&[id], 1).unwrap();
+    for sql in [
+        "UPDATE outbox SET body = '{}' WHERE id = ?1",
+        "UPDATE outbox SET idempotency_key = 'other' WHERE id = ?1",
+    ] {
+        let e = s.conn.execute(sql, [id]).unwrap_err().to_string();
+        assert!(e.contains("frozen"), "{e}");
+    }
+}
+
+#[test]
+fn answers_move_rows_and_bind_the_key() {
+    let (mut s, u) = with_task("x");
+    let rows = s.claim(&[s.open_rows(1).unwrap()[0].id], 1).unwrap();
+    let done = Outcome::Done(Some(server_task(u, Some(("SYN-7", 7)), "x")));
+    s.record_answers(&[(rows[0].clone(), done)], |_| 0, 2)
+        .unwrap();
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!(
+        (t.key.as_deref(), t.number, t.sync_state),
+        (Some("SYN-7"), Some(7), SyncState::Synced)
+    );
+    assert!(s.open_rows(10).unwrap().is_empty());
+    assert_eq!(s.find("syn 7").unwrap().uuid, u, "lenient key lookup");
+}
+
+#[test]
+fn a_refusal_fails_the_row_and_a_retry_needs_a_new_key() {
+    let (mut s, u) = with_task("x");
+    let rows = s.claim(&[s.open_rows(1).unwrap()[0].id], 1).unwrap();
+    let fail = Outcome::Fail("Invalid request body (invalid_body): no".into());
+    s.record_answers(&[(rows[0].clone(), fail)], |_| 0, 2)
+        .unwrap();
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!(t.sync_state, SyncState::Failed);
+    assert!(t.last_error.unwrap().contains("invalid_body"));
+    let same = rows[0].idempotency_key.clone();
+    let e = s
+        .retry_failed(u, || same.clone(), 3)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("new idempotency key"), "{e}");
+    assert_eq!(s.retry_failed(u, || "fresh".into(), 3).unwrap(), 1);
+    let row = &s.open_rows(1).unwrap()[0];
+    assert_eq!(
+        (row.state, row.sent, row.idempotency_key.as_str()),
+        (RowState::Pending, false, "fresh")
+    );
+}
+
+#[test]
+fn stale_in_progress_rows_go_back_to_pending_with_the_same_key_and_body() {
+    let (mut s, _) = with_task("x");
+    let claimed = s.claim(&[s.open_rows(1).unwrap()[0].id], 1).unwrap();
+    assert_eq!(s.reset_in_progress().unwrap(), 1);
+    let row = &s.open_rows(1).unwrap()[0];
+    assert_eq!((row.state, row.sent), (RowState::Pending, true));
+    assert_eq!(
+        (&row.idempotency_key, &row.body),
+        (&claimed[0].idempotency_key, &claimed[0].body)
+    );
+}
+
+#[test]
+fn the_server_wins_a_key_disagreement_and_a_key_names_one_task() {
+    let mut s = Store::in_memory().unwrap();
+    let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+    s.apply_changes(&[server_task(a, Some(("SYN-1", 1)), "a")], "1")
+        .unwrap();
+    s.apply_changes(&[server_task(a, Some(("SYN-2", 2)), "a")], "2")
+        .unwrap();
+    assert_eq!(s.task(a).unwrap().unwrap().key.as_deref(), Some("SYN-2"));
+    s.apply_changes(&[server_task(b, Some(("SYN-2", 2)), "b")], "3")
+        .unwrap();
+    assert_eq!(s.task(b).unwrap().unwrap().key.as_deref(), Some("SYN-2"));
+    assert_eq!(
+        s.task(a).unwrap().unwrap().key,
+        None,
+        "never two tasks with one key"
+    );
+    assert_eq!(s.get(super::CURSOR).unwrap().as_deref(), Some("3"));
+}
+
+#[test]
+fn a_task_with_queued_edits_keeps_its_local_fields_but_gets_its_key() {
+    let (mut s, u) = with_task("mine");
+    s.apply_changes(&[server_task(u, Some(("SYN-3", 3)), "server's")], "1")
+        .unwrap();
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!(
+        (t.key.as_deref(), t.description.as_str()),
+        (Some("SYN-3"), "mine")
+    );
+}
+
+#[test]
+fn lookups_by_uuid_prefix() {
+    let mut s = Store::in_memory().unwrap();
+    let a = Uuid::parse_str("1a2b3c4d-0000-4000-8000-000000000001").unwrap();
+    let b = Uuid::parse_str("1a2b3c4d-0000-4000-8000-100000000002").unwrap();
+    s.create_local(a, "ka", &body("a"), now()).unwrap();
+    s.create_local(b, "kb", &body("b"), now()).unwrap();
+    assert!(matches!(
+        s.find("~1a2b3c4d"),
+        Err(crate::Error::Ambiguous(_))
+    ));
+    let e = s.find("1a2b3c4d-0000-4000-8000").unwrap_err().to_string();
+    assert!(e.contains("more than one"), "{e}");
+    assert_eq!(s.find("1a2b3c4d-0000-4000-8000-0").unwrap().uuid, a);
+    assert_eq!(s.find("1a2b3c4d00004000800010").unwrap().uuid, b);
+    assert_eq!(s.find(&b.to_string()).unwrap().uuid, b);
+    assert!(
+        matches!(s.find("1a2b3c"), Err(crate::Error::NotFound(_))),
+        "too short"
+    );
+    assert!(matches!(s.find("SYN-9"), Err(crate::Error::NotFound(_))));
+    assert_eq!(s.list(TaskFilter::default()).unwrap().len(), 2);
+}
