@@ -148,7 +148,18 @@ impl TestServer {
 
     /// Starts `serve` on `127.0.0.1:port` and waits (bounded) for its one listening line.
     pub fn serve(&mut self, port: u16) -> Result<()> {
-        let mut child = Command::new(server_bin())
+        self.serve_crashing(port, None)
+    }
+
+    /// As [`Self::serve`], with `CALLSIGN_CRASH_AT=crash_at` (the server aborts at that point).
+    pub fn serve_crashing(&mut self, port: u16, crash_at: Option<&str>) -> Result<()> {
+        self.stop();
+        let mut cmd = Command::new(server_bin());
+        match crash_at {
+            Some(point) => cmd.env("CALLSIGN_CRASH_AT", point),
+            None => cmd.env_remove("CALLSIGN_CRASH_AT"),
+        };
+        let mut child = cmd
             .args(["serve", "--data-dir"])
             .arg(self.dir.path())
             .args([
@@ -179,6 +190,22 @@ impl TestServer {
             .ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
         self.url = url.to_owned();
         Ok(())
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Whether the server process has exited (e.g. aborted by fault injection).
+    pub fn exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_none_or(|c| matches!(c.try_wait(), Ok(Some(_))))
     }
 
     pub fn stop(&mut self) {

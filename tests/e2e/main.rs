@@ -8,8 +8,10 @@
 //! -- --ignored --nocapture measure`.
 mod crash;
 mod devices;
+mod engine_loop;
 mod fixture;
 mod measure;
 mod offline;
 mod proxy;
 mod refusal;
+mod server_crash;
