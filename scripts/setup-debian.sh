@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian 12 machine lacks to build and test Callsign. Idempotent: only
-# missing packages are installed, so a second run takes a second.
+# Installs what a fresh Debian 12 machine lacks to build, run and test Callsign: the C toolchain,
+# the WebKitGTK/GTK libraries Tauri links against, and Xvfb + WebKitWebDriver for the desktop
+# end-to-end tests. Idempotent: only missing packages are installed, so a second run is fast.
 set -euo pipefail
 
+pkgs=(
+  build-essential pkg-config libssl-dev ca-certificates curl sqlite3
+  libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
+  libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
+  xvfb xauth webkit2gtk-driver imagemagick
+  fonts-dejavu-core fonts-liberation2 fontconfig dbus-x11 at-spi2-core
+)
 need=()
-for pkg in build-essential pkg-config ca-certificates curl sqlite3; do
+for pkg in "${pkgs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -15,7 +23,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo not found; install Rust (rustup) first" >&2
+  echo "setup: cargo not found; install Rust with rustup first" >&2
+  exit 1
+fi
+if ! command -v node >/dev/null 2>&1; then
+  echo "setup: node not found; install Node.js 20 first" >&2
   exit 1
 fi
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt

@@ -39,3 +39,18 @@ async fn sixty_four_concurrent_creates_get_exactly_one_to_sixty_four() {
     );
     assert_eq!(numbers_in_db(dir.path()), (1..=64).collect::<Vec<i64>>());
 }
+
+#[test]
+fn a_second_server_on_the_same_data_dir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = TestServer::start(dir.path(), &[], &[]);
+    let out = std::process::Command::new(crate::common::BIN)
+        .args(["serve", "--data-dir"])
+        .arg(dir.path())
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already serving"), "{err}");
+}

@@ -1,0 +1,252 @@
+//! The Tauri commands: each one is a short adapter that calls the engine and maps the error.
+//! Nothing here decides anything the engine or the UI should decide.
+use callsign_core::dto::{TaskPatch, TaskStatus};
+use callsign_core::TaskKey;
+use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token};
+use tauri::State;
+
+use crate::dto::{
+    CreateInput, EditInput, ListFilter, SettingsInput, UiProject, UiSettings, UiStatus, UiTask,
+};
+use crate::error::{CmdError, CmdResult};
+
+/// The app's state: the engine, opened at start-up on the shared data dir.
+pub struct AppEngine(pub Engine);
+
+fn view(engine: &Engine, tasks: Vec<LocalTask>) -> CmdResult<Vec<UiTask>> {
+    let status = engine.status()?;
+    let logged_in = engine.settings()?.server_url.is_some() && engine.has_token()?;
+    Ok(tasks
+        .into_iter()
+        .map(|t| UiTask::new(t, &status, logged_in))
+        .collect())
+}
+
+fn one(engine: &Engine, task: LocalTask) -> CmdResult<UiTask> {
+    Ok(view(engine, vec![task])?.remove(0))
+}
+
+/// Newest first. `status` defaults to pending; `text` matches description, notes, key and
+/// tags, ignoring case.
+#[tauri::command]
+pub fn list_tasks(
+    engine: State<'_, AppEngine>,
+    filter: Option<ListFilter>,
+) -> CmdResult<Vec<UiTask>> {
+    let f = filter.unwrap_or_default();
+    let wanted = match f.status.as_deref().unwrap_or("pending") {
+        "all" => None,
+        s => Some(TaskStatus::parse(s).ok_or_else(|| {
+            CmdError::new(
+                "invalid",
+                format!("unknown status {s:?}: use pending, completed, deleted or all"),
+            )
+        })?),
+    };
+    let text = f
+        .text
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty());
+    let project = f
+        .project
+        .map(|p| p.trim().to_ascii_uppercase())
+        .filter(|p| !p.is_empty());
+    let mut tasks: Vec<LocalTask> = engine
+        .0
+        .list(TaskFilter { all: true })?
+        .into_iter()
+        .filter(|t| wanted.is_none_or(|s| t.status == s))
+        .filter(|t| project.as_ref().is_none_or(|p| t.project == *p))
+        .filter(|t| {
+            text.as_ref().is_none_or(|q| {
+                t.description.to_lowercase().contains(q)
+                    || t.notes.to_lowercase().contains(q)
+                    || t.key.as_ref().is_some_and(|k| k.to_lowercase().contains(q))
+                    || t.tags.iter().any(|g| g.to_lowercase().contains(q))
+            })
+        })
+        .collect();
+    tasks.reverse();
+    view(&engine.0, tasks)
+}
+
+#[tauri::command]
+pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResult<UiTask> {
+    let task = engine.0.create(NewTaskInput {
+        description: input.description,
+        project: input.project,
+        notes: input.notes,
+        tags: input.tags,
+    })?;
+    one(&engine.0, task)
+}
+
+#[tauri::command]
+pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> CmdResult<UiTask> {
+    let patch = TaskPatch {
+        description: patch.description,
+        notes: patch.notes,
+        tags: patch.tags,
+        status: None,
+    };
+    let task = engine.0.edit(&id, patch)?;
+    one(&engine.0, task)
+}
+
+#[tauri::command]
+pub fn complete_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask> {
+    let task = engine.0.complete(&id)?;
+    one(&engine.0, task)
+}
+
+#[tauri::command]
+pub fn reopen_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask> {
+    let patch = TaskPatch {
+        status: Some(TaskStatus::Pending),
+        ..TaskPatch::default()
+    };
+    let task = engine.0.edit(&id, patch)?;
+    one(&engine.0, task)
+}
+
+#[tauri::command]
+pub fn delete_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask> {
+    let task = engine.0.delete(&id)?;
+    one(&engine.0, task)
+}
+
+/// Jump-to-key: a key (`syn 42`, `SYN-42`, `syn42`), a UUID, or a UUID prefix of 8+ digits.
+#[tauri::command]
+pub fn resolve_task(engine: State<'_, AppEngine>, query: String) -> CmdResult<UiTask> {
+    match engine.0.get(&query) {
+        Ok(task) => one(&engine.0, task),
+        Err(callsign_sync::Error::NotFound(_)) => {
+            let shown =
+                TaskKey::parse(&query).map_or_else(|_| query.trim().to_owned(), |k| k.to_string());
+            Err(CmdError::new("not_found", format!("No task {shown}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[tauri::command]
+pub fn retry_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask> {
+    let task = engine.0.retry(&id)?;
+    one(&engine.0, task)
+}
+
+fn settings_view(engine: &Engine) -> CmdResult<UiSettings> {
+    let s = engine.settings()?;
+    let token = callsign_sync::settings::load_token(engine.data_dir())?;
+    let hint = token.map(|t| {
+        let t = t.expose();
+        let tail: String = t
+            .chars()
+            .rev()
+            .take(4)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!("…{tail}")
+    });
+    Ok(UiSettings {
+        server_url: s.server_url,
+        device_name: s.device_name.unwrap_or_default(),
+        token_set: hint.is_some(),
+        token_hint: hint,
+        project: s.project,
+    })
+}
+
+#[tauri::command]
+pub fn get_settings(engine: State<'_, AppEngine>) -> CmdResult<UiSettings> {
+    settings_view(&engine.0)
+}
+
+/// Saves what is given; a JSON `null` server URL makes the app local-only.
+#[tauri::command]
+pub fn save_settings(
+    engine: State<'_, AppEngine>,
+    settings: SettingsInput,
+) -> CmdResult<UiSettings> {
+    let mut s: Settings = engine.0.settings()?;
+    if let Some(url) = settings.server_url {
+        let url = url
+            .map(|u| u.trim().trim_end_matches('/').to_owned())
+            .filter(|u| !u.is_empty());
+        if let Some(u) = &url {
+            if !(u.starts_with("http://") || u.starts_with("https://"))
+                || u.contains(char::is_whitespace)
+            {
+                return Err(CmdError::new(
+                    "invalid",
+                    format!("{u:?} is not a server URL: use http://host:port or https://host"),
+                ));
+            }
+        }
+        s.server_url = url;
+    }
+    if let Some(d) = settings.device_name {
+        s.device_name = Some(d.trim().to_owned()).filter(|d| !d.is_empty());
+    }
+    if let Some(p) = settings.project {
+        let p = callsign_core::Prefix::parse(p.trim())
+            .map_err(|e| CmdError::new("invalid", e.to_string()))?;
+        s.project = Some(p.to_string());
+    }
+    if let Some(t) = settings.token {
+        let t = t.trim();
+        if t.is_empty() || t.contains(char::is_whitespace) {
+            return Err(CmdError::new("invalid", "the token is empty or has spaces"));
+        }
+        engine.0.set_token(&Token::new(t))?;
+    }
+    engine.0.set_settings(&s)?;
+    engine.0.network_up();
+    settings_view(&engine.0)
+}
+
+#[tauri::command]
+pub async fn sync_now(engine: State<'_, AppEngine>) -> CmdResult<()> {
+    engine.0.sync_now().await?;
+    Ok(())
+}
+
+#[tauri::command]
+pub fn sync_status(engine: State<'_, AppEngine>) -> CmdResult<UiStatus> {
+    Ok(UiStatus::read(&engine.0)?)
+}
+
+/// The server's projects when it answers; otherwise the prefixes known on this device.
+#[tauri::command]
+pub async fn list_projects(engine: State<'_, AppEngine>) -> CmdResult<Vec<UiProject>> {
+    if let Ok(client) = engine.0.client() {
+        if let Ok(list) = client.projects().await {
+            return Ok(list
+                .projects
+                .into_iter()
+                .map(|p| UiProject {
+                    prefix: p.prefix,
+                    name: p.name,
+                })
+                .collect());
+        }
+    }
+    let mut prefixes: Vec<String> = engine
+        .0
+        .list(TaskFilter { all: true })?
+        .into_iter()
+        .map(|t| t.project)
+        .chain(engine.0.settings()?.project)
+        .collect();
+    prefixes.sort();
+    prefixes.dedup();
+    Ok(prefixes
+        .into_iter()
+        .map(|p| UiProject {
+            name: p.clone(),
+            prefix: p,
+        })
+        .collect())
+}

@@ -1,0 +1,147 @@
+//! What the UI sees: the engine's types with the few view facts the UI needs added.
+use callsign_sync::reason::waiting_reason;
+use callsign_sync::{Engine, LocalTask, SyncState, SyncStatus};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Why a provisional or failed task waits (the UI turns it into the marker text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waiting {
+    /// `failed` (the server refused it; Retry sends it again) or `pending` (queued or in flight).
+    pub state: &'static str,
+    /// When the engine will try this task's request again, if it is backing off.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The engine's own words, as the CLI shows them ("waiting: offline, retrying in 8 s").
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiTask {
+    #[serde(flatten)]
+    pub task: LocalTask,
+    pub waiting: Option<Waiting>,
+}
+
+impl UiTask {
+    pub fn new(task: LocalTask, status: &SyncStatus, logged_in: bool) -> UiTask {
+        let waiting =
+            (task.sync_state == SyncState::Failed || task.open_rows > 0).then(|| Waiting {
+                state: if task.sync_state == SyncState::Failed {
+                    "failed"
+                } else {
+                    "pending"
+                },
+                next_attempt_at: task
+                    .next_attempt_at
+                    .and_then(DateTime::from_timestamp_millis),
+                reason: waiting_reason(&task, status, logged_in, Utc::now()),
+            });
+        UiTask { task, waiting }
+    }
+}
+
+/// The sync indicator.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiStatus {
+    /// A server URL and a token are saved; without them the app is local-only.
+    pub configured: bool,
+    pub online: bool,
+    pub pending: u64,
+    pub failed: u64,
+    pub in_flight: u64,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub last_sync_at: Option<DateTime<Utc>>,
+    pub server_url: Option<String>,
+}
+
+impl UiStatus {
+    pub fn new(s: SyncStatus, server_url: Option<String>, has_token: bool) -> UiStatus {
+        UiStatus {
+            configured: server_url.is_some() && has_token,
+            online: s.online == Some(true),
+            pending: s.pending,
+            failed: s.failed,
+            in_flight: s.in_flight,
+            next_attempt_at: s.next_attempt_at,
+            last_error: s.last_error,
+            last_sync_at: s.last_sync_at,
+            server_url,
+        }
+    }
+
+    pub fn read(engine: &Engine) -> callsign_sync::Result<UiStatus> {
+        let settings = engine.settings()?;
+        Ok(UiStatus::new(
+            engine.status()?,
+            settings.server_url,
+            engine.has_token()?,
+        ))
+    }
+}
+
+/// Settings as shown: the token never leaves the engine, only whether one is set and a hint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiSettings {
+    pub server_url: Option<String>,
+    pub device_name: String,
+    pub token_set: bool,
+    pub token_hint: Option<String>,
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListFilter {
+    pub text: Option<String>,
+    /// `pending` (default), `completed`, `deleted` or `all`.
+    pub status: Option<String>,
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateInput {
+    pub description: String,
+    pub project: Option<String>,
+    #[serde(default)]
+    pub notes: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditInput {
+    pub description: Option<String>,
+    pub notes: Option<String>,
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsInput {
+    /// `Some(None)` (JSON null) clears the server: local-only.
+    #[serde(default, with = "double_option")]
+    pub server_url: Option<Option<String>>,
+    pub token: Option<String>,
+    pub device_name: Option<String>,
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiProject {
+    pub prefix: String,
+    pub name: String,
+}
+
+/// Tells a missing field from an explicit `null`.
+mod double_option {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<String>>, D::Error> {
+        Option::<String>::deserialize(d).map(Some)
+    }
+}

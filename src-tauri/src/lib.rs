@@ -1,0 +1,119 @@
+//! The Callsign desktop app: the engine from `callsign-sync`, thin commands over it
+//! ([`commands`]), and the engine's events forwarded to the UI as Tauri events
+//! (`task-changed` with the task, `sync-status` with the indicator's facts). The UI never polls.
+#![forbid(unsafe_code)]
+
+pub mod commands;
+pub mod dto;
+pub mod error;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+
+use callsign_sync::{Engine, Event};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tokio::sync::broadcast::error::RecvError;
+
+use commands::AppEngine;
+use dto::{UiStatus, UiTask};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("no data dir: set CALLSIGN_DATA_DIR or HOME")]
+    NoDataDir,
+    #[error("cannot open the data dir {0}: {1}")]
+    Engine(PathBuf, callsign_sync::Error),
+    #[error("the window system failed: {0}")]
+    Tauri(#[from] tauri::Error),
+}
+
+/// The data dir shared with the CLI: `CALLSIGN_DATA_DIR`, else the platform default.
+pub fn data_dir() -> Option<PathBuf> {
+    std::env::var_os("CALLSIGN_DATA_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(callsign_sync::paths::default_data_dir)
+}
+
+/// The command handler, shared by the app and the command tests.
+pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+    tauri::generate_handler![
+        commands::list_tasks,
+        commands::create_task,
+        commands::edit_task,
+        commands::complete_task,
+        commands::reopen_task,
+        commands::delete_task,
+        commands::resolve_task,
+        commands::retry_task,
+        commands::get_settings,
+        commands::save_settings,
+        commands::sync_now,
+        commands::sync_status,
+        commands::list_projects,
+    ]
+}
+
+/// Forwards engine events to the UI until the engine's channel closes. A lagging receiver
+/// re-sends the status and asks the UI to reload (`tasks-reload`).
+pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    let mut rx = engine.subscribe();
+    loop {
+        match rx.recv().await {
+            Ok(Event::TaskChanged { uuid }) => {
+                let Ok(task) = engine.get(&uuid.to_string()) else {
+                    continue;
+                };
+                let (Ok(status), Ok(settings), Ok(token)) =
+                    (engine.status(), engine.settings(), engine.has_token())
+                else {
+                    continue;
+                };
+                let logged_in = settings.server_url.is_some() && token;
+                let _ = app.emit("task-changed", UiTask::new(task, &status, logged_in));
+            }
+            Ok(Event::SyncStatus(_)) => {
+                if let Ok(s) = UiStatus::read(&engine) {
+                    let _ = app.emit("sync-status", s);
+                }
+            }
+            Err(RecvError::Lagged(_)) => {
+                let _ = app.emit("tasks-reload", ());
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Runs the app until its window closes; the sync loop is stopped (its lock released) on exit.
+pub fn run() -> Result<(), StartError> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let dir = data_dir().ok_or(StartError::NoDataDir)?;
+    let engine = Engine::open(&dir).map_err(|e| StartError::Engine(dir.clone(), e))?;
+    let app = tauri::Builder::default()
+        .manage(AppEngine(engine.clone()))
+        .invoke_handler(handler())
+        .setup(move |app| {
+            let handle = app.handle().clone();
+            let engine = engine.clone();
+            tauri::async_runtime::spawn(async move {
+                engine.start();
+                forward_events(handle, engine).await;
+            });
+            Ok(())
+        })
+        .build(tauri::generate_context!())?;
+    app.run(|app, event| {
+        if let tauri::RunEvent::Exit = event {
+            let engine = app.state::<AppEngine>().0.clone();
+            tauri::async_runtime::block_on(engine.stop());
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,277 @@
+//! Every command through Tauri's mock runtime (IPC as the UI calls it), errors included.
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{
+    get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
+};
+use tauri::webview::InvokeRequest;
+use tauri::WebviewWindow;
+
+use crate::commands::AppEngine;
+
+struct Ui {
+    window: WebviewWindow<MockRuntime>,
+    _app: tauri::App<MockRuntime>,
+    dir: tempfile::TempDir,
+}
+
+fn ui() -> Ui {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = callsign_sync::Engine::open(dir.path()).unwrap();
+    let app = mock_builder()
+        .manage(AppEngine(engine))
+        .invoke_handler(crate::handler())
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Ui {
+        window,
+        _app: app,
+        dir,
+    }
+}
+
+impl Ui {
+    fn call(&self, cmd: &str, body: Value) -> Result<Value, Value> {
+        get_ipc_response(
+            &self.window,
+            InvokeRequest {
+                cmd: cmd.into(),
+                callback: CallbackFn(0),
+                error: CallbackFn(1),
+                url: "tauri://localhost".parse().unwrap(),
+                body: InvokeBody::Json(body),
+                headers: Default::default(),
+                invoke_key: INVOKE_KEY.to_string(),
+            },
+        )
+        .map(|b| b.deserialize::<Value>().unwrap())
+    }
+
+    fn ok(&self, cmd: &str, body: Value) -> Value {
+        self.call(cmd, body)
+            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    fn err(&self, cmd: &str, body: Value) -> Value {
+        self.call(cmd, body).expect_err(cmd)
+    }
+
+    fn add(&self, d: &str) -> Value {
+        self.ok(
+            "create_task",
+            json!({"input": {"description": d, "project": "syn"}}),
+        )
+    }
+}
+
+#[test]
+fn create_shows_a_provisional_task_at_the_top_of_the_list() {
+    let ui = ui();
+    let a = ui.add("First");
+    assert_eq!(a["sync_state"], "provisional");
+    assert_eq!(a["key"], Value::Null);
+    assert_eq!(a["project"], "SYN");
+    assert_eq!(a["waiting"]["state"], "pending");
+    assert!(
+        a["waiting"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not logged in"),
+        "{a}"
+    );
+    ui.add("Second");
+    let list = ui.ok("list_tasks", json!({}));
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["description"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["Second", "First"], "newest first");
+}
+
+#[test]
+fn create_refuses_a_blank_description_or_bad_project() {
+    let ui = ui();
+    let e = ui.err(
+        "create_task",
+        json!({"input": {"description": "  ", "project": "SYN"}}),
+    );
+    assert_eq!(e["code"], "invalid");
+    assert!(e["message"].as_str().unwrap().contains("description"));
+    let e = ui.err("create_task", json!({"input": {"description": "x"}}));
+    assert_eq!(e["code"], "invalid", "no project and no default: {e}");
+    let e = ui.err(
+        "create_task",
+        json!({"input": {"description": "x", "project": "1x"}}),
+    );
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        ui.ok("list_tasks", json!({}))
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "nothing stored"
+    );
+}
+
+#[test]
+fn list_filters_by_text_status_and_project() {
+    let ui = ui();
+    ui.add("Buy milk");
+    let done = ui.add("Call Bob");
+    ui.ok(
+        "create_task",
+        json!({"input": {"description": "Deploy", "project": "ops", "tags": ["work"]}}),
+    );
+    ui.ok("complete_task", json!({"id": done["uuid"]}));
+    let count = |f: Value| {
+        ui.ok("list_tasks", json!({"filter": f}))
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(count(json!({})), 2, "pending by default");
+    assert_eq!(count(json!({"status": "completed"})), 1);
+    assert_eq!(count(json!({"status": "all"})), 3);
+    assert_eq!(count(json!({"text": "MILK"})), 1);
+    assert_eq!(count(json!({"text": "work"})), 1, "tags match");
+    assert_eq!(count(json!({"project": "ops"})), 1);
+    let e = ui.err("list_tasks", json!({"filter": {"status": "someday"}}));
+    assert_eq!(e["code"], "invalid");
+}
+
+#[test]
+fn edit_complete_reopen_delete() {
+    let ui = ui();
+    let t = ui.add("Draft");
+    let id = t["uuid"].as_str().unwrap().to_owned();
+    let e = ui.ok(
+        "edit_task",
+        json!({"id": id, "patch": {"description": "Final", "notes": "n"}}),
+    );
+    assert_eq!(
+        (e["description"].as_str(), e["notes"].as_str()),
+        (Some("Final"), Some("n"))
+    );
+    assert_eq!(
+        ui.ok("complete_task", json!({"id": id}))["status"],
+        "completed"
+    );
+    assert_eq!(ui.ok("reopen_task", json!({"id": id}))["status"], "pending");
+    assert_eq!(ui.ok("delete_task", json!({"id": id}))["status"], "deleted");
+    let e = ui.err("edit_task", json!({"id": id, "patch": {}}));
+    assert_eq!(e["code"], "invalid");
+    let e = ui.err("complete_task", json!({"id": "SYN-404"}));
+    assert_eq!(e["code"], "not_found");
+}
+
+#[test]
+fn resolve_by_uuid_prefix_and_plain_not_found() {
+    let ui = ui();
+    let t = ui.add("Findable");
+    let uuid = t["uuid"].as_str().unwrap();
+    assert_eq!(
+        ui.ok("resolve_task", json!({"query": &uuid[..8]}))["uuid"],
+        uuid
+    );
+    assert_eq!(ui.ok("resolve_task", json!({"query": uuid}))["uuid"], uuid);
+    let e = ui.err("resolve_task", json!({"query": "pfx 99"}));
+    assert_eq!(e, json!({"code": "not_found", "message": "No task PFX-99"}));
+    let e = ui.err("resolve_task", json!({"query": "hello"}));
+    assert_eq!(e["code"], "not_found");
+}
+
+#[test]
+fn retry_of_a_task_with_nothing_failed_is_refused_plainly() {
+    let ui = ui();
+    let t = ui.add("Fine");
+    let e = ui.err("retry_task", json!({"id": t["uuid"]}));
+    assert_eq!(e["code"], "invalid");
+    assert!(e["message"].as_str().unwrap().contains("no failed request"), "{e}");
+    assert_eq!(
+        ui.err("retry_task", json!({"id": "nope-1"}))["code"],
+        "not_found"
+    );
+}
+
+#[test]
+fn settings_keep_the_token_to_themselves() {
+    let ui = ui();
+    let s = ui.ok("get_settings", json!({}));
+    assert_eq!(
+        (s["server_url"].clone(), s["token_set"].clone()),
+        (Value::Null, json!(false))
+    );
+    let token = "cs_0123456789abcdef0123456789abcdef";
+    let s = ui.ok(
+        "save_settings",
+        json!({"settings": {"server_url": "http://127.0.0.1:9/", "token": token, "device_name": "laptop", "project": "syn"}}),
+    );
+    assert_eq!(s["server_url"], "http://127.0.0.1:9");
+    assert_eq!(s["token_set"], true);
+    assert_eq!(s["token_hint"], "…cdef");
+    assert_eq!(s["device_name"], "laptop");
+    assert!(
+        !s.to_string().contains(token),
+        "the token is never sent back"
+    );
+    let mode = std::fs::metadata(ui.dir.path().join("token")).map(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.permissions().mode() & 0o777
+    });
+    if let Ok(mode) = mode {
+        assert_eq!(mode, 0o600);
+    }
+    let status = ui.ok("sync_status", json!({}));
+    assert_eq!(status["configured"], true);
+    // With a default project, capture needs no prefix.
+    assert_eq!(
+        ui.ok("create_task", json!({"input": {"description": "x"}}))["project"],
+        "SYN"
+    );
+    let e = ui.err(
+        "save_settings",
+        json!({"settings": {"server_url": "ftp://x"}}),
+    );
+    assert_eq!(e["code"], "invalid");
+    let s = ui.ok("save_settings", json!({"settings": {"server_url": null}}));
+    assert_eq!(s["server_url"], Value::Null);
+    assert_eq!(
+        ui.ok("sync_status", json!({}))["configured"],
+        false,
+        "local-only"
+    );
+    let e = ui.err("save_settings", json!({"settings": {"tokn": "typo"}}));
+    assert!(e.to_string().contains("tokn"), "{e}");
+}
+
+#[test]
+fn sync_status_and_sync_now_without_a_loop() {
+    let ui = ui();
+    ui.add("Queued");
+    let s = ui.ok("sync_status", json!({}));
+    assert_eq!(s["configured"], false);
+    assert_eq!(s["pending"], 1);
+    assert_eq!(s["online"], false);
+    let e = ui.err("sync_now", json!({}));
+    assert_eq!(e["code"], "loop_stopped");
+}
+
+#[test]
+fn projects_offline_come_from_this_device() {
+    let ui = ui();
+    ui.add("a");
+    ui.ok(
+        "create_task",
+        json!({"input": {"description": "b", "project": "ops"}}),
+    );
+    let p = ui.ok("list_projects", json!({}));
+    assert_eq!(
+        p,
+        json!([{"prefix": "OPS", "name": "OPS"}, {"prefix": "SYN", "name": "SYN"}])
+    );
+}
