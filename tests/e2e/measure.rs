@@ -8,9 +8,15 @@ use callsign_sync::{Engine, Event, NewTaskInput, TaskFilter};
 use crate::devices::Watcher;
 use crate::fixture::{Cli, TestServer};
 
-fn median(mut v: Vec<Duration>) -> Duration {
+/// "median (min .. max)".
+fn summary(mut v: Vec<Duration>) -> String {
     v.sort();
-    v[v.len() / 2]
+    format!(
+        "{:.1?} ({:.1?} .. {:.1?})",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1]
+    )
 }
 
 fn wait_key(engine: &Engine, uuid: &str) -> Result<()> {
@@ -36,6 +42,8 @@ fn measure_add_to_key_visible() -> Result<()> {
     let reader = Engine::open(home.path())?;
     let mut cli_times = Vec::new();
     for i in 0..50 {
+        // Back-to-back adds would phase-lock to the loop's 250 ms poll; spread the start times.
+        std::thread::sleep(Duration::from_millis((i * 37 % 250) as u64));
         let t0 = Instant::now();
         let uuid = cli.add(&format!("cli {i}"), &[])?;
         wait_key(&reader, &uuid)?;
@@ -75,15 +83,15 @@ fn measure_add_to_key_visible() -> Result<()> {
         engine.stop().await;
         anyhow::Ok(times)
     })?;
-    println!("\n| path (loopback, 50 tasks) | median add -> key visible |");
+    println!("\n| path (loopback, 50 tasks) | median add -> key visible (min .. max) |");
     println!("|---|---|");
     println!(
-        "| `callsign add` beside `callsign watch` (other process, 250 ms poll) | {:?} |",
-        median(cli_times)
+        "| `callsign add` beside `callsign watch` (other process, 250 ms poll) | {} |",
+        summary(cli_times)
     );
     println!(
-        "| engine create with its own loop (desktop app path) | {:?} |",
-        median(app_times)
+        "| engine create with its own loop (desktop app path) | {} |",
+        summary(app_times)
     );
     Ok(())
 }
