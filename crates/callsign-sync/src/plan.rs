@@ -107,4 +107,54 @@ mod tests {
             .collect();
         assert_eq!(plan(&rows, NOW, max), Plan { send, wake_at });
     }
+
+    fn any_row() -> impl proptest::strategy::Strategy<Value = (u128, char, RowState, Option<i64>)> {
+        use proptest::prelude::*;
+        (
+            0u128..5,
+            prop_oneof![Just('c'), Just('u')],
+            prop_oneof![
+                Just(Pending),
+                Just(Pending),
+                Just(InProgress),
+                Just(Failed),
+                Just(Done)
+            ],
+            prop_oneof![Just(None), Just(Some(NOW - 1)), Just(Some(NOW + 1))],
+        )
+    }
+
+    proptest::proptest! {
+        /// Whatever the queue: the batch is an in-order run of due pending rows, one per task,
+        /// at most `max`, never a row of a task whose create failed, and it skips no row it
+        /// could have sent (capture order is kept).
+        #[test]
+        fn a_batch_is_an_ordered_prefix_of_sendable_rows(
+            spec in proptest::collection::vec(any_row(), 0..30),
+            max in 1usize..8,
+        ) {
+            let rows: Vec<_> = spec.into_iter().enumerate().map(|(i, s)| row(i as i64 + 1, s)).collect();
+            let p = plan(&rows, NOW, max);
+            proptest::prop_assert!(p.send.len() <= max);
+            proptest::prop_assert!(p.send.windows(2).all(|w| w[0] < w[1]));
+            let sent: Vec<&OutboxRow> = p.send.iter().map(|id| &rows[*id as usize - 1]).collect();
+            let tasks: HashSet<Uuid> = sent.iter().map(|r| r.uuid).collect();
+            proptest::prop_assert_eq!(tasks.len(), sent.len());
+            let mut failed = HashSet::new();
+            let last = p.send.last().copied().unwrap_or(0);
+            for r in &rows {
+                if r.state == Failed && r.op == MutationOp::Create {
+                    failed.insert(r.uuid);
+                }
+                let in_batch = p.send.contains(&r.id);
+                if in_batch {
+                    proptest::prop_assert!(r.state == Pending && r.next_attempt_at.is_none_or(|t| t <= NOW));
+                    proptest::prop_assert!(!failed.contains(&r.uuid));
+                } else if r.id < last {
+                    let sendable = r.state == Pending && !failed.contains(&r.uuid);
+                    proptest::prop_assert!(!sendable, "row {} skipped before row {}", r.id, last);
+                }
+            }
+        }
+    }
 }

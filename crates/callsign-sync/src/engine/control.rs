@@ -1,9 +1,14 @@
-//! Starting, stopping and poking this process's sync loop.
+//! Starting, stopping and poking this process's sync loop, and what a pass is built from.
+use std::sync::Arc;
+use std::time::Duration;
+
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Engine, LoopHandle};
+use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::pass::PassReport;
+use crate::pass::{PassReport, Syncer};
+use crate::settings::load_token;
 use crate::sync_loop::{self, Command, LoopCtx};
 
 impl Engine {
@@ -59,5 +64,42 @@ impl Engine {
             .await
             .map_err(|_| Error::LoopStopped)?;
         rx.await.map_err(|_| Error::LoopStopped)?
+    }
+
+    /// A client for the saved server and token.
+    pub fn client(&self) -> Result<Client> {
+        let url = self.settings()?.server_url.ok_or(Error::NotLoggedIn)?;
+        let token = load_token(&self.inner.data_dir)?.ok_or(Error::NotLoggedIn)?;
+        Client::new(&url, token)
+    }
+
+    pub(crate) fn syncer(&self) -> Result<Syncer> {
+        Ok(Syncer {
+            store: self.inner.store.clone(),
+            client: self.client()?,
+            clock: self.inner.opts.clock.clone(),
+            backoff: self.inner.opts.backoff,
+            jitter: Arc::new(rand::random::<f64>),
+            events: self.inner.events.clone(),
+            batch: self.inner.opts.batch,
+        })
+    }
+
+    pub(crate) fn wait_interval() -> Duration {
+        crate::sync_loop::TICK
+    }
+
+    pub(crate) fn clock_ms(&self) -> i64 {
+        self.inner.opts.clock.now_ms()
+    }
+
+    pub(crate) fn store_reset_in_progress(&self) -> Result<usize> {
+        self.store().reset_in_progress()
+    }
+
+    /// The newest error recorded on a waiting outbox row.
+    pub(crate) fn first_row_error(&self) -> Option<String> {
+        let rows = self.store().open_rows(64).ok()?;
+        rows.into_iter().find_map(|r| r.last_error)
     }
 }

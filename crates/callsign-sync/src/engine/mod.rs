@@ -10,7 +10,6 @@ mod drain;
 pub use drain::LoginReport;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use callsign_core::Prefix;
@@ -18,12 +17,11 @@ use tokio::sync::{broadcast, mpsc, Notify};
 use uuid::Uuid;
 
 use crate::backoff::Backoff;
-use crate::client::Client;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, SyncStatus};
 use crate::model::LocalTask;
-use crate::pass::{Syncer, DEFAULT_BATCH};
+use crate::pass::DEFAULT_BATCH;
 use crate::settings::{load_token, save_token, Settings, Token};
 use crate::store::{Store, TaskFilter};
 use crate::sync_loop::Command;
@@ -231,42 +229,5 @@ impl Engine {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
-    }
-
-    /// A client for the saved server and token.
-    pub fn client(&self) -> Result<Client> {
-        let url = self.settings()?.server_url.ok_or(Error::NotLoggedIn)?;
-        let token = load_token(&self.inner.data_dir)?.ok_or(Error::NotLoggedIn)?;
-        Client::new(&url, token)
-    }
-
-    pub(crate) fn syncer(&self) -> Result<Syncer> {
-        Ok(Syncer {
-            store: self.inner.store.clone(),
-            client: self.client()?,
-            clock: self.inner.opts.clock.clone(),
-            backoff: self.inner.opts.backoff,
-            jitter: Arc::new(rand::random::<f64>),
-            events: self.inner.events.clone(),
-            batch: self.inner.opts.batch,
-        })
-    }
-
-    pub(crate) fn wait_interval() -> Duration {
-        crate::sync_loop::TICK
-    }
-
-    pub(crate) fn clock_ms(&self) -> i64 {
-        self.inner.opts.clock.now_ms()
-    }
-
-    pub(crate) fn store_reset_in_progress(&self) -> Result<usize> {
-        self.store().reset_in_progress()
-    }
-
-    /// The newest error recorded on a waiting outbox row.
-    pub(crate) fn first_row_error(&self) -> Option<String> {
-        let rows = self.store().open_rows(64).ok()?;
-        rows.into_iter().find_map(|r| r.last_error)
     }
 }
