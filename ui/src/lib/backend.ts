@@ -1,0 +1,62 @@
+// Every call to the Rust side goes through this module, so the rest of the UI runs without Tauri.
+import { invoke } from '@tauri-apps/api/core';
+import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+import type {
+  CmdError,
+  CreateInput,
+  ListFilter,
+  LocalTask,
+  Project,
+  Settings,
+  SettingsInput,
+  SyncStatus,
+  TaskPatch,
+} from './types';
+
+/** Turns whatever a command rejected with into `{code, message}`. */
+export function toCmdError(e: unknown): CmdError {
+  if (typeof e === 'object' && e !== null && 'code' in e && 'message' in e) {
+    const { code, message } = e as { code: unknown; message: unknown };
+    return { code: String(code), message: String(message) };
+  }
+  if (e instanceof Error) return { code: 'ui', message: e.message };
+  return { code: 'ui', message: String(e) };
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(cmd, args);
+  } catch (e) {
+    throw toCmdError(e);
+  }
+}
+
+/** True inside the Tauri web view (the IPC bridge is there). */
+export function inTauri(): boolean {
+  return typeof window !== 'undefined' && '__TAURI_INTERNALS__' in window;
+}
+
+export const backend = {
+  listTasks: (filter: ListFilter = {}) => call<LocalTask[]>('list_tasks', { filter }),
+  createTask: (input: CreateInput) => call<LocalTask>('create_task', { input }),
+  editTask: (id: string, patch: TaskPatch) => call<LocalTask>('edit_task', { id, patch }),
+  completeTask: (id: string) => call<LocalTask>('complete_task', { id }),
+  reopenTask: (id: string) => call<LocalTask>('reopen_task', { id }),
+  deleteTask: (id: string) => call<LocalTask>('delete_task', { id }),
+  resolveTask: (query: string) => call<LocalTask>('resolve_task', { query }),
+  retryTask: (id: string) => call<LocalTask>('retry_task', { id }),
+  getSettings: () => call<Settings>('get_settings'),
+  saveSettings: (settings: SettingsInput) => call<Settings>('save_settings', { settings }),
+  syncNow: () => call<void>('sync_now'),
+  syncStatus: () => call<SyncStatus>('sync_status'),
+  listProjects: () => call<Project[]>('list_projects'),
+
+  onTaskChanged: (f: (t: LocalTask) => void): Promise<UnlistenFn> =>
+    listen<LocalTask>('task-changed', (e) => f(e.payload)),
+  onSyncStatus: (f: (s: SyncStatus) => void): Promise<UnlistenFn> =>
+    listen<SyncStatus>('sync-status', (e) => f(e.payload)),
+  /** The backend missed events (its channel lagged): reload the list. */
+  onTasksReload: (f: () => void): Promise<UnlistenFn> => listen('tasks-reload', () => f()),
+};
+
+export type Backend = typeof backend;

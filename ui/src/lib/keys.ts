@@ -1,0 +1,103 @@
+// Keyboard shortcuts: one table, used by the key handler and shown in the help dialog.
+
+export type Action =
+  | 'capture'
+  | 'jump'
+  | 'down'
+  | 'up'
+  | 'first'
+  | 'last'
+  | 'open'
+  | 'complete'
+  | 'edit'
+  | 'copy'
+  | 'delete'
+  | 'retry'
+  | 'sync'
+  | 'filter'
+  | 'settings'
+  | 'theme'
+  | 'help'
+  | 'escape';
+
+export const SHORTCUTS: { keys: string; action: Action; label: string }[] = [
+  { keys: 'n', action: 'capture', label: 'New task (focus quick capture; Enter saves)' },
+  { keys: 'Ctrl+K or /', action: 'jump', label: 'Jump to a key (syn 42, SYN-42, a UUID)' },
+  { keys: 'j / ↓', action: 'down', label: 'Next task' },
+  { keys: 'k / ↑', action: 'up', label: 'Previous task' },
+  { keys: 'g / Home', action: 'first', label: 'First task' },
+  { keys: 'G / End', action: 'last', label: 'Last task' },
+  { keys: 'Enter / o', action: 'open', label: 'Open the task' },
+  { keys: 'x', action: 'complete', label: 'Complete (or reopen)' },
+  { keys: 'e', action: 'edit', label: 'Edit description and notes' },
+  { keys: 'c', action: 'copy', label: 'Copy the key' },
+  { keys: 'Delete', action: 'delete', label: 'Delete (Undo in the notice)' },
+  { keys: 'r', action: 'retry', label: 'Retry a failed task' },
+  { keys: 's', action: 'sync', label: 'Sync now' },
+  { keys: 'f', action: 'filter', label: 'Filter the list' },
+  { keys: ',', action: 'settings', label: 'Settings' },
+  { keys: 't', action: 'theme', label: 'Light / dark theme' },
+  { keys: '?', action: 'help', label: 'This help' },
+  { keys: 'Esc', action: 'escape', label: 'Close / back to the list' },
+];
+
+export interface KeyLike {
+  key: string;
+  ctrlKey: boolean;
+  metaKey: boolean;
+  altKey: boolean;
+}
+
+/**
+ * The action for a key press. In a text field only Ctrl+K and Esc count (the field gets the
+ * rest); elsewhere the single-key shortcuts apply.
+ */
+export function actionFor(e: KeyLike, inField: boolean): Action | null {
+  const mod = e.ctrlKey || e.metaKey;
+  if (mod && e.key.toLowerCase() === 'k') return 'jump';
+  if (e.key === 'Escape') return 'escape';
+  if (inField || mod || e.altKey) return null;
+  switch (e.key) {
+    case 'n':
+      return 'capture';
+    case '/':
+      return 'jump';
+    case 'j':
+    case 'ArrowDown':
+      return 'down';
+    case 'k':
+    case 'ArrowUp':
+      return 'up';
+    case 'g':
+    case 'Home':
+      return 'first';
+    case 'G':
+    case 'End':
+      return 'last';
+    case 'Enter':
+    case 'o':
+      return 'open';
+    case 'x':
+      return 'complete';
+    case 'e':
+      return 'edit';
+    case 'c':
+      return 'copy';
+    case 'Delete':
+      return 'delete';
+    case 'r':
+      return 'retry';
+    case 's':
+      return 'sync';
+    case 'f':
+      return 'filter';
+    case ',':
+      return 'settings';
+    case 't':
+      return 'theme';
+    case '?':
+      return 'help';
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,58 @@
+import type { LocalTask, SyncStatus } from '../src/lib/types';
+
+export const NOW = Date.parse('2026-11-22T12:00:00Z');
+
+export function task(over: Partial<LocalTask> = {}): LocalTask {
+  return {
+    uuid: '67e55044-10b1-426f-9247-bb680e5fe0c8',
+    key: null,
+    project: 'SYN',
+    number: null,
+    description: 'Fix the login page',
+    notes: '',
+    status: 'pending',
+    tags: [],
+    created_at: '2026-11-22T11:00:00Z',
+    modified_at: '2026-11-22T11:00:00Z',
+    sync_state: 'provisional',
+    last_error: null,
+    waiting: { state: 'pending', next_attempt_at: null },
+    ...over,
+  };
+}
+
+export function status(over: Partial<SyncStatus> = {}): SyncStatus {
+  return {
+    configured: true,
+    online: true,
+    pending: 0,
+    failed: 0,
+    in_flight: 0,
+    next_attempt_at: null,
+    last_error: null,
+    last_sync_at: null,
+    server_url: 'http://127.0.0.1:7171',
+    ...over,
+  };
+}
+
+/** n tasks, uuids `...000i`, created one second apart (index 0 is the newest). */
+export function many(n: number): LocalTask[] {
+  const out: LocalTask[] = [];
+  for (let i = 0; i < n; i++) {
+    const hex = i.toString(16).padStart(12, '0');
+    out.push(
+      task({
+        uuid: `00000000-0000-4000-8000-${hex}`,
+        key: i % 3 === 0 ? null : `SYN-${n - i}`,
+        number: i % 3 === 0 ? null : n - i,
+        sync_state: i % 3 === 0 ? 'provisional' : 'synced',
+        description: `Task number ${n - i} ${i % 7 === 0 ? 'deploy' : 'review'}`,
+        created_at: new Date(NOW - i * 1000).toISOString(),
+        status: i % 5 === 0 ? 'completed' : 'pending',
+        tags: i % 4 === 0 ? ['ops'] : [],
+      }),
+    );
+  }
+  return out;
+}
