@@ -41,8 +41,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             })?;
             out.task(&engine, &task)
         }
-        Command::List { all } => {
-            let tasks = engine.list(TaskFilter { all })?;
+        Command::List { all, project, text } => {
+            let tasks = engine.list(&TaskFilter { all, project, text })?;
             out.list(&engine, &tasks)
         }
         Command::Show { task } => out.task(&engine, &engine.get(&task)?),

@@ -57,6 +57,11 @@ pub enum Command {
     List {
         #[arg(long)]
         all: bool,
+        /// Only this project (prefix).
+        #[arg(long)]
+        project: Option<String>,
+        /// Only tasks whose description, notes or key contain TEXT.
+        text: Option<String>,
     },
     /// Show one task by key, UUID, or unique UUID prefix (8+ characters).
     Show { task: String },

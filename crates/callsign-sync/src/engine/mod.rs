@@ -80,8 +80,14 @@ impl Engine {
     }
 
     pub fn open_with(data_dir: &Path, opts: Options) -> Result<Engine> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| Error::io(format!("creating {}", data_dir.display()), e))?;
+        if !data_dir.exists() {
+            let mut b = std::fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+            b.create(data_dir)
+                .map_err(|e| Error::io(format!("creating {}", data_dir.display()), e))?;
+        }
         let store = Store::open(data_dir)?;
         Ok(Engine {
             inner: Arc::new(Inner {
@@ -188,7 +194,7 @@ impl Engine {
         self.get_uuid(uuid)
     }
 
-    pub fn list(&self, filter: TaskFilter) -> Result<Vec<LocalTask>> {
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<LocalTask>> {
         self.store().list(filter)
     }
 

@@ -20,10 +20,14 @@ const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, 
     (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending')
     FROM tasks t";
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskFilter {
     /// Include completed and deleted tasks.
     pub all: bool,
+    /// Only tasks of this project (prefix, any case).
+    pub project: Option<String>,
+    /// Only tasks whose description, notes or key contain this text (case-insensitive).
+    pub text: Option<String>,
 }
 
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
@@ -189,19 +193,17 @@ impl Store {
             .optional()?)
     }
 
-    /// Tasks in capture order (pending only unless `filter.all`).
-    pub fn list(&self, filter: TaskFilter) -> Result<Vec<LocalTask>> {
+    /// Tasks in capture order (pending only unless `filter.all`), narrowed by the filter.
+    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<LocalTask>> {
         let sql = format!(
-            "{SELECT} {} ORDER BY t.created_at, t.rowid",
-            if filter.all {
-                ""
-            } else {
-                "WHERE t.status = 'pending'"
-            }
+            "{SELECT} WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
+                AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '
+                    || coalesce(t.key, '')), lower(?3)) > 0)
+             ORDER BY t.created_at, t.rowid"
         );
         let mut stmt = self.conn.prepare(&sql)?;
         let tasks = stmt
-            .query_map([], map_task)?
+            .query_map(params![filter.all, filter.project, filter.text], map_task)?
             .collect::<rusqlite::Result<_>>()?;
         Ok(tasks)
     }

@@ -221,5 +221,44 @@ fn lookups_by_uuid_prefix() {
         "too short"
     );
     assert!(matches!(s.find("SYN-9"), Err(crate::Error::NotFound(_))));
-    assert_eq!(s.list(TaskFilter::default()).unwrap().len(), 2);
+    assert_eq!(s.list(&TaskFilter::default()).unwrap().len(), 2);
+    let only = |text: &str| TaskFilter {
+        text: Some(text.into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(
+        s.list(&only("B")).unwrap()[0].uuid,
+        b,
+        "case-insensitive text"
+    );
+    assert!(s.list(&only("zzz")).unwrap().is_empty());
+    let other = TaskFilter {
+        project: Some("abc".into()),
+        ..TaskFilter::default()
+    };
+    assert!(s.list(&other).unwrap().is_empty());
+    s.edit_local(
+        a,
+        TaskPatch {
+            status: Some(TaskStatus::Completed),
+            ..TaskPatch::default()
+        },
+        "k",
+        now(),
+    )
+    .unwrap();
+    assert_eq!(
+        s.list(&TaskFilter::default()).unwrap().len(),
+        1,
+        "completed hidden"
+    );
+    assert_eq!(
+        s.list(&TaskFilter {
+            all: true,
+            ..TaskFilter::default()
+        })
+        .unwrap()
+        .len(),
+        2
+    );
 }
