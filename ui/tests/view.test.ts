@@ -259,3 +259,14 @@ describe('shortId', () => {
     expect(shortId(task())).toBe('~67e55044');
   });
 });
+
+describe('warmHaystacks', () => {
+  it('fills the cache in chunks and filtering gives the same answer', async () => {
+    const { warmHaystacks } = await import('../src/lib/view');
+    const list = many(1200);
+    const stop = warmHaystacks(list, 500);
+    await new Promise((r) => setTimeout(r, 20));
+    stop();
+    expect(filterTasks(list, { text: 'deploy', status: 'all' }).length).toBe(list.filter((t) => t.description.includes('deploy')).length);
+  });
+});

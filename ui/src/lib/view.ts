@@ -181,6 +181,24 @@ export function haystack(t: LocalTask): string {
   return h;
 }
 
+/**
+ * Fills the filter's text cache in chunks between frames, so the first keystroke over a large
+ * list does not pay for lower-casing every task. Returns a function that stops it.
+ */
+export function warmHaystacks(list: readonly LocalTask[], chunk = 5000): () => void {
+  let i = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const step = () => {
+    const end = Math.min(list.length, i + chunk);
+    for (; i < end; i++) haystack(list[i] as LocalTask);
+    timer = i < list.length ? setTimeout(step, 0) : null;
+  };
+  timer = setTimeout(step, 0);
+  return () => {
+    if (timer !== null) clearTimeout(timer);
+  };
+}
+
 function statusMatches(t: LocalTask, s: StatusFilter): boolean {
   return s === 'all' || t.status === s;
 }
@@ -328,8 +346,7 @@ export function relativeTime(iso: string | null, now: number): string {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return iso;
   const s = Math.round((now - t) / 1000);
-  if (s < 0) return `in ${-s} s`;
-  if (s < 5) return 'just now';
+  if (s < 5) return 'just now'; // (also a few seconds ahead: clocks differ)
   if (s < 60) return `${s} s ago`;
   if (s < 3600) return `${Math.floor(s / 60)} min ago`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;

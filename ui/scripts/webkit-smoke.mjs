@@ -1,0 +1,275 @@
+#!/usr/bin/env node
+// Drives the UI preview (dist-preview: the real UI over the in-memory fake backend) in a real
+// WebKitGTK window through WebKitWebDriver and MiniBrowser, with no npm dependencies (the
+// WebDriver protocol over fetch). Checks the main flows, measures first list paint with 50,000
+// tasks, per-keystroke filter time and scrolling, and saves screenshots.
+//
+//   npm run build:preview && xvfb-run -a -s "-screen 0 1280x800x24" node scripts/webkit-smoke.mjs
+//
+// Output: a table on stdout; screenshots in $SHOTS (default ../target/ui-smoke).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+
+const UI = path.resolve(import.meta.dirname, '..');
+const ROOT = path.join(UI, 'dist-preview');
+const SHOTS = process.env.SHOTS ?? path.resolve(UI, '../target/ui-smoke');
+const MINIBROWSER = process.env.MINIBROWSER ?? '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.png': 'image/png' };
+function serve(port) {
+  const srv = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const file = path.join(ROOT, url.pathname === '/' ? 'preview.html' : decodeURIComponent(url.pathname));
+    if (!file.startsWith(ROOT) || !fs.existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((r) => srv.listen(port, '127.0.0.1', () => r(srv)));
+}
+
+let base;
+let session;
+async function wd(method, p, body) {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${p}: ${JSON.stringify(json.value ?? json).slice(0, 400)}`);
+  return json.value;
+}
+const s = (p) => `/session/${session}${p}`;
+const exec = (script, ...args) => wd('POST', s('/execute/sync'), { script, args });
+const execAsync = (script, ...args) => wd('POST', s('/execute/async'), { script, args });
+const $ = (css) => exec('return document.activeElement === document.querySelector(arguments[0])', css);
+async function keys(text) {
+  // Actions API: one key at a time (\uE007 is Enter, \uE009 Control, \uE00C Escape).
+  const actions = [];
+  for (const ch of text) actions.push({ type: 'keyDown', value: ch }, { type: 'keyUp', value: ch });
+  await wd('POST', s('/actions'), { actions: [{ type: 'key', id: 'kb', actions }] });
+}
+async function chord(mod, key) {
+  await wd('POST', s('/actions'), {
+    actions: [{ type: 'key', id: 'kb', actions: [
+      { type: 'keyDown', value: mod }, { type: 'keyDown', value: key },
+      { type: 'keyUp', value: key }, { type: 'keyUp', value: mod },
+    ] }],
+  });
+}
+const ENTER = '\uE007';
+const CTRL = '\uE009';
+const ESC = '\uE00C';
+
+async function shot(name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const png = await wd('GET', s('/screenshot'));
+  const file = path.join(SHOTS, `${name}.png`);
+  fs.writeFileSync(file, Buffer.from(png, 'base64'));
+  return file;
+}
+
+async function eventually(what, ms, f) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    last = await f().catch((e) => e);
+    if (last && !(last instanceof Error)) return last;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last})`);
+}
+
+async function open(query) {
+  await wd('POST', s('/url'), { url: `${base.replace(/:\d+$/, `:${webPort}`)}/?${query}` });
+  await eventually('the app', 15000, () => exec('return document.querySelector("[data-testid=capture]") !== null'));
+}
+
+const rowsInfo = () =>
+  exec(`return [...document.querySelectorAll('[data-testid=task-row]')].map(r => ({
+    uuid: r.dataset.uuid, key: r.dataset.key ?? null, top: r.getBoundingClientRect().top,
+    marker: r.querySelector('[data-testid=provisional-marker]')?.textContent.trim() ?? null,
+    text: r.textContent.replace(/\\s+/g, ' ').trim() }))`);
+
+const results = [];
+const checks = [];
+function check(name, ok, detail = '') {
+  checks.push({ name, ok, detail });
+  if (!ok) process.exitCode = 1;
+}
+
+let webPort;
+const driverPort = await freePort();
+webPort = await freePort();
+const web = await serve(webPort);
+const driver = spawn('WebKitWebDriver', [`--port=${driverPort}`], { stdio: 'ignore' });
+base = `http://127.0.0.1:${driverPort}`;
+try {
+  await eventually('WebKitWebDriver', 10000, () => fetch(`${base}/status`).then((r) => r.ok));
+  const created = await wd('POST', '/session', {
+    capabilities: {
+      alwaysMatch: {
+        browserName: 'MiniBrowser',
+        'webkitgtk:browserOptions': { binary: MINIBROWSER, args: ['--automation'] },
+      },
+    },
+  });
+  session = created.sessionId;
+  await wd('POST', s('/window/rect'), { width: 1280, height: 800 }).catch(() => {});
+
+  // ---- 1. Offline: capture three tasks -----------------------------------------------------
+  await open('n=0&online=0&latency=300');
+  check('quick capture is focused on start', await exec('return document.activeElement?.dataset.testid === "capture"'));
+  for (const d of ['First offline task', 'Second offline task', 'Third offline task']) {
+    await keys(d + ENTER);
+  }
+  let rows = await eventually('three rows', 5000, async () => ((await rowsInfo()).length === 3 ? rowsInfo() : null));
+  check('newest on top', rows[0].text.includes('Third offline task'), rows[0].text);
+  check('markers say offline', rows.every((r) => /offline/.test(r.marker ?? '')), rows.map((r) => r.marker).join(' | '));
+  check('capture keeps focus after Enter', await exec('return document.activeElement?.dataset.testid === "capture"'));
+  results.push(['screenshot offline', await shot('1-offline-provisional')]);
+
+  // ---- 2. Online: keys replace the markers in place ------------------------------------------
+  await exec('document.querySelector("[data-testid=capture]").focus()');
+  const before = rows;
+  await exec('window.__callsignFake.setOnline(true)');
+  rows = await eventually('keys', 10000, async () => {
+    const r = await rowsInfo();
+    return r.every((x) => x.key) ? r : null;
+  });
+  check('keys SYN-1..3 arrive', JSON.stringify(rows.map((r) => r.key).sort()) === '["SYN-1","SYN-2","SYN-3"]', rows.map((r) => r.key).join(','));
+  check('same rows, same order, same positions',
+    JSON.stringify(rows.map((r) => [r.uuid, r.top])) === JSON.stringify(before.map((r) => [r.uuid, r.top])));
+  check('focus kept while keys arrived', await exec('return document.activeElement?.dataset.testid === "capture"'));
+  results.push(['screenshot keys', await shot('2-synced-keys')]);
+
+  // ---- 3. Jump to key --------------------------------------------------------------------------
+  await exec('document.activeElement.blur()');
+  await chord(CTRL, 'k');
+  await eventually('jump input', 3000, () => $('[data-testid=jump-input]'));
+  await keys('syn 2' + ENTER);
+  const detail = await eventually('detail', 3000, () => exec('return document.querySelector("[data-testid=task-detail]")?.textContent ?? null'));
+  check('jump "syn 2" opens SYN-2', /SYN-2/.test(detail) && /Second offline task/.test(detail));
+  results.push(['screenshot jump', await shot('3-jump-found')]);
+  await keys(ESC);
+  await chord(CTRL, 'k');
+  await eventually('jump input', 3000, () => $('[data-testid=jump-input]'));
+  await keys('syn 99' + ENTER);
+  const nf = await eventually('not found', 3000, () => exec('return document.querySelector("[data-testid=jump-not-found]")?.textContent ?? null'));
+  check('jump "syn 99" says No task SYN-99', /No task SYN-99/.test(nf), nf);
+  results.push(['screenshot not found', await shot('4-jump-not-found')]);
+  await keys(ESC);
+
+  // ---- 4. Keyboard: j/k, x, c ---------------------------------------------------------------
+  await exec('document.querySelector("[data-testid=task-list]").focus()');
+  await keys('gjx');
+  await sleep(300);
+  const left = await rowsInfo();
+  check('x completes the selected task (pending view drops it)', left.length === 2, left.map((r) => r.key).join(','));
+  await keys('?');
+  check('? opens help', await exec('return !!document.querySelector("[data-testid=help-dialog]")'));
+  await keys(ESC);
+
+  // ---- 5. Narrow window and dark theme ----------------------------------------------------------
+  await open('n=200&provisional=4&online=0');
+  await wd('POST', s('/window/rect'), { width: 400, height: 800 }).catch(() => {});
+  await sleep(400);
+  const overflow = await exec('return document.documentElement.scrollWidth - document.documentElement.clientWidth');
+  check('no horizontal overflow at 400 px', overflow <= 0, `overflow ${overflow}px`);
+  results.push(['screenshot narrow', await shot('5-narrow-400')]);
+  await exec('document.querySelector("[data-testid=task-list]").focus()');
+  await keys('t');
+  await sleep(200);
+  results.push(['screenshot narrow dark', await shot('6-narrow-dark')]);
+  await wd('POST', s('/window/rect'), { width: 1280, height: 800 }).catch(() => {});
+  await sleep(300);
+  results.push(['screenshot wide dark', await shot('7-wide-dark')]);
+  await keys('t');
+
+  // ---- 6. 50,000 tasks: first paint, filter per keystroke, scrolling ---------------------------
+  await open('n=50000&provisional=5&online=1');
+  const p = await eventually('first list paint', 30000, () =>
+    exec('const p = window.__callsignPerf; return p && p.firstListPaintMs !== null ? p : null'));
+  results.push(['50k: first list paint (ms since navigation)', p.firstListPaintMs.toFixed(1)]);
+  results.push(['50k: list_tasks (fake) (ms)', p.listTasksMs.toFixed(1)]);
+  const dom = await exec('return document.querySelectorAll("[data-testid=task-row]").length');
+  results.push(['50k: rows in the DOM', dom]);
+  check('virtualized: fewer than 100 rows in the DOM', dom < 100, String(dom));
+
+  const typed = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const input = document.querySelector('[data-testid=filter-input]');
+    input.focus();
+    const text = 'review docs 12';
+    const out = [];
+    const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    (async () => {
+      for (let i = 1; i <= text.length; i++) {
+        const t0 = performance.now();
+        input.value = text.slice(0, i);
+        input.dispatchEvent(new Event('input', { bubbles: true }));
+        const filterMs = window.__callsignPerf.lastFilterMs;
+        await frame();
+        out.push({ text: text.slice(0, i), total: performance.now() - t0, filter: window.__callsignPerf.lastFilterMs,
+          shown: document.querySelector('[data-testid=list-count]').textContent.trim() });
+      }
+      input.value = '';
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      await frame();
+      done(out);
+    })();`);
+  for (const k of typed) results.push([`50k: keystroke "${k.text}" → ${k.shown}`, `filter ${k.filter.toFixed(2)} ms, to next paint ${k.total.toFixed(1)} ms`]);
+  const filterMs = typed.map((k) => k.filter);
+  const paintMs = typed.map((k) => k.total);
+  const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+  results.push(['50k: filter per keystroke, median / max (ms)', `${med(filterMs).toFixed(2)} / ${Math.max(...filterMs).toFixed(2)}`]);
+  results.push(['50k: keystroke to painted frame, median / max (ms)', `${med(paintMs).toFixed(1)} / ${Math.max(...paintMs).toFixed(1)}`]);
+
+  const scroll = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const v = document.querySelector('[data-testid=task-list]');
+    const frames = [];
+    let last = performance.now();
+    let i = 0;
+    const step = () => {
+      const now = performance.now();
+      frames.push(now - last);
+      last = now;
+      v.scrollTop += 1200;
+      if (++i < 240) requestAnimationFrame(step); else done({ frames, top: v.scrollTop, rows: document.querySelectorAll('[data-testid=task-row]').length });
+    };
+    requestAnimationFrame(step);`);
+  const fr = scroll.frames.slice(1);
+  results.push(['50k: scroll 240 frames x 1200 px, median / p95 / max frame (ms)',
+    `${med(fr).toFixed(1)} / ${[...fr].sort((a, b) => a - b)[Math.floor(fr.length * 0.95)].toFixed(1)} / ${Math.max(...fr).toFixed(1)}`]);
+  results.push(['50k: screenshot', await shot('8-50k-scrolled')]);
+} catch (e) {
+  check('smoke run', false, String(e?.stack ?? e));
+} finally {
+  if (session) await wd('DELETE', `/session/${session}`).catch(() => {});
+  driver.kill();
+  web.close();
+}
+
+console.log('\nChecks');
+for (const c of checks) console.log(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail && !c.ok ? ` — ${c.detail}` : ''}`);
+console.log('\nFigures (real WebKitGTK, MiniBrowser, fake backend)');
+const w = Math.max(...results.map((r) => r[0].length));
+for (const [k, v] of results) console.log(`  ${k.padEnd(w)}  ${v}`);

@@ -1,0 +1,28 @@
+// The UI over the in-memory FakeBackend, for a plain browser (no Tauri). Query parameters:
+// n (tasks to seed, default 40), provisional (of the newest, default 3), server=none (local
+// only), online=1, latency (ms before the fake server numbers a task).
+import { mockIPC } from '@tauri-apps/api/mocks';
+import { emit } from '@tauri-apps/api/event';
+import { FakeBackend } from './fake-backend';
+
+declare global {
+  interface Window {
+    __callsignFake?: FakeBackend;
+  }
+}
+
+const q = new URLSearchParams(location.search);
+const fake = new FakeBackend((event, payload) => void emit(event, payload));
+fake.seed(Number(q.get('n') ?? 40), Number(q.get('provisional') ?? 3));
+if (q.get('server') !== 'none') {
+  fake.settings.server_url = 'http://127.0.0.1:7171';
+  fake.settings.token_set = true;
+  fake.settings.token_hint = '…9f3a';
+}
+fake.online = q.get('online') === '1';
+fake.lastError = fake.online || !fake.configured ? null : 'connection refused';
+fake.latencyMs = Number(q.get('latency') ?? 400);
+mockIPC((cmd, args) => fake.handle(cmd, (args ?? {}) as Record<string, unknown>), { shouldMockEvents: true });
+window.__callsignFake = fake;
+
+await import('../main');
