@@ -115,7 +115,7 @@ fn measure_sync_10000_offline_tasks() -> Result<()> {
     let t1 = Instant::now();
     cli.ok(&["sync", "--timeout", "600"])?;
     let sync = t1.elapsed();
-    let list = engine.list(&TaskFilter::default())?;
+    let list = engine.list(TaskFilter::default())?;
     let keyed = list.iter().filter(|t| t.key.is_some()).count();
     assert_eq!(keyed, 10_000);
     println!("\n| 10,000 offline tasks | time |");

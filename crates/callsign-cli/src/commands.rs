@@ -4,7 +4,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use callsign_core::dto::TaskPatch;
 use callsign_sync::paths::default_data_dir;
-use callsign_sync::{Engine, NewTaskInput, TaskFilter, Token};
+use callsign_sync::{Engine, NewTaskInput, TaskQuery, Token};
 
 use crate::render::{self, Out};
 use crate::{Cli, Command};
@@ -42,7 +42,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             out.task(&engine, &task)
         }
         Command::List { all, project, text } => {
-            let tasks = engine.list(&TaskFilter { all, project, text })?;
+            let tasks = engine.query(&TaskQuery { all, project, text })?;
             out.list(&engine, &tasks)
         }
         Command::Show { task } => out.task(&engine, &engine.get(&task)?),

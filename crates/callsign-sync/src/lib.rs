@@ -33,4 +33,4 @@ pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, SyncState};
 pub use settings::{Settings, Token};
-pub use store::TaskFilter;
+pub use store::{TaskFilter, TaskQuery};

@@ -23,7 +23,7 @@ use crate::events::{Event, SyncStatus};
 use crate::model::LocalTask;
 use crate::pass::DEFAULT_BATCH;
 use crate::settings::{load_token, save_token, Settings, Token};
-use crate::store::{Store, TaskFilter};
+use crate::store::{Store, TaskFilter, TaskQuery};
 use crate::sync_loop::Command;
 
 /// Tunables; the defaults are the product's.
@@ -194,8 +194,16 @@ impl Engine {
         self.get_uuid(uuid)
     }
 
-    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<LocalTask>> {
-        self.store().list(filter)
+    pub fn list(&self, filter: TaskFilter) -> Result<Vec<LocalTask>> {
+        self.query(&TaskQuery {
+            all: filter.all,
+            ..TaskQuery::default()
+        })
+    }
+
+    /// Tasks by project and text (in description, notes or key), in capture order.
+    pub fn query(&self, q: &TaskQuery) -> Result<Vec<LocalTask>> {
+        self.store().list(q)
     }
 
     /// By key (lenient: `syn 42`), UUID, or unique UUID prefix of at least 8 hex digits.

@@ -19,7 +19,7 @@ use crate::error::Result;
 
 pub use outbox::Counts;
 pub use reconcile::CURSOR;
-pub use tasks::TaskFilter;
+pub use tasks::{TaskFilter, TaskQuery};
 
 static MIGRATIONS: LazyLock<Migrations<'static>> =
     LazyLock::new(|| Migrations::new(vec![M::up(include_str!("migrations/001_init.sql"))]));

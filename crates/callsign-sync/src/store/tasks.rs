@@ -20,8 +20,15 @@ const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, 
     (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending')
     FROM tasks t";
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskFilter {
+    /// Include completed and deleted tasks.
+    pub all: bool,
+}
+
+/// A [`TaskFilter`] narrowed further.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskQuery {
     /// Include completed and deleted tasks.
     pub all: bool,
     /// Only tasks of this project (prefix, any case).
@@ -194,7 +201,7 @@ impl Store {
     }
 
     /// Tasks in capture order (pending only unless `filter.all`), narrowed by the filter.
-    pub fn list(&self, filter: &TaskFilter) -> Result<Vec<LocalTask>> {
+    pub fn list(&self, filter: &TaskQuery) -> Result<Vec<LocalTask>> {
         let sql = format!(
             "{SELECT} WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
                 AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '

@@ -4,7 +4,7 @@ use callsign_core::dto::{MutationOp, NewTask, Task, TaskPatch, TaskStatus};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Store, TaskFilter, MIGRATIONS};
+use super::{Store, TaskQuery, MIGRATIONS};
 use crate::model::{RowState, SyncState};
 use crate::outbox_state::Outcome;
 
@@ -221,10 +221,10 @@ fn lookups_by_uuid_prefix() {
         "too short"
     );
     assert!(matches!(s.find("SYN-9"), Err(crate::Error::NotFound(_))));
-    assert_eq!(s.list(&TaskFilter::default()).unwrap().len(), 2);
-    let only = |text: &str| TaskFilter {
+    assert_eq!(s.list(&TaskQuery::default()).unwrap().len(), 2);
+    let only = |text: &str| TaskQuery {
         text: Some(text.into()),
-        ..TaskFilter::default()
+        ..TaskQuery::default()
     };
     assert_eq!(
         s.list(&only("B")).unwrap()[0].uuid,
@@ -232,9 +232,9 @@ fn lookups_by_uuid_prefix() {
         "case-insensitive text"
     );
     assert!(s.list(&only("zzz")).unwrap().is_empty());
-    let other = TaskFilter {
+    let other = TaskQuery {
         project: Some("abc".into()),
-        ..TaskFilter::default()
+        ..TaskQuery::default()
     };
     assert!(s.list(&other).unwrap().is_empty());
     s.edit_local(
@@ -248,14 +248,14 @@ fn lookups_by_uuid_prefix() {
     )
     .unwrap();
     assert_eq!(
-        s.list(&TaskFilter::default()).unwrap().len(),
+        s.list(&TaskQuery::default()).unwrap().len(),
         1,
         "completed hidden"
     );
     assert_eq!(
-        s.list(&TaskFilter {
+        s.list(&TaskQuery {
             all: true,
-            ..TaskFilter::default()
+            ..TaskQuery::default()
         })
         .unwrap()
         .len(),
