@@ -76,10 +76,11 @@ impl SyncLock {
     pub fn heartbeat(&mut self, now_ms: i64) -> Result<()> {
         let line = format!("{} {now_ms}\n", std::process::id());
         let f = &mut self.file;
+        // Overwrite in place, then trim: a reader never sees an empty file while we hold it.
         let r = f
             .seek(SeekFrom::Start(0))
-            .and_then(|_| f.set_len(0))
-            .and_then(|()| f.write_all(line.as_bytes()));
+            .and_then(|_| f.write_all(line.as_bytes()))
+            .and_then(|()| f.set_len(line.len() as u64));
         r.map_err(|e| Error::io(format!("sync lock {}", self.path.display()), e))
     }
 

@@ -84,11 +84,18 @@ pub struct Counts {
 }
 
 impl Store {
-    /// The first `limit` rows not yet done, in capture order: the input of
-    /// [`crate::plan::plan`] (a prefix is enough, since a plan is a prefix of the queue).
+    /// The first `limit` rows the plan needs, in capture order: the input of
+    /// [`crate::plan::plan`] (a prefix is enough, since a plan is a prefix of the queue). Those
+    /// are the pending and in-progress rows, and the failed creates of tasks that still have
+    /// pending rows (they hold those rows back). Other failed rows are left out, so any number of
+    /// them cannot push the sendable rows past the limit.
     pub fn open_rows(&self, limit: usize) -> Result<Vec<OutboxRow>> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM outbox WHERE state <> 'done' ORDER BY id LIMIT ?1");
+        let sql = format!(
+            "SELECT {COLUMNS} FROM outbox o WHERE o.state IN ('pending', 'in_progress')
+                OR (o.state = 'failed' AND o.op = 'create' AND EXISTS (SELECT 1 FROM outbox p
+                    WHERE p.uuid = o.uuid AND p.state = 'pending'))
+             ORDER BY o.id LIMIT ?1"
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt
             .query_map([limit as i64], map_row)?

@@ -262,3 +262,27 @@ fn lookups_by_uuid_prefix() {
         2
     );
 }
+
+#[test]
+fn many_failed_rows_do_not_hide_the_pending_ones_from_the_plan() {
+    let mut s = Store::in_memory().unwrap();
+    for i in 0..20 {
+        let u = Uuid::from_u128(i + 1);
+        s.create_local(u, &format!("k{i}"), &body("refused"), now())
+            .unwrap();
+    }
+    let ids: Vec<i64> = s.open_rows(100).unwrap().iter().map(|r| r.id).collect();
+    let claimed = s.claim(&ids, 1).unwrap();
+    let answers: Vec<_> = claimed
+        .into_iter()
+        .map(|r| (r, Outcome::Fail("no".into())))
+        .collect();
+    s.record_answers(&answers, |_| 0, 2).unwrap();
+    let u = Uuid::from_u128(99);
+    s.create_local(u, "fresh", &body("fine"), now()).unwrap();
+    let rows = s.open_rows(5).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].uuid, u);
+    assert_eq!(crate::plan::plan(&rows, 0, 10).send, vec![rows[0].id]);
+    assert_eq!(s.counts().unwrap().failed, 20);
+}
