@@ -92,6 +92,7 @@ impl Syncer {
                 let claimed = store.claim(&p.send, now).map_err(local)?;
                 (claimed, store.get(CURSOR).map_err(local)?)
             };
+            let since_was_set = since.is_some();
             let req = SyncRequest {
                 since,
                 mutations: claimed
@@ -112,6 +113,16 @@ impl Syncer {
                     let too_big = matches!(&e.error, Error::Server(p)
                         if p.status == 413 || (p.code == ErrorCode::InvalidBody && p.status == 422));
                     let now = self.clock.now_ms();
+                    if is_invalid_cursor(&e) && since_was_set {
+                        // The server does not know our cursor (its data was reset): start the
+                        // feed over; the same rows go again at once, under the same keys.
+                        let mut store = lock(&self.store);
+                        store.set(CURSOR, None).map_err(local)?;
+                        store
+                            .release(&ids, now, &e.error.to_string(), now)
+                            .map_err(local)?;
+                        continue;
+                    }
                     if too_big && claimed.len() > 1 {
                         // Split the batch until the culprit stands alone.
                         lock(&self.store)
@@ -182,7 +193,13 @@ impl Syncer {
         let mut pulled = 0;
         loop {
             let since = lock(&self.store).get(CURSOR).map_err(local)?;
-            let page = self.client.changes(since.as_deref(), PULL_LIMIT).await?;
+            let page = match self.client.changes(since.as_deref(), PULL_LIMIT).await {
+                Err(e) if is_invalid_cursor(&e) && since.is_some() => {
+                    lock(&self.store).set(CURSOR, None).map_err(local)?;
+                    continue;
+                }
+                r => r?,
+            };
             let changed = lock(&self.store)
                 .apply_changes(&page.changes, &page.cursor)
                 .map_err(local)?;
@@ -199,6 +216,10 @@ impl Syncer {
             let _ = self.events.send(Event::TaskChanged { uuid });
         }
     }
+}
+
+fn is_invalid_cursor(e: &CallError) -> bool {
+    matches!(&e.error, Error::Server(p) if p.code == ErrorCode::InvalidCursor)
 }
 
 fn local(error: Error) -> CallError {

@@ -28,7 +28,7 @@ pub struct LoginReport {
 }
 
 impl Engine {
-    /// Saves the server URL, token and device name, then asks the server for the account's
+    /// Saves the server URL, token and device name, forgets the change cursor, then asks the server for the account's
     /// projects; the first becomes the default project if none is set.
     pub async fn login(
         &self,
@@ -43,6 +43,9 @@ impl Engine {
         }
         self.set_settings(&s)?;
         self.set_token(&token)?;
+        // A cursor means something only to the server (and account) that gave it out: after a
+        // login, read the whole feed again (reconciling a task twice is harmless).
+        self.store().set(crate::store::CURSOR, None)?;
         let projects = match tokio::time::timeout(LOGIN_WAIT, self.client()?.projects()).await {
             Ok(Ok(list)) => Ok(list.projects),
             Ok(Err(e)) => Err(e.error.to_string()),
