@@ -17,6 +17,7 @@ const UI = path.resolve(import.meta.dirname, '..');
 const ROOT = path.join(UI, 'dist-preview');
 const SHOTS = process.env.SHOTS ?? path.resolve(UI, '../target/ui-smoke');
 const MINIBROWSER = process.env.MINIBROWSER ?? '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
+const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function freePort() {
@@ -134,6 +135,7 @@ try {
   session = created.sessionId;
   await wd('POST', s('/window/rect'), { width: 1280, height: 800 }).catch(() => {});
 
+  if (process.env.SMOKE_ONLY !== 'perf') {
   // ---- 1. Offline: capture three tasks -----------------------------------------------------
   await open('n=0&online=0&latency=300');
   check('quick capture is focused on start', await exec('return document.activeElement?.dataset.testid === "capture"'));
@@ -187,6 +189,34 @@ try {
   check('? opens help', await exec('return !!document.querySelector("[data-testid=help-dialog]")'));
   await keys(ESC);
 
+  // ---- 4b. A row inserted above the view does not move what is in view -----------------------
+  await open('n=300&provisional=0&online=1');
+  const firstVisible = () => exec(`const v = document.querySelector('[data-testid=task-list]');
+    const top = v.getBoundingClientRect().top;
+    const r = [...v.querySelectorAll('[data-testid=task-row]')].find((x) => x.getBoundingClientRect().bottom > top + 1);
+    return [r.dataset.uuid, Math.round(r.getBoundingClientRect().top - top)];`);
+  await exec('document.querySelector("[data-testid=task-list]").scrollTop = 2000');
+  await sleep(200);
+  const seen = await firstVisible();
+  await exec('window.__callsignFake.addExternal("Added elsewhere")');
+  await sleep(800);
+  const seenAfter = await firstVisible();
+  check('a new task on top keeps the scrolled view still', JSON.stringify(seen) === JSON.stringify(seenAfter), `${seen} -> ${seenAfter}`);
+
+  // ---- 4c. Editing is not reset when the key arrives ------------------------------------------
+  await open('n=3&provisional=1&online=0&latency=100');
+  await exec('document.querySelector("[data-testid=task-list]").focus()');
+  await keys('ge');
+  await eventually('edit form', 3000, () => exec('return document.activeElement?.id === "detail-description"'));
+  await keys(' (edited)');
+  await exec('window.__callsignFake.setOnline(true)');
+  await eventually('key in the detail', 5000, () => exec('return document.querySelector("[data-testid=task-detail]").dataset.key ?? null'));
+  const edit = await exec('return [document.activeElement?.id, document.activeElement?.value]');
+  check('edit form keeps focus and text when the key arrives', edit[0] === 'detail-description' && edit[1].endsWith(' (edited)'), JSON.stringify(edit));
+  await chord(CTRL, ENTER);
+  const saved = await eventually('saved', 3000, () => exec('return document.querySelector("[data-testid=detail-description]")?.textContent ?? null'));
+  check('Ctrl+Enter saves the edit', saved.endsWith('(edited)'), saved);
+
   // ---- 5. Narrow window and dark theme ----------------------------------------------------------
   await open('n=200&provisional=4&online=0');
   await wd('POST', s('/window/rect'), { width: 400, height: 800 }).catch(() => {});
@@ -202,6 +232,7 @@ try {
   await sleep(300);
   results.push(['screenshot wide dark', await shot('7-wide-dark')]);
   await keys('t');
+  }
 
   // ---- 6. 50,000 tasks: first paint, filter per keystroke, scrolling ---------------------------
   await open('n=50000&provisional=5&online=1');
@@ -225,9 +256,10 @@ try {
         const t0 = performance.now();
         input.value = text.slice(0, i);
         input.dispatchEvent(new Event('input', { bubbles: true }));
-        const filterMs = window.__callsignPerf.lastFilterMs;
+        await new Promise((r) => setTimeout(r, 0));
+        const script = performance.now() - t0;
         await frame();
-        out.push({ text: text.slice(0, i), total: performance.now() - t0, filter: window.__callsignPerf.lastFilterMs,
+        out.push({ text: text.slice(0, i), script, total: performance.now() - t0, filter: window.__callsignPerf.lastFilterMs,
           shown: document.querySelector('[data-testid=list-count]').textContent.trim() });
       }
       input.value = '';
@@ -235,13 +267,21 @@ try {
       await frame();
       done(out);
     })();`);
-  for (const k of typed) results.push([`50k: keystroke "${k.text}" → ${k.shown}`, `filter ${k.filter.toFixed(2)} ms, to next paint ${k.total.toFixed(1)} ms`]);
+  for (const k of typed) results.push([`50k: keystroke "${k.text}" → ${k.shown}`, `filter ${k.filter.toFixed(1)} ms, script ${k.script.toFixed(1)} ms, to next paint ${k.total.toFixed(1)} ms`]);
   const filterMs = typed.map((k) => k.filter);
   const paintMs = typed.map((k) => k.total);
-  const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+  const scriptMs = typed.map((k) => k.script);
+  results.push(['50k: keystroke script (filter + DOM update), median / max (ms)', `${med(scriptMs).toFixed(1)} / ${Math.max(...scriptMs).toFixed(1)}`]);
   results.push(['50k: filter per keystroke, median / max (ms)', `${med(filterMs).toFixed(2)} / ${Math.max(...filterMs).toFixed(2)}`]);
   results.push(['50k: keystroke to painted frame, median / max (ms)', `${med(paintMs).toFixed(1)} / ${Math.max(...paintMs).toFixed(1)}`]);
 
+  const idle = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const f = []; let last = performance.now(); let i = 0;
+    const step = () => { const n = performance.now(); f.push(n - last); last = n; if (++i < 60) requestAnimationFrame(step); else done(f); };
+    requestAnimationFrame(step);`);
+  results.push(['idle frame interval in this window, median (ms)', med(idle.slice(1)).toFixed(1)]);
+  for (const px of [40, 1200]) {
   const scroll = await execAsync(`
     const done = arguments[arguments.length - 1];
     const v = document.querySelector('[data-testid=task-list]');
@@ -252,13 +292,14 @@ try {
       const now = performance.now();
       frames.push(now - last);
       last = now;
-      v.scrollTop += 1200;
+      v.scrollTop += arguments[0];
       if (++i < 240) requestAnimationFrame(step); else done({ frames, top: v.scrollTop, rows: document.querySelectorAll('[data-testid=task-row]').length });
     };
-    requestAnimationFrame(step);`);
+    requestAnimationFrame(step);`, px);
   const fr = scroll.frames.slice(1);
-  results.push(['50k: scroll 240 frames x 1200 px, median / p95 / max frame (ms)',
+  results.push([`50k: scroll 240 frames x ${px} px, median / p95 / max frame (ms)`,
     `${med(fr).toFixed(1)} / ${[...fr].sort((a, b) => a - b)[Math.floor(fr.length * 0.95)].toFixed(1)} / ${Math.max(...fr).toFixed(1)}`]);
+  }
   results.push(['50k: screenshot', await shot('8-50k-scrolled')]);
 } catch (e) {
   check('smoke run', false, String(e?.stack ?? e));
