@@ -185,6 +185,9 @@ try {
   await sleep(300);
   const left = await rowsInfo();
   check('x completes the selected task (pending view drops it)', left.length === 2, left.map((r) => r.key).join(','));
+  await keys('c');
+  const copied = await eventually('copy notice', 3000, () => exec('const t = document.querySelector("[data-testid=notice], [data-testid=error-banner]")?.textContent ?? ""; return /Copied|Copy failed/.test(t) ? t : null'));
+  check('c copies the key', /Copied SYN-\d/.test(copied), copied);
   await keys('?');
   check('? opens help', await exec('return !!document.querySelector("[data-testid=help-dialog]")'));
   await keys(ESC);
