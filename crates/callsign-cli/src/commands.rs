@@ -47,6 +47,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Show { task } => out.task(&engine, &engine.get(&task)?),
         Command::Done { task } => out.task(&engine, &engine.complete(&task)?),
+        Command::Delete { task } => out.task(&engine, &engine.delete(&task)?),
         Command::Edit {
             task,
             description,

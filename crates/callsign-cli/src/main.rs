@@ -67,6 +67,8 @@ pub enum Command {
     Show { task: String },
     /// Mark a task completed.
     Done { task: String },
+    /// Mark a task deleted (its key stays taken: keys are never reused).
+    Delete { task: String },
     /// Change a task's description or notes.
     Edit {
         task: String,
