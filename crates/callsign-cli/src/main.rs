@@ -119,3 +119,31 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Cli, Command};
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn add_joins_words_and_takes_repeated_tags() {
+        let cli = Cli::try_parse_from([
+            "callsign", "--json", "add", "Buy", "milk", "--tag", "home", "--tag", "errand",
+        ])
+        .unwrap();
+        assert!(cli.json);
+        match cli.command {
+            Command::Add { text, tags, .. } => {
+                assert_eq!(text.join(" "), "Buy milk");
+                assert_eq!(tags, ["home", "errand"]);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+}
