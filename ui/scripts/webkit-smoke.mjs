@@ -31,9 +31,19 @@ function freePort() {
 }
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.png': 'image/png' };
+// A baseline for the scrolling figures: 3,000 plain rows, no script, same row look.
+const BASELINE = `<!doctype html><style>body{margin:0;font-family:sans-serif}#v{height:640px;overflow-y:auto}
+.r{height:40px;display:flex;align-items:center;gap:12px;border-bottom:1px solid #ddd;padding:0 12px}
+.k{width:12rem;font-family:monospace;color:#24d}</style><div id=v data-testid=task-list>${Array.from({ length: 3000 },
+  (_, i) => `<div class=r><span class=k>SYN-${i}</span><span>Task description number ${i}</span></div>`).join('')}</div>`;
+
 function serve(port) {
   const srv = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    if (url.pathname === '/baseline') {
+      res.writeHead(200, { 'content-type': 'text/html' }).end(BASELINE);
+      return;
+    }
     const file = path.join(ROOT, url.pathname === '/' ? 'preview.html' : decodeURIComponent(url.pathname));
     if (!file.startsWith(ROOT) || !fs.existsSync(file)) {
       res.writeHead(404).end();
@@ -96,6 +106,26 @@ async function eventually(what, ms, f) {
     await sleep(100);
   }
   throw new Error(`timed out waiting for ${what} (last: ${last})`);
+}
+
+async function measureScroll(label, px) {
+  const scroll = await execAsync(`
+    const done = arguments[arguments.length - 1];
+    const v = document.querySelector('[data-testid=task-list]');
+    const frames = [];
+    let last = performance.now();
+    let i = 0;
+    const step = () => {
+      const now = performance.now();
+      frames.push(now - last);
+      last = now;
+      v.scrollTop += arguments[0];
+      if (++i < 240) requestAnimationFrame(step); else done({ frames });
+    };
+    requestAnimationFrame(step);`, px);
+  const fr = scroll.frames.slice(1).sort((a, b) => a - b);
+  results.push([`${label}, median / p95 / max frame (ms)`,
+    `${med(fr).toFixed(1)} / ${fr[Math.floor(fr.length * 0.95)].toFixed(1)} / ${fr[fr.length - 1].toFixed(1)}`]);
 }
 
 async function open(query) {
@@ -284,26 +314,10 @@ try {
     const step = () => { const n = performance.now(); f.push(n - last); last = n; if (++i < 60) requestAnimationFrame(step); else done(f); };
     requestAnimationFrame(step);`);
   results.push(['idle frame interval in this window, median (ms)', med(idle.slice(1)).toFixed(1)]);
-  for (const px of [40, 1200]) {
-  const scroll = await execAsync(`
-    const done = arguments[arguments.length - 1];
-    const v = document.querySelector('[data-testid=task-list]');
-    const frames = [];
-    let last = performance.now();
-    let i = 0;
-    const step = () => {
-      const now = performance.now();
-      frames.push(now - last);
-      last = now;
-      v.scrollTop += arguments[0];
-      if (++i < 240) requestAnimationFrame(step); else done({ frames, top: v.scrollTop, rows: document.querySelectorAll('[data-testid=task-row]').length });
-    };
-    requestAnimationFrame(step);`, px);
-  const fr = scroll.frames.slice(1);
-  results.push([`50k: scroll 240 frames x ${px} px, median / p95 / max frame (ms)`,
-    `${med(fr).toFixed(1)} / ${[...fr].sort((a, b) => a - b)[Math.floor(fr.length * 0.95)].toFixed(1)} / ${Math.max(...fr).toFixed(1)}`]);
-  }
+  for (const px of [40, 1200]) await measureScroll(`50k: scroll 240 frames x ${px} px`, px);
   results.push(['50k: screenshot', await shot('8-50k-scrolled')]);
+  await wd('POST', s('/url'), { url: `http://127.0.0.1:${webPort}/baseline` });
+  for (const px of [40, 1200]) await measureScroll(`baseline, static page without script: ${px} px`, px);
 } catch (e) {
   check('smoke run', false, String(e?.stack ?? e));
 } finally {
