@@ -104,6 +104,7 @@ async fn main() -> anyhow::Result<()> {
                     reaper::MIN_INTERVAL
                 );
             }
+            let _lock = lock_data_dir(&data_dir)?;
             let config = Config {
                 data_dir,
                 reaper_interval,
