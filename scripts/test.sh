@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Every test of the project: format check, clippy with -D warnings, and all tests (unit, route,
-# end-to-end against the real server binary, crash recovery with fault injection).
+# Every test of the project: the UI's unit tests and type check, cargo fmt --check, clippy with
+# -D warnings, all Rust tests (unit, route, end-to-end against the real server binary, crash
+# recovery with fault injection, the client engine and CLI end to end, the desktop commands on
+# Tauri's mock runtime), then the desktop app end to end in a real WebKit window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
-
 export CARGO_TERM_COLOR=never
+
+echo "== ui: npm ci, check, unit tests, build (the app embeds ui/dist)"
+(cd ui && npm ci --no-audit --no-fund && npm run check && npm test && npm run build)
+
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features --locked
+
+echo "== desktop end to end"
+bash scripts/test-desktop.sh
