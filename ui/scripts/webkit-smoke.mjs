@@ -91,6 +91,7 @@ const ESC = '\uE00C';
 
 async function shot(name) {
   fs.mkdirSync(SHOTS, { recursive: true });
+  await sleep(250); // the screenshot is the last painted frame: let the latest change paint
   const png = await wd('GET', s('/screenshot'));
   const file = path.join(SHOTS, `${name}.png`);
   fs.writeFileSync(file, Buffer.from(png, 'base64'));
@@ -249,6 +250,30 @@ try {
   await chord(CTRL, ENTER);
   const saved = await eventually('saved', 3000, () => exec('return document.querySelector("[data-testid=detail-description]")?.textContent ?? null'));
   check('Ctrl+Enter saves the edit', saved.endsWith('(edited)'), saved);
+
+  // ---- 4d. Delete and Undo; settings to local-only ---------------------------------------------
+  await open('n=5&provisional=2&online=0');
+  await exec('document.querySelector("[data-testid=task-list]").focus()');
+  const firstUuid = await exec('return document.querySelector("[data-testid=task-row]").dataset.uuid');
+  await keys('g\uE017'); // g, Delete
+  await eventually('deleted', 3000, () => exec('return document.querySelector("[data-testid=task-row]").dataset.uuid !== arguments[0]', firstUuid));
+  await exec('document.querySelector("[data-testid=undo]").click()');
+  await eventually('undo', 3000, () => exec('return document.querySelector("[data-testid=task-row]").dataset.uuid === arguments[0]', firstUuid));
+  check('Delete removes the task and Undo brings it back in place', true);
+  await keys(',');
+  await eventually('settings', 3000, () => exec('return document.activeElement?.dataset.testid === "settings-server-url"'));
+  const tokenField = await exec('const t = document.querySelector("[data-testid=settings-token]"); return [t.type, t.value, document.querySelector("[data-testid=settings-token-hint]").textContent.trim()]');
+  check('token field is a password field, empty, with only the hint shown', tokenField[0] === 'password' && tokenField[1] === '' && /…9f3a/.test(tokenField[2]), JSON.stringify(tokenField));
+  await exec('const i = document.querySelector("[data-testid=settings-server-url]"); i.value = "not a url"; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await exec('document.querySelector("[data-testid=settings-save]").click()');
+  const bad = await eventually('settings error', 3000, () => exec('return document.querySelector("[data-testid=settings-error]")?.textContent ?? null'));
+  check('a bad server URL is refused with the backend message', /not a server URL/.test(bad), bad);
+  await exec('const i = document.querySelector("[data-testid=settings-server-url]"); i.value = ""; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await exec('document.querySelector("[data-testid=settings-save]").click()');
+  const local = await eventually('local only', 3000, () => exec('const t = document.querySelector("[data-testid=sync-text]").textContent; return /local only/.test(t) ? t : null'));
+  const markers = await exec('return [...document.querySelectorAll("[data-testid=provisional-marker]")].map((m) => m.textContent.trim())');
+  check('no server: the indicator and the markers say local only', /no server configured/.test(local) && markers.length === 2 && markers.every((m) => m === 'local only'), `${local} ${markers}`);
+  results.push(['screenshot local only', await shot('4d-local-only')]);
 
   // ---- 5. Narrow window and dark theme ----------------------------------------------------------
   await open('n=200&provisional=4&online=0');
