@@ -144,6 +144,30 @@ describe('applyTaskEvent', () => {
     expect(list[1]).toBe(b); // the input is not mutated
   });
 
+  it('a late command answer without the key does not undo the key that arrived first', () => {
+    const keyed = { ...b, key: 'SYN-2', number: 2, sync_state: 'synced' as const, waiting: null };
+    const list = applyTaskEvent([a, b, c], keyed);
+    expect(applyTaskEvent(list, b)).toBe(list);
+    expect(list[1]?.key).toBe('SYN-2');
+  });
+
+  it.each([
+    ['an earlier modified_at (server clock behind) still replaces', '2026-11-22T10:59:00Z'],
+    ['the same modified_at replaces', '2026-11-22T11:00:00Z'],
+    ['a later modified_at replaces', '2026-11-22T11:00:01.5Z'],
+  ])('%s', (_n, modified) => {
+    const edited = { ...b, key: 'SYN-2', description: 'B from the server', modified_at: modified };
+    const out = applyTaskEvent([a, b, c], edited);
+    expect(out[1]?.description).toBe('B from the server');
+  });
+
+  it('a keyed task may become failed (an edit refused) and keeps its place', () => {
+    const keyed = { ...b, key: 'SYN-2', sync_state: 'synced' as const };
+    const failed = { ...keyed, sync_state: 'failed' as const, last_error: 'bad tag' };
+    const out = applyTaskEvent(applyTaskEvent([a, b, c], keyed), failed);
+    expect(out[1]).toBe(failed);
+  });
+
   it('an empty list gets the task', () => {
     expect(applyTaskEvent([], a)).toEqual([a]);
   });

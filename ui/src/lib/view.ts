@@ -148,12 +148,25 @@ export function jumpQueryText(q: JumpQuery): string | null {
 // The list: events, order, filter
 
 /**
+ * True when `incoming` is an older view of `current` (same uuid) that must not replace it: it
+ * has no key while `current` has one (a key, once given, is forever). This happens when a
+ * command's answer and the event that numbered the task arrive out of order. Timestamps are
+ * not compared: device and server clocks differ, and the server's version wins.
+ */
+export function isStale(current: LocalTask, incoming: LocalTask): boolean {
+  return current.key !== null && incoming.key === null;
+}
+
+/**
  * Applies a `task-changed` event: a known task is replaced at the same index (so its row stays
- * where it is when its key arrives); a new one goes on top. Returns a new array; `list` is kept.
+ * where it is when its key arrives); a new one goes on top. A stale copy (see `isStale`) is
+ * ignored and the same array is returned. Otherwise returns a new array; `list` is kept.
  */
 export function applyTaskEvent(list: readonly LocalTask[], task: LocalTask): LocalTask[] {
   const at = list.findIndex((t) => t.uuid === task.uuid);
   if (at < 0) return [task, ...list];
+  const current = list[at] as LocalTask;
+  if (isStale(current, task)) return list as LocalTask[];
   const next = list.slice();
   next[at] = task;
   return next;
