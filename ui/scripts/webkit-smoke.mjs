@@ -132,6 +132,9 @@ async function measureScroll(label, px) {
 async function open(query) {
   await wd('POST', s('/url'), { url: `${base.replace(/:\d+$/, `:${webPort}`)}/?${query}` });
   await eventually('the app', 15000, () => exec('return document.querySelector("[data-testid=capture]") !== null'));
+  if (!/n=50000/.test(query)) {
+    await eventually('the list', 15000, () => exec('return window.__callsignPerf?.initialCount !== null && !document.querySelector("[data-testid=list-empty]")?.textContent.includes("Loading")'));
+  }
 }
 
 const rowsInfo = () =>
@@ -250,6 +253,17 @@ try {
   await chord(CTRL, ENTER);
   const saved = await eventually('saved', 3000, () => exec('return document.querySelector("[data-testid=detail-description]")?.textContent ?? null'));
   check('Ctrl+Enter saves the edit', saved.endsWith('(edited)'), saved);
+
+  // ---- 4c2. A refused task says why and has Retry ------------------------------------------------
+  await open('n=3&provisional=2&online=0');
+  const victim = await exec('return document.querySelector("[data-testid=task-row]").dataset.uuid');
+  await exec('window.__callsignFake.refuse(arguments[0], "project ZZZ does not exist")', victim);
+  const failedText = await eventually('failed marker', 3000, () => exec('const m = document.querySelector("[data-testid=task-row] [data-testid=provisional-marker]").textContent.trim(); return m.startsWith("failed") ? m : null'));
+  check('a refused task shows "failed: <server message>"', failedText === 'failed: project ZZZ does not exist', failedText);
+  results.push(['screenshot failed', await shot('4c2-failed-retry')]);
+  await exec('document.querySelector("[data-testid=task-row] [data-testid=retry]").click()');
+  const retried = await eventually('retried', 3000, () => exec('const m = document.querySelector("[data-testid=task-row] [data-testid=provisional-marker]").textContent.trim(); return m.startsWith("failed") ? null : m'));
+  check('Retry sends it again (marker back to offline, Retry gone)', retried === 'offline' && await exec('return !document.querySelector("[data-testid=task-row] [data-testid=retry]")'), retried);
 
   // ---- 4d. Delete and Undo; settings to local-only ---------------------------------------------
   await open('n=5&provisional=2&online=0');
