@@ -107,7 +107,10 @@ impl Syncer {
             };
             let ids: Vec<i64> = claimed.iter().map(|r| r.id).collect();
             let attempt = claimed.iter().map(|r| r.try_count).max().unwrap_or(1);
-            let resp = match self.client.sync(&req).await {
+            let sent_at = std::time::Instant::now();
+            let answer = self.client.sync(&req).await;
+            tracing::debug!(rows = ids.len(), round_trip = ?sent_at.elapsed(), "POST /v1/sync");
+            let resp = match answer {
                 Ok(resp) => resp,
                 Err(e) => {
                     let too_big = matches!(&e.error, Error::Server(p)
@@ -181,6 +184,7 @@ impl Syncer {
                     .map_err(local)?,
             );
             drop(store);
+            tracing::debug!(local = ?sent_at.elapsed(), "batch recorded");
             report.pulled += resp.changes.len();
             self.changed(&changed);
         }
