@@ -78,6 +78,13 @@ fn two_devices_create_concurrently_and_agree_on_every_key() -> Result<()> {
             },
         )?;
     }
+    // Beside a running loop, `callsign sync` does not send: it waits for that loop's drain.
+    let out = clis[0].output(&["sync"])?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     drop(watchers);
     for cli in &clis {
         cli.ok(&["sync"])?; // a final pull
