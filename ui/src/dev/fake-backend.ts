@@ -241,6 +241,10 @@ export class FakeBackend {
           this.settings.server_url = s.server_url;
         }
         if (s.device_name !== undefined) this.settings.device_name = s.device_name;
+        if (s.project !== undefined) {
+          if (!/^[A-Za-z][A-Za-z0-9]{1,9}$/.test(s.project)) throw err('invalid', `"${s.project}" is not a project prefix`);
+          this.settings.project = s.project.toUpperCase();
+        }
         if (s.token !== undefined) {
           this.settings.token_set = true;
           this.settings.token_hint = `…${s.token.slice(-4)}`;

@@ -55,6 +55,8 @@ export interface SettingsInput {
   server_url?: string | null;
   token?: string;
   device_name?: string;
+  /** Default project prefix for new tasks (the backend validates it). */
+  project?: string;
 }
 
 export interface Project {
