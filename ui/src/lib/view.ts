@@ -25,7 +25,8 @@ function secondsUntil(iso: string | null | undefined, now: number): number | nul
  * - no server configured: `local only`
  * - status not known yet: `waiting`
  * - a request for it is on the wire: `sending`
- * - backing off: `retrying in N s` (`offline, retrying in N s` when offline)
+ * - backing off (the task's own retry time, else the loop's next attempt): `retrying in N s`
+ *   (`offline, retrying in N s` when offline)
  * - offline: `offline`
  * - otherwise (queued, the engine sends it now): `sending`
  */
@@ -37,7 +38,8 @@ export function markerText(task: LocalTask, status: SyncStatus | null, now: numb
   if (status === null) return 'waiting';
   if (!status.configured) return 'local only';
   if (task.waiting?.state === 'in_progress') return 'sending';
-  const wait = secondsUntil(task.waiting?.next_attempt_at, now);
+  // The task's own retry time, else the sync loop's next attempt (which sends every waiting task).
+  const wait = secondsUntil(task.waiting?.next_attempt_at ?? status.next_attempt_at, now);
   if (wait !== null) return status.online ? `retrying in ${wait} s` : `offline, retrying in ${wait} s`;
   if (!status.online) return 'offline';
   return 'sending';
