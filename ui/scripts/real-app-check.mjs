@@ -3,7 +3,8 @@
 // real callsign-server: three tasks captured while the server is down show "offline" markers,
 // then get PFX-1..3 in place when it starts. Uses tauri-driver on port $DRIVER_PORT (default
 // 4544, so it does not collide with tests/desktop on 4444). Prints what it sees; screenshots in
-// target/ui-smoke/real-app-*.png. Build the binaries first (cargo build), then:
+// target/ui-smoke/real-app-*.png. Tasks are typed with "#PFX": a device logged in while the
+// server was down has no default project yet. Build the binaries first (cargo build), then:
 //   xvfb-run -a -s "-screen 0 1280x800x24" node scripts/real-app-check.mjs
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
