@@ -6,8 +6,6 @@
 //! therefore free to take, and whoever takes it over sees the dead holder's PID in the file and
 //! resets that process's `in_progress` outbox rows (see [`Acquired::stale`]). A clean release
 //! empties the file, so a non-empty file found by a new holder always means a dead one.
-// `File::try_lock` is stable since Rust 1.89; the workspace's rust-version predates it.
-#![allow(clippy::incompatible_msrv)]
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
