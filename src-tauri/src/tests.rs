@@ -191,7 +191,10 @@ fn retry_of_a_task_with_nothing_failed_is_refused_plainly() {
     let t = ui.add("Fine");
     let e = ui.err("retry_task", json!({"id": t["uuid"]}));
     assert_eq!(e["code"], "invalid");
-    assert!(e["message"].as_str().unwrap().contains("no failed request"), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("no failed request"),
+        "{e}"
+    );
     assert_eq!(
         ui.err("retry_task", json!({"id": "nope-1"}))["code"],
         "not_found"

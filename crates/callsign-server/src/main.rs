@@ -170,7 +170,8 @@ async fn main() -> anyhow::Result<()> {
 /// a slot) hold only if no second process serves the same files. The OS releases the lock when
 /// the process dies, so a crash never leaves it stale.
 fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
     let path = data_dir.join("server.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -179,7 +180,10 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
     if file.try_lock().is_err() {
-        bail!("another callsign-server is already serving {}", data_dir.display());
+        bail!(
+            "another callsign-server is already serving {}",
+            data_dir.display()
+        );
     }
     Ok(file)
 }
