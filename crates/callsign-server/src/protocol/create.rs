@@ -41,14 +41,7 @@ pub async fn create_many(
     // Phase 1: one transaction for all.
     let now = now_ms();
     let phase1 = in_one_transaction(state, &items, move |c, it| phase1(c, account, it, now)).await;
-    let mut go = Vec::new();
-    for (it, r) in items.into_iter().zip(phase1) {
-        match r {
-            Ok(Phase1::Proceed) => go.push(it),
-            Ok(Phase1::Done(answer)) => batch.set(it.pos, answer),
-            Err(e) => batch.set(it.pos, Err(e)),
-        }
-    }
+    let go = batch.proceeding(items, phase1);
     if go.is_empty() {
         return batch.finish();
     }
@@ -61,13 +54,7 @@ pub async fn create_many(
         .collect();
     let snapshots = match state.store.create(account, tasks).await {
         Ok(s) => s,
-        Err(e) => {
-            let e = ApiError::from(e);
-            for it in &go {
-                batch.set(it.pos, Err(e.clone()));
-            }
-            return batch.finish();
-        }
+        Err(e) => return batch.fail_all(&go, e.into()),
     };
     crash::point(crash::PHASE2_AFTER_TASK_WRITE);
 
@@ -88,13 +75,7 @@ pub async fn create_many(
         .await;
     let committed = match committed {
         Ok(v) => v,
-        Err(e) => {
-            let e = ApiError::from(e);
-            for it in &go {
-                batch.set(it.pos, Err(e.clone()));
-            }
-            return batch.finish();
-        }
+        Err(e) => return batch.fail_all(&go, e.into()),
     };
     crash::point(crash::PHASE2_AFTER_COMMIT);
 

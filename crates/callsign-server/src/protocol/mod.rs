@@ -125,6 +125,27 @@ impl Batch {
         (batch, items)
     }
 
+    /// Records the answers phase 1 decided; returns the items that go on to phase 2.
+    fn proceeding(&mut self, items: Vec<Item>, phase1: Vec<ApiResult<Phase1>>) -> Vec<Item> {
+        let mut go = Vec::new();
+        for (it, r) in items.into_iter().zip(phase1) {
+            match r {
+                Ok(Phase1::Proceed) => go.push(it),
+                Ok(Phase1::Done(answer)) => self.set(it.pos, answer),
+                Err(e) => self.set(it.pos, Err(e)),
+            }
+        }
+        go
+    }
+
+    /// A step of phase 2 failed for all of `items`: each answers `e` (their slots stay pending).
+    fn fail_all(mut self, items: &[Item], e: ApiError) -> Vec<ApiResult<Reply>> {
+        for it in items {
+            self.set(it.pos, Err(e.clone()));
+        }
+        self.finish()
+    }
+
     fn set(&mut self, pos: usize, r: ApiResult<Reply>) {
         self.out[pos] = Some(r);
     }

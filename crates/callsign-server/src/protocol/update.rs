@@ -42,14 +42,7 @@ pub async fn update_many(
 
     let now = now_ms();
     let phase1 = in_one_transaction(state, &items, move |c, it| phase1(c, account, it, now)).await;
-    let mut go = Vec::new();
-    for (it, r) in items.into_iter().zip(phase1) {
-        match r {
-            Ok(Phase1::Proceed) => go.push(it),
-            Ok(Phase1::Done(answer)) => batch.set(it.pos, answer),
-            Err(e) => batch.set(it.pos, Err(e)),
-        }
-    }
+    let go = batch.proceeding(items, phase1);
     if go.is_empty() {
         return batch.finish();
     }
@@ -66,13 +59,7 @@ pub async fn update_many(
         .collect();
     let snapshots = match state.store.update(account, work).await {
         Ok(s) => s,
-        Err(e) => {
-            let e = ApiError::from(e);
-            for it in &go {
-                batch.set(it.pos, Err(e.clone()));
-            }
-            return batch.finish();
-        }
+        Err(e) => return batch.fail_all(&go, e.into()),
     };
     crash::point(crash::PHASE2_AFTER_TASK_WRITE);
 
