@@ -5,7 +5,6 @@
 //! process on drop. Every wait is bounded so a broken build fails instead of hanging.
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -15,63 +14,7 @@ use anyhow::{anyhow, bail, Context, Result};
 pub use crate::cli::{keyed, wait_for, Cli};
 use serde_json::Value;
 
-/// `target/debug/` (the test binary runs from `target/debug/deps/`).
-pub fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let deps = exe.parent().expect("deps dir");
-    deps.parent().expect("target profile dir").to_owned()
-}
-
-pub fn server_bin() -> PathBuf {
-    ensure_built();
-    bin_dir().join("callsign-server")
-}
-
-pub fn cli_bin() -> PathBuf {
-    ensure_built();
-    bin_dir().join("callsign")
-}
-
-/// Cargo builds a package's own binaries for its integration tests, not other packages'; so the
-/// first fixture use runs `cargo build` for the server (with `fault-injection`) and the CLI into
-/// this test binary's target dir and profile. Cargo has released its build lock by the time
-/// tests run, and an up-to-date build is a no-op.
-fn ensure_built() {
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let profile_dir = bin_dir();
-        let target_dir = profile_dir.parent().expect("target dir");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("workspace root");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.current_dir(workspace)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "callsign-cli",
-                "-p",
-                "callsign-server",
-            ])
-            .args([
-                "--features",
-                "callsign-server/fault-injection",
-                "--target-dir",
-            ])
-            .arg(target_dir);
-        if profile_dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        let status = cmd
-            .status()
-            .expect("running cargo build for the e2e binaries");
-        assert!(
-            status.success(),
-            "cargo build of callsign-server and callsign failed"
-        );
-    });
-}
+pub use callsign_chaos::bins::{cli_bin, server_bin};
 
 /// A free loopback port (free now; the caller binds it soon after).
 pub fn free_port() -> u16 {

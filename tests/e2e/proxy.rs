@@ -5,34 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use callsign_chaos::http::read_message;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::fixture::{keyed, server_tasks, Cli, TestServer};
-
-/// Reads one HTTP/1.1 message (head + `Content-Length` body) as raw bytes; `None` at EOF.
-async fn read_message<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Result<Option<Vec<u8>>> {
-    let mut head = Vec::new();
-    let mut len = 0usize;
-    loop {
-        let mut line = Vec::new();
-        if r.read_until(b'\n', &mut line).await? == 0 {
-            return Ok(None);
-        }
-        let text = String::from_utf8_lossy(&line).to_ascii_lowercase();
-        if let Some(v) = text.strip_prefix("content-length:") {
-            len = v.trim().parse().context("content-length")?;
-        }
-        head.extend_from_slice(&line);
-        if line == b"\r\n" {
-            break;
-        }
-    }
-    let mut body = vec![0; len];
-    r.read_exact(&mut body).await?;
-    head.extend_from_slice(&body);
-    Ok(Some(head))
-}
 
 pub struct DropProxy {
     pub url: String,
@@ -80,13 +57,14 @@ async fn relay(
     let (sr, mut sw) = server.into_split();
     let mut sr = BufReader::new(sr);
     while let Some(req) = read_message(&mut cr).await? {
-        sw.write_all(&req).await?;
+        sw.write_all(&req.bytes()).await?;
         let resp = read_message(&mut sr).await?.context("upstream closed")?;
-        if req.starts_with(b"POST /v1/sync ") && dropped.fetch_add(1, Ordering::SeqCst) < drop_first
+        if req.request_line() == "POST /v1/sync"
+            && dropped.fetch_add(1, Ordering::SeqCst) < drop_first
         {
             return Ok(()); // the server committed and answered; the client never hears it
         }
-        cw.write_all(&resp).await?;
+        cw.write_all(&resp.bytes()).await?;
     }
     Ok(())
 }

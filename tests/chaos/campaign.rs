@@ -1,0 +1,499 @@
+//! The campaign: a real `callsign-server` (built with `fault-injection`) behind the fault
+//! proxy, several devices (separate data dirs, one account, two projects) that capture, edit
+//! and complete tasks through the real engine while their sync processes (`callsign watch` or
+//! `callsign sync`) are started and SIGKILLed at random; the server is SIGKILLed at random
+//! moments and restarted armed with every `CALLSIGN_CRASH_AT` point in turn. Then everything
+//! heals, every device syncs to quiescence, the reaper runs past its window, and the checker
+//! reads all the databases. One seed fixes the whole schedule.
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use callsign_core::dto::{TaskPatch, TaskStatus};
+use callsign_sync::{Engine, NewTaskInput};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::checker::{self, Expected, Violation, World};
+use crate::procs::{Device, Ended, Server};
+use crate::proxy::{FaultProxy, FaultRates};
+
+/// The server's crash points (callsign-server's `crash::ALL`).
+pub const CRASH_POINTS: [&str; 4] = [
+    "phase1.after_slot",
+    "phase2.after_task_write",
+    "phase2.after_commit",
+    "reaper.after_task_check",
+];
+
+const PROJECTS: [&str; 2] = ["CHA", "OS"];
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub seed: u64,
+    pub devices: usize,
+    /// The chaos phase ends after this long or `max_creates`, whichever comes first.
+    pub duration: Duration,
+    pub max_creates: u64,
+    /// Chance per step of SIGKILLing the server.
+    pub server_kill: f64,
+    /// Chance that a restarted server is armed with the next crash point.
+    pub arm_crash_point: f64,
+    /// Chance per step of starting or killing a device's sync process.
+    pub device_toggle: f64,
+    /// Each step ends with a pause of up to this long (the pace of the schedule).
+    pub max_pause: Duration,
+    pub rates: FaultRates,
+}
+
+impl Config {
+    /// The short campaign of the test command: a few seconds of chaos per seed.
+    pub fn short(seed: u64) -> Config {
+        Config {
+            seed,
+            devices: 3,
+            duration: Duration::from_secs(12),
+            max_creates: 400,
+            server_kill: 0.03,
+            arm_crash_point: 0.6,
+            device_toggle: 0.08,
+            max_pause: Duration::from_millis(40),
+            rates: FaultRates::default(),
+        }
+    }
+
+    pub fn long(seed: u64, duration: Duration, max_creates: u64) -> Config {
+        Config {
+            duration,
+            max_creates,
+            server_kill: 0.008,
+            device_toggle: 0.05,
+            ..Config::short(seed)
+        }
+    }
+}
+
+/// What a run did, by kind.
+#[derive(Debug, Default, Clone)]
+pub struct Summary {
+    pub seed: u64,
+    pub steps: u64,
+    pub creates: u64,
+    pub edits: u64,
+    pub completions: u64,
+    pub syncs_started: u64,
+    pub server_sigkills: u64,
+    pub crash_points: BTreeMap<&'static str, u64>,
+    pub client_sigkills: u64,
+    pub requests: u64,
+    pub dropped_requests: u64,
+    pub dropped_responses: u64,
+    pub delayed: u64,
+    pub duplicated: u64,
+    pub resets: u64,
+    pub upstream_down: u64,
+    pub chaos_secs: f64,
+    pub heal_secs: f64,
+    pub violations: usize,
+}
+
+impl Summary {
+    pub fn server_crashes(&self) -> u64 {
+        self.server_sigkills + self.crash_points.values().sum::<u64>()
+    }
+
+    /// Adds another run's counts to this one (for a table over several seeds).
+    pub fn add(&mut self, o: &Summary) {
+        self.steps += o.steps;
+        self.creates += o.creates;
+        self.edits += o.edits;
+        self.completions += o.completions;
+        self.syncs_started += o.syncs_started;
+        self.server_sigkills += o.server_sigkills;
+        for (k, n) in &o.crash_points {
+            *self.crash_points.entry(k).or_default() += n;
+        }
+        self.client_sigkills += o.client_sigkills;
+        self.requests += o.requests;
+        self.dropped_requests += o.dropped_requests;
+        self.dropped_responses += o.dropped_responses;
+        self.delayed += o.delayed;
+        self.duplicated += o.duplicated;
+        self.resets += o.resets;
+        self.upstream_down += o.upstream_down;
+        self.chaos_secs += o.chaos_secs;
+        self.heal_secs += o.heal_secs;
+        self.violations += o.violations;
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut row = |k: &str, v: String| writeln!(f, "| {k:<40} | {v:>12} |");
+        row("operations (steps)", self.steps.to_string())?;
+        row("  creates acknowledged", self.creates.to_string())?;
+        row("  edits acknowledged", self.edits.to_string())?;
+        row("  completions acknowledged", self.completions.to_string())?;
+        row("  sync processes started", self.syncs_started.to_string())?;
+        row("server crashes injected", self.server_crashes().to_string())?;
+        row(
+            "  SIGKILL at a random moment",
+            self.server_sigkills.to_string(),
+        )?;
+        for p in CRASH_POINTS {
+            let n = self.crash_points.get(p).copied().unwrap_or(0);
+            row(&format!("  CALLSIGN_CRASH_AT={p}"), n.to_string())?;
+        }
+        row(
+            "client sync processes SIGKILLed",
+            self.client_sigkills.to_string(),
+        )?;
+        row("requests through the proxy", self.requests.to_string())?;
+        row("  requests dropped", self.dropped_requests.to_string())?;
+        row("  responses dropped", self.dropped_responses.to_string())?;
+        row("  delayed", self.delayed.to_string())?;
+        row("  duplicates delivered", self.duplicated.to_string())?;
+        row("  reset mid-body", self.resets.to_string())?;
+        row("  found the server down", self.upstream_down.to_string())?;
+        row(
+            "chaos / heal seconds",
+            format!("{:.1} / {:.1}", self.chaos_secs, self.heal_secs),
+        )?;
+        row("violations", self.violations.to_string())
+    }
+}
+
+pub struct Outcome {
+    pub summary: Summary,
+    pub violations: Vec<Violation>,
+    /// The checker's report when there are violations (seed, invariant, evidence).
+    pub report: String,
+    /// The run's directory, kept when there are violations.
+    pub kept: Option<PathBuf>,
+}
+
+struct Run {
+    cfg: Config,
+    rng: ChaCha8Rng,
+    started: Instant,
+    events: Vec<String>,
+    server: Server,
+    proxy: FaultProxy,
+    devices: Vec<Device>,
+    engines: Vec<Engine>,
+    expected: BTreeMap<String, Expected>,
+    /// Per device, the UUIDs it created (the ones it edits).
+    own: Vec<Vec<String>>,
+    next_point: usize,
+    armed: Option<&'static str>,
+    s: Summary,
+}
+
+impl Run {
+    fn event(&mut self, e: String) {
+        let ms = self.started.elapsed().as_millis();
+        self.events
+            .push(format!("{ms:>7} ms step {}: {e}", self.s.steps));
+    }
+
+    fn start_server(&mut self) -> Result<()> {
+        let arm = self.rng.gen_bool(self.cfg.arm_crash_point);
+        let spec = if arm {
+            let p = CRASH_POINTS[self.next_point % CRASH_POINTS.len()];
+            self.next_point += 1;
+            self.armed = Some(p);
+            Some(format!("{p}:{}", self.rng.gen_range(1..=3)))
+        } else {
+            self.armed = None;
+            None
+        };
+        self.server.start(spec.as_deref())?;
+        self.event(format!("server started (armed: {spec:?})"));
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<()> {
+        self.s.steps += 1;
+        if self.server.poll() == Ended::Aborted {
+            let p = self.armed.unwrap_or("unarmed exit");
+            *self.s.crash_points.entry(p).or_default() += 1;
+            self.event(format!("server aborted at {p}"));
+            self.start_server()?;
+        }
+        let d = self.rng.gen_range(0..self.cfg.devices);
+        let x: f64 = self.rng.gen();
+        if x < self.cfg.server_kill {
+            self.server.kill();
+            self.s.server_sigkills += 1;
+            self.event("server SIGKILL".into());
+            if self.rng.gen_bool(0.5) {
+                std::thread::sleep(Duration::from_millis(self.rng.gen_range(0..300)));
+            }
+            self.start_server()?;
+        } else if x < self.cfg.server_kill + self.cfg.device_toggle {
+            if self.devices[d].busy() {
+                if self.rng.gen_bool(0.5) {
+                    if let Some(kind) = self.devices[d].kill() {
+                        self.s.client_sigkills += 1;
+                        self.event(format!("d{d} SIGKILL {kind}"));
+                    }
+                }
+            } else {
+                let watch = self.rng.gen_bool(0.6);
+                self.devices[d].spawn(watch)?;
+                self.s.syncs_started += 1;
+                self.event(format!(
+                    "d{d} spawn {}",
+                    if watch { "watch" } else { "sync" }
+                ));
+            }
+        } else if x < 0.30 && !self.own[d].is_empty() {
+            self.edit(d)?;
+        } else {
+            self.create(d)?;
+        }
+        let pause = self
+            .rng
+            .gen_range(0..=self.cfg.max_pause.as_millis() as u64);
+        std::thread::sleep(Duration::from_millis(pause));
+        Ok(())
+    }
+
+    fn create(&mut self, d: usize) -> Result<()> {
+        let project = *PROJECTS.choose(&mut self.rng).expect("two projects");
+        let description = format!("s{} d{d} #{}", self.cfg.seed, self.s.creates + 1);
+        let input = NewTaskInput {
+            description: description.clone(),
+            project: Some(project.to_owned()),
+            ..NewTaskInput::default()
+        };
+        match self.engines[d].create(input) {
+            Ok(t) => {
+                let uuid = t.uuid.to_string();
+                self.s.creates += 1;
+                self.event(format!("d{d} create {uuid} {project} {description:?}"));
+                self.own[d].push(uuid.clone());
+                self.expected.insert(
+                    uuid,
+                    Expected {
+                        device: d,
+                        project: project.to_owned(),
+                        description,
+                        status: "pending".into(),
+                    },
+                );
+            }
+            Err(e) => self.event(format!("d{d} create refused: {e}")),
+        }
+        Ok(())
+    }
+
+    fn edit(&mut self, d: usize) -> Result<()> {
+        let uuid = self.own[d]
+            .choose(&mut self.rng)
+            .expect("checked non-empty")
+            .clone();
+        let complete = self.rng.gen_bool(0.3);
+        let mut e = self.expected[&uuid].clone();
+        let patch = if complete {
+            e.status = "completed".into();
+            TaskPatch {
+                status: Some(TaskStatus::Completed),
+                ..TaskPatch::default()
+            }
+        } else {
+            let base = e.description.split(" edit ").next().unwrap_or_default();
+            e.description = format!("{base} edit {}", self.s.steps);
+            TaskPatch {
+                description: Some(e.description.clone()),
+                ..TaskPatch::default()
+            }
+        };
+        match self.engines[d].edit(&uuid, patch) {
+            Ok(_) => {
+                if complete {
+                    self.s.completions += 1;
+                } else {
+                    self.s.edits += 1;
+                }
+                self.event(format!(
+                    "d{d} edit {uuid} -> {:?} {}",
+                    e.description, e.status
+                ));
+                self.expected.insert(uuid, e);
+            }
+            Err(err) => self.event(format!("d{d} edit {uuid} refused: {err}")),
+        }
+        Ok(())
+    }
+
+    /// Faults off, a clean server, every device synced until a whole round succeeds twice
+    /// (the second round pulls what the others pushed), then the reaper past its window.
+    fn heal(&mut self) -> Result<()> {
+        self.proxy.set_faults(false);
+        for d in 0..self.devices.len() {
+            if let Some(kind) = self.devices[d].kill() {
+                self.s.client_sigkills += 1;
+                self.event(format!("d{d} SIGKILL {kind} (heal)"));
+            }
+        }
+        if self.server.poll() == Ended::Aborted {
+            let p = self.armed.unwrap_or("unarmed exit");
+            *self.s.crash_points.entry(p).or_default() += 1;
+        }
+        self.cfg.arm_crash_point = 0.0;
+        self.start_server()?;
+        let deadline = Instant::now() + Duration::from_secs(180);
+        let mut clean_rounds = 0;
+        while clean_rounds < 2 {
+            if Instant::now() > deadline {
+                bail!("devices did not sync to quiescence within 180 s of healing");
+            }
+            let mut all_ok = true;
+            for dev in &self.devices {
+                let status = dev.run(&["sync", "--timeout", "60"])?;
+                all_ok &= status.success();
+            }
+            clean_rounds = if all_ok { clean_rounds + 1 } else { 0 };
+        }
+        self.event("healed: two clean sync rounds".into());
+        std::thread::sleep(self.server.window + 3 * self.server.reaper_interval);
+        for dev in &self.devices {
+            dev.run(&["sync", "--timeout", "60"])?;
+        }
+        self.server.kill();
+        Ok(())
+    }
+}
+
+/// Runs one campaign in a fresh temp dir, kept (and named in the outcome) when it fails.
+pub fn run(cfg: Config) -> Result<Outcome> {
+    let root = tempfile::Builder::new()
+        .prefix("callsign-chaos-")
+        .tempdir()?;
+    let (mut outcome, _) = run_in(cfg, root.path())?;
+    if !outcome.violations.is_empty() {
+        outcome.kept = Some(root.keep());
+    }
+    Ok(outcome)
+}
+
+/// Runs one campaign with its databases under `dir` and returns where they are.
+pub fn run_kept(cfg: Config, dir: &Path) -> Result<World> {
+    Ok(run_in(cfg, dir)?.1)
+}
+
+fn run_in(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
+    let server_dir = root.join("server");
+    let (mut server, account_id, token) = Server::prepare(&server_dir, PROJECTS[0])?;
+    server.start(None)?;
+    create_project(&server.url(), &token, PROJECTS[1])?;
+    let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port), cfg.seed, cfg.rates)?;
+    let mut devices = Vec::new();
+    let mut engines = Vec::new();
+    for i in 0..cfg.devices {
+        let dir = root.join(format!("device-{i}"));
+        let dev = Device::new(&format!("d{i}"), &dir);
+        let t = if i == 0 {
+            token.clone()
+        } else {
+            server.token(account_id, &format!("d{i}"))?
+        };
+        dev.login(&proxy.url, &t)?;
+        engines.push(Engine::open(&dir).context("opening a device's engine")?);
+        devices.push(dev);
+    }
+    let mut r = Run {
+        rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+        started: Instant::now(),
+        events: Vec::new(),
+        server,
+        proxy,
+        own: vec![Vec::new(); cfg.devices],
+        devices,
+        engines,
+        expected: BTreeMap::new(),
+        next_point: 0,
+        armed: None,
+        s: Summary {
+            seed: cfg.seed,
+            ..Summary::default()
+        },
+        cfg,
+    };
+    r.proxy.set_faults(true);
+    while r.started.elapsed() < r.cfg.duration && r.s.creates < r.cfg.max_creates {
+        r.step()?;
+    }
+    r.s.chaos_secs = r.started.elapsed().as_secs_f64();
+    let heal_start = Instant::now();
+    r.heal()?;
+    r.s.heal_secs = heal_start.elapsed().as_secs_f64();
+    let c = r.proxy.counts();
+    r.s.requests = c.requests.load(Ordering::Relaxed);
+    r.s.dropped_requests = c.dropped_requests.load(Ordering::Relaxed);
+    r.s.dropped_responses = c.dropped_responses.load(Ordering::Relaxed);
+    r.s.delayed = c.delayed.load(Ordering::Relaxed);
+    r.s.duplicated = c.duplicated.load(Ordering::Relaxed);
+    r.s.resets = c.resets.load(Ordering::Relaxed);
+    r.s.upstream_down = c.upstream_down.load(Ordering::Relaxed);
+
+    let world = World {
+        server_dir: server_dir.clone(),
+        account_id,
+        devices: r.devices.iter().map(|d| d.dir.clone()).collect(),
+        expected: std::mem::take(&mut r.expected),
+    };
+    drop(std::mem::take(&mut r.engines));
+    let violations = checker::check(&world)?;
+    r.s.violations = violations.len();
+    let mut events = r.proxy.log();
+    events.append(&mut r.events);
+    std::fs::write(root.join("events.log"), events.join("\n"))?;
+    let report = if violations.is_empty() {
+        String::new()
+    } else {
+        checker::report(r.cfg.seed, &world, &violations, &events)
+    };
+    let outcome = Outcome {
+        summary: r.s,
+        violations,
+        report,
+        kept: None,
+    };
+    Ok((outcome, world))
+}
+
+fn create_project(url: &str, token: &str, prefix: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let resp = reqwest::Client::new()
+            .post(format!("{url}/v1/projects"))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "name": prefix, "prefix": prefix }))
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!("creating project {prefix}: {}", resp.text().await?);
+        }
+        Ok(())
+    })
+}
+
+/// The seed: `CALLSIGN_CHAOS_SEED` when set (a replay), else fresh from the clock.
+pub fn seed_from_env() -> u64 {
+    std::env::var("CALLSIGN_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64 % 1_000_000_007)
+        })
+}

@@ -1,0 +1,10 @@
+//! The fault campaign of issue 5: a seeded fault proxy, the real server and CLI processes,
+//! a campaign runner that crashes them, and a checker for DESIGN.md's guarantees G1-G5.
+//! `cargo run -p callsign-e2e --bin chaos -- --help` runs it by hand; the e2e test binary runs
+//! the short campaign and the checker's own tests.
+pub mod bins;
+pub mod campaign;
+pub mod checker;
+pub mod http;
+pub mod procs;
+pub mod proxy;

@@ -1,0 +1,76 @@
+//! `chaos`: runs fault campaigns against the real server and CLI and prints the summary table.
+//! `CALLSIGN_CHAOS_SEED=<n>` (or `--seed`) replays a run; every run prints its seed first.
+use std::process::ExitCode;
+use std::time::Duration;
+
+use callsign_chaos::campaign::{self, Config, Summary};
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(about = "Fault campaign: crashes, lost requests and answers, duplicates; checks G1-G5")]
+struct Args {
+    /// First seed (default: CALLSIGN_CHAOS_SEED, else from the clock); later runs use seed+1...
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Total time of chaos across runs (e.g. 30m); each run is at most --run-length.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Chaos time of one run before it heals and is checked.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    run_length: Duration,
+    /// Stop after this many acknowledged creates in all.
+    #[arg(long, default_value_t = 20_000)]
+    creates: u64,
+    /// The short campaign's settings (what the test command runs).
+    #[arg(long)]
+    short: bool,
+    #[arg(long, default_value_t = 3)]
+    devices: usize,
+}
+
+fn main() -> ExitCode {
+    let a = Args::parse();
+    let mut seed = a.seed.unwrap_or_else(campaign::seed_from_env);
+    let started = std::time::Instant::now();
+    let mut total = Summary::default();
+    let mut runs = 0;
+    let mut failed = false;
+    while started.elapsed() < a.duration && total.creates < a.creates {
+        let left = a.duration.saturating_sub(started.elapsed());
+        let mut cfg = if a.short {
+            Config::short(seed)
+        } else {
+            Config::long(seed, a.run_length.min(left), a.creates - total.creates)
+        };
+        cfg.devices = a.devices;
+        println!("CALLSIGN_CHAOS_SEED={seed}");
+        let outcome = match campaign::run(cfg) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("seed {seed}: the campaign could not run: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("{}", outcome.summary);
+        if !outcome.violations.is_empty() {
+            eprintln!("{}", outcome.report);
+            if let Some(dir) = &outcome.kept {
+                eprintln!("databases and events.log kept in {}", dir.display());
+            }
+            failed = true;
+        }
+        total.add(&outcome.summary);
+        runs += 1;
+        seed += 1;
+        if failed {
+            break;
+        }
+    }
+    println!("all {runs} run(s):");
+    println!("{total}");
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

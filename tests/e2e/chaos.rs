@@ -1,0 +1,184 @@
+//! The short fault campaign (issue 5) and proof that its checker can fail.
+//!
+//! `short_campaign_holds_g1_to_g5` runs the campaign for several seeds (`CALLSIGN_CHAOS_SEED`
+//! replays one); `the_checker_catches_broken_databases` takes a clean run's databases and
+//! breaks them by hand the ways a wrong server or engine would, one at a time.
+use std::path::Path;
+
+use anyhow::Result;
+use callsign_chaos::campaign::{self, Config, Summary};
+use callsign_chaos::checker::{self, Expected, World};
+use rusqlite::Connection;
+
+const SEEDS: [u64; 3] = [11, 22, 33];
+
+#[test]
+fn short_campaign_holds_g1_to_g5() -> Result<()> {
+    let seeds: Vec<u64> = match std::env::var("CALLSIGN_CHAOS_SEED") {
+        Ok(_) => vec![campaign::seed_from_env()],
+        Err(_) => SEEDS.to_vec(),
+    };
+    let mut total = Summary::default();
+    for seed in seeds {
+        println!("CALLSIGN_CHAOS_SEED={seed}");
+        let out = campaign::run(Config::short(seed))?;
+        println!("{}", out.summary);
+        assert!(
+            out.violations.is_empty(),
+            "{}\nkept in {:?}",
+            out.report,
+            out.kept
+        );
+        assert!(
+            out.summary.creates > 50,
+            "the campaign did work: {}",
+            out.summary
+        );
+        total.add(&out.summary);
+    }
+    assert!(
+        total.server_crashes() > 0 && total.dropped_responses > 0 && total.client_sigkills > 0,
+        "faults of every kind were injected:\n{total}"
+    );
+    Ok(())
+}
+
+/// A small clean world: a fault-free campaign with one device, kept for surgery.
+fn clean_world() -> Result<(tempfile::TempDir, World)> {
+    let dir = tempfile::tempdir()?;
+    let mut cfg = Config::short(7);
+    cfg.devices = 2;
+    cfg.max_creates = 12;
+    cfg.server_kill = 0.0;
+    cfg.arm_crash_point = 0.0;
+    cfg.rates = callsign_chaos::proxy::FaultRates {
+        drop_request: 0.0,
+        drop_response: 0.0,
+        delay: 0.0,
+        duplicate: 0.0,
+        reset_mid_body: 0.0,
+        ..Default::default()
+    };
+    let world = campaign::run_kept(cfg, dir.path())?;
+    assert!(
+        checker::check(&world)?.is_empty(),
+        "the untouched world is clean"
+    );
+    Ok((dir, world))
+}
+
+fn sql(path: &Path, sql: &str) -> Result<()> {
+    let c = Connection::open(path)?;
+    c.execute_batch(sql)?;
+    Ok(())
+}
+
+/// Each surgery breaks one guarantee; the checker must name it.
+#[test]
+fn the_checker_catches_broken_databases() -> Result<()> {
+    let (_dir, world) = clean_world()?;
+    let cases: Vec<(&str, &str, String)> = vec![
+        (
+            "a second number for one task (numbering in phase 1, then a retry)",
+            checker::ONE_KEY,
+            "PRAGMA foreign_keys = OFF; INSERT INTO keys (account_id, project_id, scope, number, task_uuid, current, in_store, assigned_at)
+             SELECT account_id, project_id, scope, number + 1000, task_uuid, 0, 1, assigned_at FROM keys WHERE number = 1 LIMIT 1;".into(),
+        ),
+        (
+            "a gap: a number burnt by a failed create",
+            checker::NO_GAPS,
+            "UPDATE keys SET number = number + 1 WHERE number = (SELECT max(number) FROM keys k2 WHERE k2.project_id = keys.project_id);".into(),
+        ),
+        (
+            "an acknowledged task lost by the server",
+            checker::ACKED_ON_SERVER,
+            "PRAGMA foreign_keys = OFF; DELETE FROM keys WHERE rowid IN (SELECT rowid FROM keys LIMIT 1);
+             DELETE FROM tasks WHERE uuid NOT IN (SELECT task_uuid FROM keys);".into(),
+        ),
+        (
+            "a slot left pending",
+            checker::SETTLED,
+            "UPDATE slots SET state = 'pending', number = NULL, response_status = NULL, response_body = NULL WHERE idem_key = (SELECT idem_key FROM slots LIMIT 1);".into(),
+        ),
+    ];
+    for (what, invariant, surgery) in cases {
+        let copy = tempfile::tempdir()?;
+        let broken = copy_world(&world, copy.path())?;
+        sql(&checker::server_db(&broken), &surgery)?;
+        let found = checker::check(&broken)?;
+        let report = checker::report(7, &broken, &found, &[]);
+        println!("--- {what}:\n{report}");
+        assert!(
+            found.iter().any(|v| v.invariant == invariant),
+            "{what}: expected a violation of {invariant}, got:\n{report}"
+        );
+    }
+    // A device that shows another key than the server, and one with a request never sent.
+    for (what, surgery) in [
+        ("a device showing another key", "UPDATE tasks SET key = 'CHA-999', number = 999 WHERE rowid IN (SELECT rowid FROM tasks WHERE key IS NOT NULL LIMIT 1);"),
+        ("an outbox row left pending", "DROP TRIGGER outbox_done_is_final; UPDATE outbox SET state = 'pending' WHERE id = (SELECT max(id) FROM outbox);"),
+    ] {
+        let copy = tempfile::tempdir()?;
+        let broken = copy_world(&world, copy.path())?;
+        sql(&checker::device_db(&broken.devices[0]), surgery)?;
+        let found = checker::check(&broken)?;
+        println!("--- {what}:\n{}", checker::report(7, &broken, &found, &[]));
+        assert!(
+            found.iter().any(|v| v.invariant == checker::DEVICES_AGREE),
+            "{what}: not caught"
+        );
+    }
+    // Content the server does not have: the device acknowledged an edit the server lost.
+    let mut expected = world.expected.clone();
+    let (uuid, e) = expected.iter_mut().next().expect("tasks");
+    *e = Expected {
+        description: format!("{} edit lost", e.description),
+        ..e.clone()
+    };
+    let uuid = uuid.clone();
+    let lost_edit = World {
+        server_dir: world.server_dir.clone(),
+        account_id: world.account_id,
+        devices: world.devices.clone(),
+        expected,
+    };
+    let found = checker::check(&lost_edit)?;
+    assert!(
+        found
+            .iter()
+            .any(|v| v.invariant == checker::ACKED_ON_SERVER && v.uuids == [uuid.clone()]),
+        "a lost edit of {uuid} is caught"
+    );
+    Ok(())
+}
+
+/// Copies the server dir and device dirs of `world` under `to` (databases checkpointed first).
+fn copy_world(world: &World, to: &Path) -> Result<World> {
+    fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                copy_dir(&entry.path(), &target)?;
+            } else {
+                std::fs::copy(entry.path(), target)?;
+            }
+        }
+        Ok(())
+    }
+    let server_dir = to.join("server");
+    copy_dir(&world.server_dir, &server_dir)?;
+    let mut devices = Vec::new();
+    for (i, d) in world.devices.iter().enumerate() {
+        let target = to.join(format!("device-{i}"));
+        copy_dir(d, &target)?;
+        devices.push(target);
+    }
+    Ok(World {
+        server_dir,
+        account_id: world.account_id,
+        devices,
+        expected: world.expected.clone(),
+    })
+}
