@@ -28,9 +28,13 @@ pub fn cli_bin() -> PathBuf {
 
 /// Runs `cargo build` for the server (with `fault-injection`) and the CLI into this
 /// executable's target dir and profile, once per process; an up-to-date build is a no-op.
+/// `CALLSIGN_CHAOS_PREBUILT=1` skips it (binaries copied beside the executable for a long run).
 fn ensure_built() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
+        if std::env::var_os("CALLSIGN_CHAOS_PREBUILT").is_some() {
+            return;
+        }
         let profile = profile_dir();
         let target_dir = profile.parent().expect("target dir");
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))

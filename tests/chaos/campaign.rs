@@ -72,6 +72,10 @@ impl Config {
             max_creates,
             server_kill: 0.008,
             device_toggle: 0.05,
+            rates: FaultRates {
+                drop_response: 0.10,
+                ..FaultRates::default()
+            },
             ..Config::short(seed)
         }
     }
