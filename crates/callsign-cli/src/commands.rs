@@ -1,4 +1,5 @@
 //! One function per command; each opens the engine, acts, and prints through [`crate::render`].
+use std::io::Read;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
@@ -44,6 +45,15 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::List { all, project, text } => {
             let tasks = engine.query(&TaskQuery { all, project, text })?;
             out.list(&engine, &tasks)
+        }
+        Command::Import { jsonl, project } => {
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .context("reading stdin")?;
+            let tasks = crate::import::parse(&input, jsonl, project.as_deref())?;
+            let uuids = engine.create_many(tasks).context("nothing was imported")?;
+            out.imported(&uuids)
         }
         Command::Show { task } => out.task(&engine, &engine.get(&task)?),
         Command::Done { task } => out.task(&engine, &engine.complete(&task)?),

@@ -6,6 +6,7 @@
 //! sync loop, in which case it waits for that loop to drain the outbox. `watch` runs the loop in
 //! the foreground, as the desktop app does.
 mod commands;
+mod import;
 mod render;
 
 use std::path::PathBuf;
@@ -65,6 +66,16 @@ pub enum Command {
     },
     /// Show one task by key, UUID, or unique UUID prefix (8+ characters).
     Show { task: String },
+    /// Capture many tasks at once from stdin: one description per line, or with `--jsonl` one
+    /// JSON object per line (description, and optionally project, notes, tags). All or nothing.
+    Import {
+        /// Read JSON lines instead of plain descriptions.
+        #[arg(long)]
+        jsonl: bool,
+        /// Project prefix of every line that names none (default: the one saved at login).
+        #[arg(long)]
+        project: Option<String>,
+    },
     /// Mark a task completed.
     Done { task: String },
     /// Mark a task deleted (its key stays taken: keys are never reused).

@@ -76,6 +76,18 @@ impl Out {
         Ok(())
     }
 
+    /// `import`: the count for people; the UUIDs in input order for scripts.
+    pub fn imported(&self, uuids: &[uuid::Uuid]) -> Result<()> {
+        if self.json {
+            return print_json(&json!({ "imported": uuids.len(), "uuids": uuids }));
+        }
+        println!(
+            "imported {} task(s); provisional until the server numbers them",
+            uuids.len()
+        );
+        Ok(())
+    }
+
     pub fn list(&self, engine: &Engine, tasks: &[LocalTask]) -> Result<()> {
         let ctx = Ctx::read(engine)?;
         if self.json {

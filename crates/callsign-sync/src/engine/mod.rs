@@ -119,33 +119,78 @@ impl Engine {
     /// prefix); the other field rules are the server's, and a refusal shows as `failed` with the
     /// server's message.
     pub fn create(&self, input: NewTaskInput) -> Result<LocalTask> {
+        let now = self.inner.opts.clock.now();
+        let body = self.checked(input, &mut None, now)?;
+        let uuid = Uuid::new_v4();
+        self.store()
+            .create_local(uuid, &Uuid::new_v4().to_string(), &body, now)?;
+        self.touched(uuid);
+        self.get_uuid(uuid)
+    }
+
+    /// Captures many tasks at once (an import): each gets exactly what [`Engine::create`]
+    /// gives one task (the same checks, a fresh UUID and idempotency key, a task row and a
+    /// `create` outbox row), all in one transaction, so either every task is saved or none is.
+    /// Every input is checked before anything is written; a refusal names the input by its
+    /// 1-based position (`task 3: ...`). Returns the UUIDs in input order, which is also
+    /// capture order.
+    pub fn create_many(&self, inputs: Vec<NewTaskInput>) -> Result<Vec<Uuid>> {
+        let now = self.inner.opts.clock.now();
+        let mut default_project = None;
+        let mut items = Vec::with_capacity(inputs.len());
+        for (i, input) in inputs.into_iter().enumerate() {
+            let body = self
+                .checked(input, &mut default_project, now)
+                .map_err(|e| match e {
+                    Error::Invalid(m) => Error::Invalid(format!("task {}: {m}", i + 1)),
+                    other => other,
+                })?;
+            items.push((Uuid::new_v4(), Uuid::new_v4().to_string(), body));
+        }
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.store().create_local_many(&items, now)?;
+        for (uuid, ..) in &items {
+            self.touched(*uuid);
+        }
+        Ok(items.into_iter().map(|(uuid, ..)| uuid).collect())
+    }
+
+    /// The local checks of a capture, and the request body it becomes. `default_project`
+    /// caches the saved default project (`None` until it is first needed).
+    fn checked(
+        &self,
+        input: NewTaskInput,
+        default_project: &mut Option<Option<String>>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<NewTask> {
         if input.description.trim().is_empty() {
             return Err(Error::Invalid("the description must not be empty".into()));
         }
         let project = match input.project {
             Some(p) => p,
-            None => self.settings()?.project.ok_or_else(|| {
-                Error::Invalid(
-                    "no project: pass --project PREFIX (or log in to set a default)".into(),
-                )
-            })?,
+            None => {
+                if default_project.is_none() {
+                    *default_project = Some(self.settings()?.project);
+                }
+                default_project.clone().flatten().ok_or_else(|| {
+                    Error::Invalid(
+                        "no project: pass --project PREFIX (or log in to set a default)".into(),
+                    )
+                })?
+            }
         };
         let prefix =
             Prefix::parse(project.trim()).map_err(|e| Error::Invalid(format!("project: {e}")))?;
-        let now = self.inner.opts.clock.now();
-        let uuid = Uuid::new_v4();
-        let body = NewTask {
+        Ok(NewTask {
             project: prefix.to_string(),
             description: input.description,
             notes: input.notes,
             status: None,
             tags: input.tags,
             created_at: Some(now),
-        };
-        self.store()
-            .create_local(uuid, &Uuid::new_v4().to_string(), &body, now)?;
-        self.touched(uuid);
-        self.get_uuid(uuid)
+        })
     }
 
     /// Changes fields locally and queues the change (folded into an unsent request if possible).
@@ -245,3 +290,6 @@ impl Engine {
         self.inner.events.subscribe()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -75,6 +75,38 @@ pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
+/// The task row and its `create` outbox row, inside the caller's transaction.
+fn insert_local(
+    tx: &rusqlite::Transaction<'_>,
+    uuid: Uuid,
+    idempotency_key: &str,
+    body: &NewTask,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let status = body.status.unwrap_or(TaskStatus::Pending);
+    tx.execute(
+        "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
+            modified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+        params![
+            uuid.to_string(),
+            body.project,
+            body.description,
+            body.notes,
+            status.as_str(),
+            serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
+            ts(body.created_at.unwrap_or(now)),
+        ],
+    )?;
+    super::outbox::insert(
+        tx,
+        uuid,
+        MutationOp::Create,
+        idempotency_key,
+        &serde_json::to_value(body).unwrap_or_default(),
+        now.timestamp_millis(),
+    )
+}
+
 impl Store {
     /// Writes a new provisional task and its `create` outbox row in one transaction.
     pub fn create_local(
@@ -85,28 +117,23 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        let status = body.status.unwrap_or(TaskStatus::Pending);
-        tx.execute(
-            "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-                modified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-            params![
-                uuid.to_string(),
-                body.project,
-                body.description,
-                body.notes,
-                status.as_str(),
-                serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
-                ts(body.created_at.unwrap_or(now)),
-            ],
-        )?;
-        super::outbox::insert(
-            &tx,
-            uuid,
-            MutationOp::Create,
-            idempotency_key,
-            &serde_json::to_value(body).unwrap_or_default(),
-            now.timestamp_millis(),
-        )?;
+        insert_local(&tx, uuid, idempotency_key, body, now)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Writes many new provisional tasks, each with its `create` outbox row, in one
+    /// transaction: either all of them are saved or none is. Items are `(uuid, idempotency
+    /// key, body)`; the rows are inserted in that order, which is capture order.
+    pub fn create_local_many(
+        &mut self,
+        items: &[(Uuid, String, NewTask)],
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for (uuid, key, body) in items {
+            insert_local(&tx, *uuid, key, body, now)?;
+        }
         tx.commit()?;
         Ok(())
     }

@@ -75,6 +75,32 @@ fn a_create_is_a_task_row_and_a_pending_outbox_row() {
 }
 
 #[test]
+fn a_batch_create_is_one_transaction_a_failing_row_saves_none() {
+    let mut s = Store::in_memory().unwrap();
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let batch = |key_b: &str| {
+        vec![
+            (a, "ka".to_owned(), body("first")),
+            (b, key_b.to_owned(), body("second")),
+        ]
+    };
+    // The second row reuses the first one's idempotency key: UNIQUE refuses it.
+    assert!(s.create_local_many(&batch("ka"), now()).is_err());
+    assert!(
+        s.task(a).unwrap().is_none(),
+        "the first row was rolled back"
+    );
+    assert!(s.open_rows(10).unwrap().is_empty());
+
+    s.create_local_many(&batch("kb"), now()).unwrap();
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(
+        rows.iter().map(|r| (r.uuid, r.op)).collect::<Vec<_>>(),
+        [(a, MutationOp::Create), (b, MutationOp::Create)]
+    );
+}
+
+#[test]
 fn edits_fold_into_the_unsent_create_then_queue_after_it_is_sent() {
     let (mut s, u) = with_task("draft");
     s.edit_local(u, patch("final"), "k2", now()).unwrap();

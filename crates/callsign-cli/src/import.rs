@@ -1,0 +1,139 @@
+//! `callsign import`: the input formats, parsed into captures before anything is written.
+//!
+//! Plain text: one task description per line. `--jsonl`: one JSON object per line,
+//! `{"description": "...", "project": "PFX", "notes": "...", "tags": ["..."]}`, where only the
+//! description is required. Blank lines are skipped in both. Every problem names its line, and
+//! a file with any problem imports nothing.
+use anyhow::{anyhow, bail, Result};
+use callsign_core::Prefix;
+use callsign_sync::NewTaskInput;
+use serde_json::Value;
+
+/// The captures in the input, in order. `project` is the `--project` flag: the project of every
+/// line that names none (the saved default when it is `None` too).
+pub fn parse(input: &str, jsonl: bool, project: Option<&str>) -> Result<Vec<NewTaskInput>> {
+    let mut out = Vec::new();
+    for (i, line) in input.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let n = i + 1;
+        let mut task = if jsonl {
+            parse_json(line).map_err(|e| anyhow!("line {n}: {e}"))?
+        } else {
+            NewTaskInput {
+                description: line.to_owned(),
+                ..NewTaskInput::default()
+            }
+        };
+        if task.project.is_none() {
+            task.project = project.map(str::to_owned);
+        }
+        if let Some(p) = &task.project {
+            Prefix::parse(p.trim()).map_err(|e| anyhow!("line {n}: project: {e}"))?;
+        }
+        out.push(task);
+    }
+    Ok(out)
+}
+
+fn parse_json(line: &str) -> Result<NewTaskInput> {
+    let Value::Object(fields) = serde_json::from_str::<Value>(line)? else {
+        bail!("expected a JSON object");
+    };
+    let mut task = NewTaskInput::default();
+    let text = |k: &str, v: &Value| match v {
+        Value::String(s) => Ok(s.clone()),
+        _ => Err(anyhow!("{k:?} must be a string")),
+    };
+    for (k, v) in &fields {
+        match k.as_str() {
+            "description" => task.description = text(k, v)?,
+            "project" if !v.is_null() => task.project = Some(text(k, v)?),
+            "project" => {}
+            "notes" => task.notes = text(k, v)?,
+            "tags" => {
+                task.tags = v
+                    .as_array()
+                    .and_then(|a| a.iter().map(|t| t.as_str().map(str::to_owned)).collect())
+                    .ok_or_else(|| anyhow!("\"tags\" must be an array of strings"))?;
+            }
+            other => bail!("unknown field {other:?} (expected description, project, notes, tags)"),
+        }
+    }
+    if task.description.trim().is_empty() {
+        bail!("\"description\" is required and must not be empty");
+    }
+    Ok(task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn plain_lines_are_descriptions_and_blank_lines_are_skipped() {
+        let tasks = parse("Buy milk\r\n\n  Call the bank  \n", false, Some("home")).unwrap();
+        let got: Vec<_> = tasks
+            .iter()
+            .map(|t| (t.description.as_str(), t.project.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [("Buy milk", Some("home")), ("Call the bank", Some("home"))]
+        );
+    }
+
+    #[test]
+    fn json_lines_carry_their_own_fields_and_fall_back_to_the_flag() {
+        let input = r#"{"description": "Ship it", "project": "OPS", "notes": "by Friday", "tags": ["a"]}
+{"description": "Plain one"}
+"#;
+        let tasks = parse(input, true, Some("DEF")).unwrap();
+        assert_eq!(tasks[0].project.as_deref(), Some("OPS"));
+        assert_eq!(
+            (tasks[0].notes.as_str(), tasks[0].tags.as_slice()),
+            ("by Friday", ["a".to_owned()].as_slice())
+        );
+        assert_eq!(
+            (tasks[1].description.as_str(), tasks[1].project.as_deref()),
+            ("Plain one", Some("DEF"))
+        );
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_its_number() {
+        for (input, jsonl, want) in [
+            ("{\"description\": \"ok\"}\n\nnot json", true, "line 3: "),
+            (
+                r#"{"description": ""}"#,
+                true,
+                "line 1: \"description\" is required",
+            ),
+            (
+                r#"{"descripton": "typo"}"#,
+                true,
+                "line 1: unknown field \"descripton\"",
+            ),
+            (
+                r#"{"description": "x", "tags": "a"}"#,
+                true,
+                "line 1: \"tags\" must be",
+            ),
+            (
+                r#"{"description": "x", "project": "9X"}"#,
+                true,
+                "line 1: project: ",
+            ),
+            ("fine\nalso fine", false, "line 1: project: "),
+        ] {
+            let project = if jsonl { None } else { Some("bad-prefix") };
+            let err = parse(input, jsonl, project).unwrap_err().to_string();
+            assert!(
+                err.starts_with(want),
+                "{input:?}: {err:?} should start {want:?}"
+            );
+        }
+    }
+}
