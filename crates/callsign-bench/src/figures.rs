@@ -1,0 +1,260 @@
+//! The measurements of issue 6. Each returns one run's numbers; `main` repeats them and builds
+//! the table. Every server is a fresh process and data dir on 127.0.0.1.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use callsign_sync::{Engine, Event, NewTaskInput, TaskFilter, Token};
+use rand::Rng;
+
+use crate::server::{self, Server, PREFIX};
+use crate::stats::percentile;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn input(i: usize) -> NewTaskInput {
+    NewTaskInput {
+        description: format!("bench task {i}"),
+        project: Some(PREFIX.into()),
+        ..NewTaskInput::default()
+    }
+}
+
+/// (drain seconds, sequential-PUT baseline seconds) for `n` tasks.
+pub async fn drain(n: usize) -> Result<(f64, f64)> {
+    let s = Server::start()?;
+    let home = tempfile::tempdir()?;
+    let engine = Engine::open(home.path())?;
+    engine.create_many((0..n).map(input).collect())?;
+    engine
+        .login(&s.url, Token::new(&s.token), Some("bench".into()))
+        .await?;
+    let t = Instant::now();
+    engine.sync_until_drained(Duration::from_secs(600)).await?;
+    let drain = t.elapsed().as_secs_f64();
+    let keyed = engine
+        .list(TaskFilter { all: true })?
+        .iter()
+        .filter(|t| t.key.is_some())
+        .count();
+    if keyed != n {
+        bail!("after the drain {keyed} of {n} tasks have keys");
+    }
+
+    let base = Server::start()?;
+    let http = reqwest::Client::new();
+    let t = Instant::now();
+    for i in 0..n {
+        server::put_create(&http, &base, format!("baseline {i}")).await?;
+    }
+    Ok((drain, t.elapsed().as_secs_f64()))
+}
+
+pub struct Throughput {
+    pub creates_per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub server_rss_mib: f64,
+    pub raw_commits_per_s: f64,
+}
+
+/// `clients` concurrent PUT creates into one project for `secs`; numbers checked 1..N.
+pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
+    let s = Arc::new(Server::start()?);
+    let raw_commits_per_s = raw_commit_rate(s.data_dir(), secs.min(3.0))?;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let lat = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let (s, http, stop, lat) = (s.clone(), http.clone(), stop.clone(), lat.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                server::put_create(&http, &s, format!("c{c} {i}")).await?;
+                mine.push(ms(t.elapsed()));
+                i += 1;
+            }
+            lat.lock().expect("latencies").extend(mine);
+            anyhow::Ok(())
+        }));
+    }
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await??;
+    }
+    let elapsed = t.elapsed().as_secs_f64();
+    let lat = lat.lock().expect("latencies").clone();
+    let ns = server::numbers(&s)?;
+    let n = ns.len();
+    if n != lat.len() || ns.iter().enumerate().any(|(i, x)| *x != i as i64 + 1) {
+        bail!("numbers are not exactly 1..{}: {n} numbers", lat.len());
+    }
+    Ok(Throughput {
+        creates_per_s: n as f64 / elapsed,
+        p50_ms: percentile(&lat, 50.0),
+        p99_ms: percentile(&lat, 99.0),
+        server_rss_mib: server::rss_mib(s.pid())?,
+        raw_commits_per_s,
+    })
+}
+
+/// Single-row inserts, one transaction each, WAL with `synchronous = FULL` (the server's
+/// setting), on the same filesystem as the server's data dir: this disk's durable commit rate.
+pub fn raw_commit_rate(dir: &std::path::Path, secs: f64) -> Result<f64> {
+    let path = dir.join("raw-commit-baseline.sqlite3");
+    let c = rusqlite::Connection::open(&path)?;
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "FULL")?;
+    c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")?;
+    let t = Instant::now();
+    let mut n = 0u64;
+    while t.elapsed().as_secs_f64() < secs {
+        c.execute("INSERT INTO t (v) VALUES (?1)", [format!("row {n}")])?;
+        n += 1;
+    }
+    let rate = n as f64 / t.elapsed().as_secs_f64();
+    drop(c);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    Ok(rate)
+}
+
+/// From `Engine::create` returning to the key stored locally, with the sync loop running:
+/// (p50, p99) ms over `n` creates, one at a time.
+pub async fn create_to_key(n: usize) -> Result<(f64, f64)> {
+    let s = Server::start()?;
+    let home = tempfile::tempdir()?;
+    let engine = Engine::open(home.path())?;
+    engine
+        .login(&s.url, Token::new(&s.token), Some("bench".into()))
+        .await?;
+    engine.start();
+    let mut events = engine.subscribe();
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let task = engine.create(input(i))?;
+        let t = Instant::now();
+        let deadline = t + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, events.recv()).await {
+                Err(_) => bail!("no key for task {i} within 10 s"),
+                Ok(Ok(Event::TaskChanged { uuid })) if uuid == task.uuid => {
+                    if engine.get(&uuid.to_string())?.key.is_some() {
+                        break;
+                    }
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                    if engine.get(&task.uuid.to_string())?.key.is_some() {
+                        break;
+                    }
+                }
+                Ok(Err(e)) => bail!("event channel: {e}"),
+            }
+        }
+        lat.push(ms(t.elapsed()));
+    }
+    engine.stop().await;
+    Ok((percentile(&lat, 50.0), percentile(&lat, 99.0)))
+}
+
+/// `Engine::create` alone (task + outbox row, one durable transaction): (p50, p99) ms.
+pub fn local_create(n: usize) -> Result<(f64, f64)> {
+    let home = tempfile::tempdir()?;
+    let engine = Engine::open(home.path())?;
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        engine.create(input(i))?;
+        lat.push(ms(t.elapsed()));
+    }
+    Ok((percentile(&lat, 50.0), percentile(&lat, 99.0)))
+}
+
+pub struct Lookup {
+    pub by_key: (f64, f64),
+    pub by_uuid: (f64, f64),
+}
+
+/// `GET /v1/tasks/BEN-n` and `GET /v1/tasks/{uuid}`, `n` random each, `runs` times, at each
+/// of `sizes` tasks in the project (one server filled up step by step).
+pub async fn lookups(sizes: &[usize], n: usize, runs: usize) -> Result<Vec<(usize, Vec<Lookup>)>> {
+    let s = Server::start()?;
+    let http = reqwest::Client::new();
+    let mut uuids = Vec::new();
+    let mut out = Vec::new();
+    for &size in sizes {
+        uuids.extend(server::fill(&http, &s, size - uuids.len()).await?);
+        let mut per_run = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let mut by_key = Vec::with_capacity(n);
+            let mut by_uuid = Vec::with_capacity(n);
+            for _ in 0..n {
+                let (k, u) = {
+                    let mut rng = rand::thread_rng();
+                    (
+                        rng.gen_range(1..=size),
+                        uuids[rng.gen_range(0..uuids.len())],
+                    )
+                };
+                by_key.push(get(&http, &s, &format!("{PREFIX}-{k}")).await?);
+                by_uuid.push(get(&http, &s, &u.to_string()).await?);
+            }
+            per_run.push(Lookup {
+                by_key: (percentile(&by_key, 50.0), percentile(&by_key, 99.0)),
+                by_uuid: (percentile(&by_uuid, 50.0), percentile(&by_uuid, 99.0)),
+            });
+        }
+        out.push((size, per_run));
+    }
+    Ok(out)
+}
+
+async fn get(http: &reqwest::Client, s: &Server, id: &str) -> Result<f64> {
+    let t = Instant::now();
+    let resp = http
+        .get(format!("{}/v1/tasks/{id}", s.url))
+        .bearer_auth(&s.token)
+        .send()
+        .await?;
+    let status = resp.status();
+    resp.bytes().await?;
+    let took = ms(t.elapsed());
+    if !status.is_success() {
+        bail!("GET /v1/tasks/{id}: {status}");
+    }
+    Ok(took)
+}
+
+/// Fills a store with `n` tasks (no server) for [`hold`] to open.
+pub fn seed_store(dir: &std::path::Path, n: usize) -> Result<()> {
+    let engine = Engine::open(dir)?;
+    let all: Vec<usize> = (0..n).collect();
+    for chunk in all.chunks(10_000) {
+        engine.create_many(chunk.iter().map(|i| input(*i)).collect())?;
+    }
+    Ok(())
+}
+
+/// In a fresh process: opens the engine on `dir` and lists every task (what the app does at
+/// start); returns (RSS before opening, RSS holding the list) in MiB.
+pub fn hold(dir: &std::path::Path) -> Result<(f64, f64)> {
+    let before = server::rss_mib(std::process::id())?;
+    let engine = Engine::open(dir)?;
+    let all = engine.list(TaskFilter { all: true })?;
+    let after = server::rss_mib(std::process::id()).context("own RSS")?;
+    drop(all);
+    Ok((before, after))
+}

@@ -1,0 +1,196 @@
+//! The real `callsign-server` (release build beside this binary) on 127.0.0.1 with a temp data
+//! dir, killed on drop; plus the HTTP calls the benchmarks make.
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use callsign_core::dto::{Mutation, MutationOp, NewTask, SyncRequest, SyncResponse};
+use uuid::Uuid;
+
+pub const PREFIX: &str = "BEN";
+
+/// `callsign-server` in this binary's profile dir, built there (without test features) if
+/// missing.
+pub fn server_bin() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe.parent().context("executable dir")?;
+    let bin = dir.join("callsign-server");
+    if !bin.exists() {
+        let release = dir.ends_with("release");
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.args(["build", "--quiet", "-p", "callsign-server"]);
+        if release {
+            cmd.arg("--release");
+        }
+        if !cmd.status()?.success() {
+            bail!("cargo build -p callsign-server failed");
+        }
+    }
+    Ok(bin)
+}
+
+pub struct Server {
+    pub url: String,
+    pub token: String,
+    pub dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Server {
+    /// A fresh data dir with one account (project `BEN`), served on 127.0.0.1:0.
+    pub fn start() -> Result<Server> {
+        let bin = server_bin()?;
+        let dir = tempfile::Builder::new()
+            .prefix("callsign-bench-")
+            .tempdir()?;
+        let out = Command::new(&bin)
+            .args(["account", "create", "--data-dir"])
+            .arg(dir.path())
+            .args(["--name", "Bench", "--prefix", PREFIX])
+            .output()?;
+        if !out.status.success() {
+            bail!("account create: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let token = v["token"].as_str().context("token")?.to_owned();
+        let mut child = Command::new(&bin)
+            .args(["serve", "--data-dir"])
+            .arg(dir.path())
+            .args(["--listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        let url = line
+            .trim()
+            .strip_prefix("callsign-server listening on ")
+            .ok_or_else(|| anyhow!("server did not start: {line:?}"))?
+            .to_owned();
+        Ok(Server {
+            url,
+            token,
+            dir,
+            child,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// VmRSS of a process, MiB.
+pub fn rss_mib(pid: u32) -> Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("VmRSS")?;
+    Ok(kb / 1024.0)
+}
+
+pub fn new_task(description: String) -> NewTask {
+    NewTask {
+        project: PREFIX.into(),
+        description,
+        notes: String::new(),
+        status: None,
+        tags: Vec::new(),
+        created_at: None,
+    }
+}
+
+/// One `PUT /v1/tasks/{uuid}` create; the assigned number.
+pub async fn put_create(http: &reqwest::Client, s: &Server, description: String) -> Result<u64> {
+    let uuid = Uuid::new_v4();
+    let resp = http
+        .put(format!("{}/v1/tasks/{uuid}", s.url))
+        .bearer_auth(&s.token)
+        .header("Idempotency-Key", Uuid::new_v4().to_string())
+        .json(&new_task(description))
+        .send()
+        .await?;
+    if !resp.status().is_success() {
+        bail!("PUT create: {} {}", resp.status(), resp.text().await?);
+    }
+    let v: serde_json::Value = resp.json().await?;
+    v["number"].as_u64().context("number in the answer")
+}
+
+/// Creates `n` tasks through `POST /v1/sync` batches of 1000; returns their UUIDs in order.
+pub async fn fill(http: &reqwest::Client, s: &Server, n: usize) -> Result<Vec<Uuid>> {
+    let mut uuids = Vec::with_capacity(n);
+    let mut done = 0;
+    while done < n {
+        let batch = (n - done).min(1000);
+        let mutations: Vec<Mutation> = (0..batch)
+            .map(|i| {
+                let uuid = Uuid::new_v4();
+                uuids.push(uuid);
+                Ok(Mutation {
+                    idempotency_key: Uuid::new_v4().to_string(),
+                    op: MutationOp::Create,
+                    uuid,
+                    fields: serde_json::to_value(new_task(format!("fill {}", done + i)))?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let resp = http
+            .post(format!("{}/v1/sync", s.url))
+            .bearer_auth(&s.token)
+            .json(&SyncRequest {
+                since: None,
+                mutations,
+            })
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!("sync batch: {} {}", resp.status(), resp.text().await?);
+        }
+        let answer: SyncResponse = resp.json().await?;
+        if let Some(bad) = answer.results.iter().find(|r| r.status >= 300) {
+            bail!("a fill mutation failed: {bad:?}");
+        }
+        done += batch;
+    }
+    Ok(uuids)
+}
+
+/// The current numbers of project `BEN`, read from the server's allocation database.
+pub fn numbers(s: &Server) -> Result<Vec<i64>> {
+    let c = rusqlite::Connection::open_with_flags(
+        s.data_dir().join("callsign.sqlite3"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )?;
+    let mut st = c.prepare(
+        "SELECT k.number FROM keys k JOIN projects p ON p.id = k.project_id
+         WHERE p.prefix = ?1 AND k.current = 1 ORDER BY k.number",
+    )?;
+    let ns = st
+        .query_map([PREFIX], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ns)
+}
