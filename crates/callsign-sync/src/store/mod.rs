@@ -80,4 +80,6 @@ impl Store {
 }
 
 #[cfg(test)]
+mod outbox_model;
+#[cfg(test)]
 mod tests;

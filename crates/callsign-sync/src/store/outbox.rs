@@ -1,7 +1,7 @@
 //! Outbox rows: queueing, claiming a batch, recording answers, stale reset, user retry.
 //! Each state change follows [`crate::outbox_state::transition`]; the `WHERE state = ...` of each
 //! statement is that table's precondition, so a row in the wrong state is left alone.
-use callsign_core::dto::MutationOp;
+use callsign_core::dto::{MutationOp, TaskPatch, TaskStatus};
 use rusqlite::{params, Row, Transaction};
 use serde::Serialize;
 use uuid::Uuid;
@@ -10,10 +10,11 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::model::{op_str, parse_op, OutboxRow, RowState};
 
-const COLUMNS: &str = "id, uuid, op, idempotency_key, body, state, sent, try_count, last_error,
+pub(super) const COLUMNS: &str =
+    "id, uuid, op, idempotency_key, body, state, sent, try_count, last_error,
     created_at, last_touch, next_attempt_at";
 
-fn map_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
+pub(super) fn map_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
     let bad = |i: usize| {
         rusqlite::Error::FromSqlConversionFailure(
             i,
@@ -152,6 +153,10 @@ impl Store {
 
     /// The user's retry of a task's failed rows: `failed -> pending` under a NEW idempotency key
     /// (`new_key(i)` for the i-th row), tries counted afresh. Returns how many rows were retried.
+    ///
+    /// A retried update carries the task's current local values for the fields it sets, not the
+    /// values it failed with: later edits may have been sent and accepted since, and resending
+    /// the old values after them would undo them on the server.
     pub fn retry_failed(
         &mut self,
         uuid: Uuid,
@@ -159,29 +164,37 @@ impl Store {
         now_ms: i64,
     ) -> Result<usize> {
         let tx = self.conn.transaction()?;
-        let ids: Vec<i64> = {
+        let rows: Vec<(i64, String, String)> = {
             let mut stmt = tx.prepare(
-                "SELECT id FROM outbox WHERE uuid = ?1 AND state = 'failed' ORDER BY id",
+                "SELECT id, op, body FROM outbox WHERE uuid = ?1 AND state = 'failed' ORDER BY id",
             )?;
-            let ids = stmt
-                .query_map([uuid.to_string()], |r| r.get(0))?
+            let rows = stmt
+                .query_map([uuid.to_string()], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
                 .collect::<rusqlite::Result<_>>()?;
-            ids
+            rows
         };
-        for id in &ids {
+        for (id, op, body) in &rows {
+            let body = if op == "update" {
+                current_values(&tx, uuid, body)?
+            } else {
+                body.clone()
+            };
             tx.execute(
                 "UPDATE outbox SET state = 'pending', idempotency_key = ?2, sent = 0, try_count = 0,
-                    last_error = NULL, next_attempt_at = NULL, last_touch = ?3 WHERE id = ?1",
-                params![id, new_key(), now_ms],
+                    last_error = NULL, next_attempt_at = NULL, last_touch = ?3, body = ?4
+                 WHERE id = ?1",
+                params![id, new_key(), now_ms, body],
             )?;
         }
         tx.commit()?;
-        if ids.is_empty() {
+        if rows.is_empty() {
             return Err(Error::Invalid(format!(
                 "task {uuid} has no failed request to retry"
             )));
         }
-        Ok(ids.len())
+        Ok(rows.len())
     }
 
     pub fn counts(&self) -> Result<Counts> {
@@ -208,4 +221,28 @@ impl Store {
             |r| r.get(0),
         )?)
     }
+}
+
+/// An update body whose fields take the task's current local values.
+fn current_values(tx: &Transaction<'_>, uuid: Uuid, body: &str) -> Result<String> {
+    let mut patch: TaskPatch =
+        serde_json::from_str(body).map_err(|e| Error::Invalid(format!("stored patch: {e}")))?;
+    let (description, notes, status, tags): (String, String, String, String) = tx.query_row(
+        "SELECT description, notes, status, tags FROM tasks WHERE uuid = ?1",
+        [uuid.to_string()],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
+    if patch.description.is_some() {
+        patch.description = Some(description);
+    }
+    if patch.notes.is_some() {
+        patch.notes = Some(notes);
+    }
+    if patch.status.is_some() {
+        patch.status = TaskStatus::parse(&status);
+    }
+    if patch.tags.is_some() {
+        patch.tags = Some(serde_json::from_str(&tags).unwrap_or_default());
+    }
+    serde_json::to_string(&patch).map_err(|e| Error::Invalid(e.to_string()))
 }

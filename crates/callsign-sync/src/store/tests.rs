@@ -181,6 +181,47 @@ fn a_refusal_fails_the_row_and_a_retry_needs_a_new_key() {
     );
 }
 
+/// Regression (found by the outbox model test): an edit refused for good, a later edit sent and
+/// accepted, then the user retries the refused one. The retry used to resend the OLD values
+/// after the newer ones and so undid the later edit on the server; it now carries the task's
+/// current values for the fields it sets.
+#[test]
+fn a_retried_update_does_not_undo_a_later_edit() {
+    let (mut s, u) = with_task("x");
+    let create = s.claim(&[s.open_rows(1).unwrap()[0].id], 1).unwrap();
+    let done = Outcome::Done(Some(server_task(u, Some(("SYN-1", 1)), "x")));
+    s.record_answers(&[(create[0].clone(), done)], |_| 0, 2)
+        .unwrap();
+    let edit = |s: &mut Store, d: &str, key: &str| {
+        let patch = TaskPatch {
+            description: Some(d.into()),
+            ..TaskPatch::default()
+        };
+        s.edit_local(u, patch, key, now()).unwrap();
+    };
+    edit(&mut s, "first edit", "k1");
+    let first = s.claim(&[s.open_rows(1).unwrap()[0].id], 3).unwrap();
+    s.record_answers(
+        &[(first[0].clone(), Outcome::Fail("refused".into()))],
+        |_| 0,
+        4,
+    )
+    .unwrap();
+    edit(&mut s, "second edit", "k2");
+    let second = s.claim(&[s.open_rows(1).unwrap()[0].id], 5).unwrap();
+    assert_eq!(second[0].body["description"], "second edit");
+    s.record_answers(&[(second[0].clone(), Outcome::Done(None))], |_| 0, 6)
+        .unwrap();
+
+    s.retry_failed(u, || "k3".into(), 7).unwrap();
+    let retried = &s.open_rows(1).unwrap()[0];
+    assert_eq!(retried.idempotency_key, "k3");
+    assert_eq!(
+        retried.body["description"], "second edit",
+        "the retry sends what the user sees now, not the refused value"
+    );
+}
+
 #[test]
 fn stale_in_progress_rows_go_back_to_pending_with_the_same_key_and_body() {
     let (mut s, _) = with_task("x");
