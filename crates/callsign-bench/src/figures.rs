@@ -258,3 +258,44 @@ pub fn hold(dir: &std::path::Path) -> Result<(f64, f64)> {
     drop(all);
     Ok((before, after))
 }
+
+/// The bound under the server's create path: TaskChampion 3.1's `SqliteStorage` alone, doing
+/// what the server does per task (create with entry, modified, description, status, project;
+/// then a second commit writing `key`), in groups of `group` tasks per commit, as the server's
+/// group commit does. Returns µs per task.
+pub async fn taskchampion_alone(n: usize, group: usize) -> Result<f64> {
+    use taskchampion::storage::AccessMode;
+    use taskchampion::{Operations, Replica, SqliteStorage, TaskData};
+    let dir = tempfile::tempdir()?;
+    let storage = SqliteStorage::new(dir.path(), AccessMode::ReadWrite, true).await?;
+    let mut replica = Replica::new(storage);
+    let t = Instant::now();
+    let mut made = 0;
+    while made < n {
+        let k = group.min(n - made);
+        let uuids: Vec<uuid::Uuid> = (0..k).map(|_| uuid::Uuid::new_v4()).collect();
+        let mut ops = Operations::new();
+        for (i, u) in uuids.iter().enumerate() {
+            // The server checks first that the UUID is new.
+            if replica.get_task_data(*u).await?.is_some() {
+                bail!("uuid collision");
+            }
+            let mut task = TaskData::create(*u, &mut ops);
+            let now = Some("1700000000".to_owned());
+            task.update("entry", now.clone(), &mut ops);
+            task.update("modified", now, &mut ops);
+            task.update("description", Some(format!("task {}", made + i)), &mut ops);
+            task.update("status", Some("pending".into()), &mut ops);
+            task.update("project", Some(PREFIX.into()), &mut ops);
+        }
+        replica.commit_operations(ops).await?;
+        let mut ops = Operations::new();
+        for (i, u) in uuids.iter().enumerate() {
+            let mut task = replica.get_task_data(*u).await?.context("created above")?;
+            task.update("key", Some(format!("{PREFIX}-{}", made + i + 1)), &mut ops);
+        }
+        replica.commit_operations(ops).await?;
+        made += k;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e6 / n as f64)
+}

@@ -1,17 +1,27 @@
 //! `callsign-bench`: the figures of issue 6 on loopback, each beside its baseline measured in
 //! the same run, as a Markdown table on stdout and JSON in `--json`.
 //!
-//! `cargo run --release -p callsign-bench -- [--runs 3] [--quick] [--json target/bench.json]`
+//! `cargo run --release -p callsign-bench -- [--runs 3] [--quick] [--only drain,lookup]
+//! [--json target/bench.json]`
 mod figures;
 mod server;
 mod stats;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use stats::{table, Figure};
+
+const SECTIONS: [&str; 6] = [
+    "drain",
+    "throughput",
+    "create-to-key",
+    "local",
+    "lookup",
+    "memory",
+];
 
 #[derive(Parser)]
 #[command(about = "Callsign benchmarks on 127.0.0.1, each beside its baseline")]
@@ -22,6 +32,10 @@ struct Args {
     /// Smaller counts: a smoke check, not the figures.
     #[arg(long)]
     quick: bool,
+    /// Only these sections (comma-separated): drain, throughput, create-to-key, local, lookup,
+    /// memory.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
     /// Also write the figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -34,6 +48,14 @@ fn med(xs: &[f64]) -> f64 {
     stats::percentile(xs, 50.0)
 }
 
+struct Sizes {
+    runs: usize,
+    backlog: usize,
+    create_to_key: usize,
+    local: usize,
+    big: usize,
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let a = Args::parse();
@@ -42,134 +64,186 @@ async fn main() -> Result<()> {
         println!("{before} {after}");
         return Ok(());
     }
-    let runs = a.runs.max(1);
+    if let Some(bad) = a.only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
+        bail!(
+            "unknown section {bad:?}; sections are {}",
+            SECTIONS.join(", ")
+        );
+    }
     let q = a.quick;
-    let backlog = if q { 1_000 } else { 10_000 };
-    let (c2k, local) = if q { (100, 300) } else { (500, 2_000) };
-    let big = if q { 10_000 } else { 100_000 };
+    let z = Sizes {
+        runs: a.runs.max(1),
+        backlog: if q { 1_000 } else { 10_000 },
+        create_to_key: if q { 100 } else { 500 },
+        local: if q { 300 } else { 2_000 },
+        big: if q { 10_000 } else { 100_000 },
+    };
+    let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let mut out: Vec<Figure> = Vec::new();
+    if want("drain") {
+        eprintln!(
+            "drain: {} offline tasks, one sync; sequential PUTs; TaskChampion alone",
+            z.backlog
+        );
+        out.extend(drain(&z).await?);
+    }
+    if want("throughput") {
+        eprintln!("throughput: 64 concurrent clients, 5 s a run; the raw commit rate");
+        out.extend(throughput(&z).await?);
+    }
+    if want("create-to-key") {
+        eprintln!(
+            "create-to-key: {} creates with a running sync loop",
+            z.create_to_key
+        );
+        out.extend(create_to_key(&z).await?);
+    }
+    if want("local") {
+        eprintln!("local: {} creates", z.local);
+        out.extend(local(&z)?);
+    }
+    if want("lookup") {
+        eprintln!("lookup: at 1,000 and {} tasks", z.big);
+        out.extend(lookup(&z).await?);
+    }
+    if want("memory") {
+        eprintln!("memory: an engine holding {} tasks", z.big);
+        out.extend(memory(&z)?);
+    }
+    println!("{}", table(&out));
+    if let Some(path) = &a.json {
+        write_json(path, &z, q, &out)?;
+    }
+    Ok(())
+}
 
-    eprintln!("1/6 offline backlog drain ({backlog} tasks) and sequential-PUT baseline");
-    let (mut drain, mut base) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        let (d, b) = figures::drain(backlog).await?;
+async fn drain(z: &Sizes) -> Result<Vec<Figure>> {
+    let (mut drain, mut base, mut tc) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..z.runs {
+        let (d, b) = figures::drain(z.backlog).await?;
         drain.push(d);
         base.push(b);
+        tc.push(figures::taskchampion_alone(z.backlog, 500).await?);
     }
     let (bm, dm) = (med(&base), med(&drain));
-    out.push(
+    let n = z.backlog;
+    Ok(vec![
         Figure::new(
-            &format!("offline backlog drain, {backlog} tasks, one sync"),
+            &format!("offline backlog drain, {n} tasks, one sync"),
             "s",
             drain,
         )
         .baseline(format!(
-            "{bm:.2} s as {backlog} sequential PUTs ({:.1}× faster)",
+            "{bm:.2} s as {n} sequential PUTs ({:.1}× faster)",
             bm / dm
         ))
         .target("≤ 3 s and ≥ 10× baseline", |m| {
             m <= 3.0 && bm / m >= 10.0
         }),
-    );
+        Figure::new(
+            "bound: TaskChampion alone, create + key write, per task (500 a commit)",
+            "µs",
+            tc,
+        ),
+    ])
+}
 
-    eprintln!("2/6 64 concurrent clients, 5 s each run, and the raw commit rate");
+async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
     let mut tp = Vec::new();
-    for _ in 0..runs {
+    for _ in 0..z.runs {
         tp.push(figures::throughput(64, 5.0).await?);
     }
-    let raw: Vec<f64> = tp.iter().map(|t| t.raw_commits_per_s).collect();
-    let rawm = med(&raw);
-    let rate: Vec<f64> = tp.iter().map(|t| t.creates_per_s).collect();
-    out.push(
-        Figure::new("64 clients: creates/s (numbers checked 1..N)", "/s", rate)
-            .baseline(format!(
-                "{rawm:.0} raw durable commits/s (WAL, synchronous=FULL)"
-            ))
-            .target("≥ 1.0 × raw commit rate", |m| m >= rawm),
-    );
-    out.push(Figure::new(
-        "64 clients: create latency p50",
-        "ms",
-        tp.iter().map(|t| t.p50_ms).collect(),
-    ));
-    out.push(Figure::new(
-        "64 clients: create latency p99",
-        "ms",
-        tp.iter().map(|t| t.p99_ms).collect(),
-    ));
+    let pick = |f: fn(&figures::Throughput) -> f64| tp.iter().map(f).collect::<Vec<_>>();
+    let raw = med(&pick(|t| t.raw_commits_per_s));
+    Ok(vec![
+        Figure::new(
+            "64 clients: creates/s (numbers checked 1..N)",
+            "/s",
+            pick(|t| t.creates_per_s),
+        )
+        .baseline(format!(
+            "{raw:.0} raw durable commits/s (WAL, synchronous=FULL)"
+        ))
+        .target("≥ 1.0 × raw commit rate", |m| m >= raw),
+        Figure::new("64 clients: create latency p50", "ms", pick(|t| t.p50_ms)),
+        Figure::new("64 clients: create latency p99", "ms", pick(|t| t.p99_ms)),
+        Figure::new(
+            "server RSS after the throughput run",
+            "MiB",
+            pick(|t| t.server_rss_mib),
+        ),
+    ])
+}
 
-    eprintln!("3/6 create-to-key with a running sync loop ({c2k} creates)");
+async fn create_to_key(z: &Sizes) -> Result<Vec<Figure>> {
     let (mut p50, mut p99) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        let (a, b) = figures::create_to_key(c2k).await?;
+    for _ in 0..z.runs {
+        let (a, b) = figures::create_to_key(z.create_to_key).await?;
         p50.push(a);
         p99.push(b);
     }
-    out.push(Figure::new("create-to-key p50", "ms", p50).target("≤ 20 ms", |m| m <= 20.0));
-    out.push(Figure::new("create-to-key p99", "ms", p99).target("≤ 100 ms", |m| m <= 100.0));
+    Ok(vec![
+        Figure::new("create-to-key p50", "ms", p50).target("≤ 20 ms", |m| m <= 20.0),
+        Figure::new("create-to-key p99", "ms", p99).target("≤ 100 ms", |m| m <= 100.0),
+    ])
+}
 
-    eprintln!("4/6 local create ({local} creates)");
+fn local(z: &Sizes) -> Result<Vec<Figure>> {
     let (mut p50, mut p99) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
-        let (a, b) = figures::local_create(local)?;
+    for _ in 0..z.runs {
+        let (a, b) = figures::local_create(z.local)?;
         p50.push(a);
         p99.push(b);
     }
-    out.push(Figure::new("local create p50 (durable)", "ms", p50).target("≤ 2 ms", |m| m <= 2.0));
-    out.push(Figure::new("local create p99 (durable)", "ms", p99));
+    Ok(vec![
+        Figure::new("local create p50 (durable)", "ms", p50).target("≤ 2 ms", |m| m <= 2.0),
+        Figure::new("local create p99 (durable)", "ms", p99),
+    ])
+}
 
-    eprintln!("5/6 key lookup at 1,000 and {big} tasks");
-    let sizes = [1_000, big];
-    let looked = figures::lookups(&sizes, 1_000, runs).await?;
-    let small_p99 = |f: fn(&figures::Lookup) -> (f64, f64)| {
-        med(&looked[0].1.iter().map(|l| f(l).1).collect::<Vec<_>>())
-    };
-    let key_small = small_p99(|l| l.by_key);
-    let uuid_small = small_p99(|l| l.by_uuid);
+async fn lookup(z: &Sizes) -> Result<Vec<Figure>> {
+    type Pick = fn(&figures::Lookup) -> (f64, f64);
+    let sizes = [1_000, z.big];
+    let looked = figures::lookups(&sizes, 1_000, z.runs).await?;
+    let small_p99 = |f: Pick| med(&looked[0].1.iter().map(|l| f(l).1).collect::<Vec<_>>());
+    let by_key: Pick = |l| l.by_key;
+    let by_uuid: Pick = |l| l.by_uuid;
+    let mut out = Vec::new();
     for (size, per_run) in &looked {
-        for (what, pick, small) in [
-            (
-                "GET /v1/tasks/BEN-n",
-                (|l: &figures::Lookup| l.by_key) as fn(&figures::Lookup) -> (f64, f64),
-                key_small,
-            ),
-            (
-                "GET /v1/tasks/{uuid}",
-                |l: &figures::Lookup| l.by_uuid,
-                uuid_small,
-            ),
+        for (what, pick) in [
+            ("GET /v1/tasks/BEN-n", by_key),
+            ("GET /v1/tasks/{uuid}", by_uuid),
         ] {
+            let small = small_p99(pick);
             out.push(Figure::new(
                 &format!("{what} at {size} tasks, p50"),
                 "ms",
                 per_run.iter().map(|l| pick(l).0).collect(),
             ));
-            let fig = Figure::new(
+            let p99 = Figure::new(
                 &format!("{what} at {size} tasks, p99"),
                 "ms",
                 per_run.iter().map(|l| pick(l).1).collect(),
             );
             out.push(if *size == sizes[0] {
-                fig.target("≤ 5 ms", |m| m <= 5.0)
+                p99.target("≤ 5 ms", |m| m <= 5.0)
             } else {
-                fig.baseline(format!("{small:.2} ms at 1,000 tasks"))
+                p99.baseline(format!("{small:.2} ms at 1,000 tasks"))
                     .target("≤ 5 ms, no growth", |m| {
                         m <= 5.0 && m <= small * 1.5 + 0.2
                     })
             });
         }
     }
+    Ok(out)
+}
 
-    eprintln!("6/6 memory");
-    out.push(Figure::new(
-        "server RSS after the throughput run",
-        "MiB",
-        tp.iter().map(|t| t.server_rss_mib).collect(),
-    ));
+/// The engine's RSS holding `big` tasks, measured in a fresh child process (`--hold`).
+fn memory(z: &Sizes) -> Result<Vec<Figure>> {
     let store = tempfile::tempdir()?;
-    figures::seed_store(store.path(), big)?;
+    figures::seed_store(store.path(), z.big)?;
     let (mut held, mut empty) = (Vec::new(), Vec::new());
-    for _ in 0..runs {
+    for _ in 0..z.runs {
         let o = Command::new(std::env::current_exe()?)
             .arg("--hold")
             .arg(store.path())
@@ -183,29 +257,24 @@ async fn main() -> Result<()> {
         empty.push(b.context("RSS before")??);
         held.push(h.context("RSS held")??);
     }
-    out.push(
-        Figure::new(
-            &format!("client engine RSS holding {big} tasks (listed)"),
-            "MiB",
-            held,
-        )
-        .baseline(format!(
-            "{:.1} MiB the same process before opening the engine",
-            med(&empty)
-        )),
-    );
+    Ok(vec![Figure::new(
+        &format!("client engine RSS holding {} tasks (listed)", z.big),
+        "MiB",
+        held,
+    )
+    .baseline(format!(
+        "{:.1} MiB the same process before opening the engine",
+        med(&empty)
+    ))])
+}
 
-    let t = table(&out);
-    println!("{t}");
-    if let Some(path) = &a.json {
-        let doc = serde_json::json!({
-            "runs": runs,
-            "quick": q,
-            "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-            "figures": out,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+fn write_json(path: &Path, z: &Sizes, quick: bool, figures: &[Figure]) -> Result<()> {
+    let doc = serde_json::json!({
+        "runs": z.runs,
+        "quick": quick,
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "figures": figures,
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
