@@ -4,6 +4,7 @@
 //! task row and its outbox row at once), with `synchronous = FULL`, so a task the user has seen
 //! is on disk. Several processes may open the same store (the app and the CLI); SQLite's locking
 //! and a busy timeout serialise them.
+mod listing;
 mod outbox;
 mod reconcile;
 mod tasks;
@@ -21,8 +22,12 @@ pub use outbox::Counts;
 pub use reconcile::CURSOR;
 pub use tasks::{TaskFilter, TaskQuery};
 
-static MIGRATIONS: LazyLock<Migrations<'static>> =
-    LazyLock::new(|| Migrations::new(vec![M::up(include_str!("migrations/001_init.sql"))]));
+static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
+    Migrations::new(vec![
+        M::up(include_str!("migrations/001_init.sql")),
+        M::up(include_str!("migrations/002_tasks_by_created.sql")),
+    ])
+});
 
 pub const DB_FILE: &str = "callsign.sqlite3";
 

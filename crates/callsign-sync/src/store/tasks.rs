@@ -1,4 +1,5 @@
-//! Task rows: local create and edit (each one transaction with its outbox row), lookup, listing.
+//! Task rows: local create and edit (each one transaction with its outbox row), lookup. Listing
+//! many tasks is in `listing`.
 use callsign_core::dto::{MutationOp, NewTask, TaskPatch, TaskStatus};
 use callsign_core::{TaskKey, TaskRef};
 use chrono::{DateTime, Utc};
@@ -10,7 +11,12 @@ use crate::error::{Error, Result};
 use crate::fold::{fold, Fold};
 use crate::model::{LocalTask, SyncState};
 
-/// The task columns plus the outbox facts that make its sync state, for `map_task`.
+/// The task columns, in the order [`task_row`] reads them.
+pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
+    t.notes, t.status, t.tags, t.created_at, t.modified_at";
+
+/// One task with its outbox facts computed for it alone (columns 10-13, for [`map_task`]): for a
+/// lookup. A listing computes the same facts for every task in one pass ([`super::listing`]).
 const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
     t.status, t.tags, t.created_at, t.modified_at,
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
@@ -37,7 +43,33 @@ pub struct TaskQuery {
     pub text: Option<String>,
 }
 
+/// What a task's open (not done) outbox rows say about it: the input of its sync state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct OutboxFacts {
+    /// Rows not yet done (pending, in progress or failed).
+    pub open_rows: u32,
+    /// Of those, the failed ones.
+    pub failed: u32,
+    /// The error of the newest (highest id) open row that has one.
+    pub last_error: Option<String>,
+    /// The earliest `next_attempt_at` of the pending rows.
+    pub next_attempt_at: Option<i64>,
+}
+
+/// A task row with its outbox facts: columns 0-9 are [`TASK_COLUMNS`], 10-13 the facts in
+/// [`OutboxFacts`] order.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
+    let facts = OutboxFacts {
+        open_rows: r.get::<_, i64>(10)? as u32,
+        failed: r.get::<_, i64>(11)? as u32,
+        last_error: r.get(12)?,
+        next_attempt_at: r.get(13)?,
+    };
+    Ok(with_facts(task_row(r)?, facts))
+}
+
+/// The [`TASK_COLUMNS`] of a row, as a task with nothing open in the outbox.
+pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let text = |i: usize| r.get::<_, String>(i);
     let bad = |i: usize, e: String| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
@@ -48,14 +80,9 @@ fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
             .map_err(|e| bad(i, e.to_string()))
     };
     let key: Option<String> = r.get(1)?;
-    let failed: i64 = r.get(11)?;
     Ok(LocalTask {
         uuid: Uuid::parse_str(&text(0)?).map_err(|e| bad(0, e.to_string()))?,
-        sync_state: match (failed, &key) {
-            (1.., _) => SyncState::Failed,
-            (_, None) => SyncState::Provisional,
-            (_, Some(_)) => SyncState::Synced,
-        },
+        sync_state: SyncState::Synced,
         key,
         project: text(2)?,
         number: r.get::<_, Option<i64>>(3)?.map(|n| n as u64),
@@ -65,10 +92,24 @@ fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         tags: serde_json::from_str(&text(7)?).map_err(|e| bad(7, e.to_string()))?,
         created_at: time(8)?,
         modified_at: time(9)?,
-        open_rows: r.get::<_, i64>(10)? as u32,
-        last_error: r.get(12)?,
-        next_attempt_at: r.get(13)?,
+        open_rows: 0,
+        last_error: None,
+        next_attempt_at: None,
     })
+}
+
+/// The task with its outbox facts and the sync state they make: failed if any open row failed,
+/// else provisional until it has a key, else synced.
+pub(super) fn with_facts(mut task: LocalTask, facts: OutboxFacts) -> LocalTask {
+    task.sync_state = match (facts.failed, &task.key) {
+        (1.., _) => SyncState::Failed,
+        (_, None) => SyncState::Provisional,
+        (_, Some(_)) => SyncState::Synced,
+    };
+    task.open_rows = facts.open_rows;
+    task.last_error = facts.last_error;
+    task.next_attempt_at = facts.next_attempt_at;
+    task
 }
 
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
@@ -219,16 +260,10 @@ impl Store {
         }
     }
 
-    fn by_key(&self, key: &TaskKey) -> Result<Option<LocalTask>> {
-        let sql = format!("{SELECT} WHERE t.key = ?1");
-        Ok(self
-            .conn
-            .query_row(&sql, [key.to_string()], map_task)
-            .optional()?)
-    }
-
-    /// Tasks in capture order (pending only unless `filter.all`), narrowed by the filter.
-    pub fn list(&self, filter: &TaskQuery) -> Result<Vec<LocalTask>> {
+    /// The listing as it was before [`super::listing`]: every task's facts computed for it
+    /// alone. The reference the one-pass listing is tested against.
+    #[cfg(test)]
+    pub(super) fn list_per_task(&self, filter: &TaskQuery) -> Result<Vec<LocalTask>> {
         let sql = format!(
             "{SELECT} WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
                 AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '
@@ -240,5 +275,13 @@ impl Store {
             .query_map(params![filter.all, filter.project, filter.text], map_task)?
             .collect::<rusqlite::Result<_>>()?;
         Ok(tasks)
+    }
+
+    fn by_key(&self, key: &TaskKey) -> Result<Option<LocalTask>> {
+        let sql = format!("{SELECT} WHERE t.key = ?1");
+        Ok(self
+            .conn
+            .query_row(&sql, [key.to_string()], map_task)
+            .optional()?)
     }
 }
