@@ -3,8 +3,11 @@
 //! - The key comes only from the server. A task keeps the key it has; should the server ever
 //!   report a different one, that is logged loudly and the server wins. A key names one local
 //!   task: a row holding it under another UUID loses it (also logged loudly).
-//! - While the task still has requests in flight or queued, its local fields (the user's newer
-//!   edits) stay; only the key and number are bound. Otherwise the server's fields replace them.
+//! - While the task still has requests in flight, queued or failed, its local fields (the user's
+//!   newer edits) stay; only the key and number are bound. Otherwise the server's fields replace
+//!   them. A failed request counts: its values exist only locally until the user's retry sends
+//!   them (a retried update carries the task's current values), so the server's older values
+//!   must not overwrite them.
 //! - Unknown UUIDs (created on another device) are inserted.
 use callsign_core::dto::Task;
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -52,7 +55,7 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             .flatten(),
     };
     let busy: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND state IN ('pending', 'in_progress'))",
+        "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND state IN ('pending', 'in_progress', 'failed'))",
         [&u],
         |r| r.get(0),
     )?;
