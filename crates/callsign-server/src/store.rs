@@ -11,6 +11,10 @@
 //! prefix), `tag_*`, and the user-defined attributes `notes` and `key` (the assigned key, so
 //! Taskwarrior 3 with `uda.key.type=string` shows it).
 //!
+//! The replicas use `callsign_tcstore::InlineStorage`: TaskChampion's file and schema, with
+//! SQLite run on this worker's thread (TaskChampion's own `SqliteStorage` hands every call to a
+//! thread of its own, which was most of a create's cost).
+//!
 //! The worker uses TaskChampion's low-level `TaskData` API, not `Task`: `Replica::get_task`
 //! rebuilds a dependency map over the whole working set after every commit, which made each
 //! create cost O(tasks in the replica).
@@ -18,9 +22,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_tcstore::InlineStorage;
 use chrono::{DateTime, Utc};
-use taskchampion::storage::AccessMode;
-use taskchampion::{Operations, Replica, SqliteStorage, TaskData};
+use taskchampion::{Operations, Replica, TaskData};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -198,7 +202,7 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
 
 struct Worker {
     data_dir: PathBuf,
-    replicas: HashMap<AccountId, Replica<SqliteStorage>>,
+    replicas: HashMap<AccountId, Replica<InlineStorage>>,
 }
 
 impl Worker {
@@ -245,12 +249,10 @@ impl Worker {
         }
     }
 
-    async fn replica(&mut self, account: AccountId) -> Result<&mut Replica<SqliteStorage>> {
+    async fn replica(&mut self, account: AccountId) -> Result<&mut Replica<InlineStorage>> {
         if !self.replicas.contains_key(&account) {
             let dir = self.data_dir.join("accounts").join(account.to_string());
-            let storage = SqliteStorage::new(dir, AccessMode::ReadWrite, true)
-                .await
-                .map_err(backend)?;
+            let storage = InlineStorage::open(&dir).await.map_err(backend)?;
             self.replicas.insert(account, Replica::new(storage));
         }
         Ok(self.replicas.get_mut(&account).expect("inserted above"))

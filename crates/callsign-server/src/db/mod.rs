@@ -38,7 +38,12 @@ pub enum DbError {
 pub type Result<T> = std::result::Result<T, DbError>;
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(include_str!("../../migrations/0001_init.sql"))])
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/0001_init.sql")),
+        M::up(include_str!(
+            "../../migrations/0002_slots_in_arrival_order.sql"
+        )),
+    ])
 }
 
 fn open_conn(path: &Path) -> Result<Connection> {
@@ -219,5 +224,66 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(names, vec!["a".to_string()]);
+    }
+
+    #[test]
+    fn slots_keep_every_row_through_the_arrival_order_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_conn(&dir.path().join("a.sqlite3")).unwrap();
+        Migrations::new(vec![M::up(include_str!("../../migrations/0001_init.sql"))])
+            .to_latest(&mut c)
+            .unwrap();
+        c.execute_batch(
+            "INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0);
+             INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request, state,
+                                number, response_status, response_body, created_at, last_seen_at)
+             VALUES (1, 'k2', x'01', 'create', 'u2', '{}', 'committed', 7, 201, '{\"n\":7}', 2, 2),
+                    (1, 'k1', x'02', 'update', 'u1', '{}', 'pending', NULL, NULL, NULL, 1, 1);",
+        )
+        .unwrap();
+        let before = dump_slots(&c);
+        migrations().to_latest(&mut c).unwrap();
+        assert_eq!(dump_slots(&c), before);
+        let dup = c.execute(
+            "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request, state,
+                                created_at, last_seen_at)
+             VALUES (1, 'k1', x'03', 'create', 'u3', '{}', 'pending', 3, 3)",
+            [],
+        );
+        assert!(
+            dup.is_err(),
+            "an idempotency key is still unique per account"
+        );
+        let pending: i64 = c
+            .query_row(
+                "SELECT count(*) FROM slots WHERE state = 'pending'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(pending, 1);
+    }
+
+    fn dump_slots(c: &Connection) -> Vec<String> {
+        let mut st = c
+            .prepare(
+                "SELECT account_id, idem_key, hex(fingerprint), op, task_uuid, request, state,
+                        number, response_status, response_body, attempts, created_at,
+                        last_seen_at, settled_at
+                 FROM slots ORDER BY idem_key",
+            )
+            .unwrap();
+        let rows = st
+            .query_map([], |r| {
+                (0..14)
+                    .map(|i| {
+                        r.get::<_, rusqlite::types::Value>(i)
+                            .map(|v| format!("{v:?}"))
+                    })
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .map(|v| v.join("|"))
+            })
+            .unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
     }
 }
