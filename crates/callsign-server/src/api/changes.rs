@@ -1,10 +1,13 @@
 //! `GET /v1/changes?since=<cursor>&limit=<n>`: tasks changed since the cursor, with their keys.
 //! The cursor is opaque to clients (it is the last change-feed sequence number they saw).
+use std::collections::HashMap;
+
 use axum::extract::{Query, State};
 use axum::Json;
 use callsign_core::dto::ChangesPage;
 use callsign_core::ErrorCode;
 use serde::Deserialize;
+use uuid::Uuid;
 
 use super::auth::Account;
 use crate::db::{changes, AccountId};
@@ -33,19 +36,27 @@ pub fn parse_cursor(since: Option<&str>) -> ApiResult<i64> {
     }
 }
 
-/// One page of the feed after `after`.
+/// One page of the feed after `after`. A task whose latest change is the entry `answered`
+/// names for it is left out (the caller's answers already carry it); the cursor still moves
+/// past it.
 pub async fn page(
     state: &AppState,
     account: AccountId,
     after: i64,
     limit: usize,
+    answered: &HashMap<Uuid, i64>,
 ) -> ApiResult<ChangesPage> {
     let (rows, has_more) = state
         .db
         .read(move |c| changes::since(c, account, after, limit))
         .await?;
     let cursor = rows.last().map_or(after, |r| r.seq);
-    let tasks = load_tasks(state, account, rows.iter().map(|r| r.task_uuid).collect()).await?;
+    let uuids = rows
+        .iter()
+        .filter(|r| answered.get(&r.task_uuid) != Some(&r.seq))
+        .map(|r| r.task_uuid)
+        .collect();
+    let tasks = load_tasks(state, account, uuids).await?;
     Ok(ChangesPage {
         changes: tasks.into_iter().flatten().collect(),
         cursor: cursor.to_string(),
@@ -63,5 +74,7 @@ pub async fn list(
     let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidCursor, e.body_text()))?;
     let after = parse_cursor(q.since.as_deref())?;
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-    Ok(Json(page(&state, account, after, limit).await?))
+    Ok(Json(
+        page(&state, account, after, limit, &HashMap::new()).await?,
+    ))
 }

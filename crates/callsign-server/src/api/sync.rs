@@ -1,15 +1,19 @@
 //! `POST /v1/sync`: a batch of up to 1000 mutations, each with exactly the semantics of its
-//! single request, followed by the changes since the client's cursor.
+//! single request, followed by the changes since the client's cursor, less the ones this
+//! request's own commits appended (their answers carry the same tasks).
 //!
 //! Creates run first, then updates (an update needs its create committed); each group goes
 //! through the protocol as one batch, so the whole request costs two allocation-database
 //! transactions and one TaskChampion commit per group, however many mutations it carries.
+use std::collections::HashMap;
+
 use axum::extract::State;
 use axum::Json;
 use callsign_core::dto::{
     MutationOp, MutationResult, NewTask, SyncRequest, SyncResponse, TaskPatch, MAX_BATCH,
 };
 use callsign_core::{validate, ErrorCode};
+use uuid::Uuid;
 
 use super::auth::Account;
 use super::changes::{page, parse_cursor, DEFAULT_LIMIT};
@@ -78,18 +82,25 @@ pub async fn sync(
             answers[i] = Some(a);
         }
     }
+    // The changes this request's own commits appended: the answers carry those tasks already.
+    let mut answered: HashMap<Uuid, i64> = HashMap::new();
     let results = keys
         .into_iter()
         .zip(answers)
         .map(|(k, a)| {
-            result(
+            let r = result(
                 &state,
                 k,
                 a.unwrap_or_else(|| Err(ApiError::unavailable("not processed"))),
-            )
+            );
+            if let (Some(seq), Some(task)) = (r.1, &r.0.task) {
+                let e = answered.entry(task.uuid).or_insert(seq);
+                *e = (*e).max(seq);
+            }
+            r.0
         })
         .collect();
-    let changes = page(&state, account, after, DEFAULT_LIMIT).await?;
+    let changes = page(&state, account, after, DEFAULT_LIMIT, &answered).await?;
     Ok(Json(SyncResponse {
         results,
         changes: changes.changes,
@@ -98,26 +109,35 @@ pub async fn sync(
     }))
 }
 
-fn result(state: &AppState, idempotency_key: String, a: ApiResult<Reply>) -> MutationResult {
+/// The result to send, and the change-feed entry its commit appended (none for a replay).
+fn result(
+    state: &AppState,
+    idempotency_key: String,
+    a: ApiResult<Reply>,
+) -> (MutationResult, Option<i64>) {
     match a {
         Ok(reply) => {
             if reply.replayed {
                 state.metrics.replayed();
             }
-            MutationResult {
+            let r = MutationResult {
                 idempotency_key,
                 status: reply.status,
                 replayed: reply.replayed,
                 task: serde_json::from_str(&reply.body).ok(),
                 error: None,
-            }
+            };
+            (r, reply.change)
         }
-        Err(e) => MutationResult {
-            idempotency_key,
-            status: e.code.status(),
-            replayed: false,
-            task: None,
-            error: Some(e.problem()),
-        },
+        Err(e) => {
+            let r = MutationResult {
+                idempotency_key,
+                status: e.code.status(),
+                replayed: false,
+                task: None,
+                error: Some(e.problem()),
+            };
+            (r, None)
+        }
     }
 }

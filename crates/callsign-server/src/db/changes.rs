@@ -13,10 +13,11 @@ pub struct ChangeRow {
     pub seq: i64,
 }
 
-pub fn append(conn: &Connection, account: AccountId, uuid: Uuid, now: i64) -> Result<()> {
+/// Appends a change of `uuid`; returns its sequence number.
+pub fn append(conn: &Connection, account: AccountId, uuid: Uuid, now: i64) -> Result<i64> {
     conn.prepare_cached("INSERT INTO changes (account_id, task_uuid, at) VALUES (?1, ?2, ?3)")?
         .execute(params![account, uuid, now])?;
-    Ok(())
+    Ok(conn.last_insert_rowid())
 }
 
 /// Tasks changed after `after`, each once at its latest change, oldest first. Returns the

@@ -68,11 +68,12 @@ pub fn commit_create(
     };
     let body = json(&to_task(snapshot, &key.prefix, Some(&key)))?;
     slots::commit_slot(conn, account, idem, number, status, &body, now)?;
-    changes::append(conn, account, uuid, now)?;
+    let change = changes::append(conn, account, uuid, now)?;
     Ok(Reply {
         status,
         body,
         replayed: false,
+        change: Some(change),
     })
 }
 
@@ -93,11 +94,12 @@ pub fn commit_update(
     let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
     let body = json(&to_task(snapshot, &prefix, key.as_ref()))?;
     slots::commit_slot(conn, account, idem, None, 200, &body, now)?;
-    changes::append(conn, account, slot.task_uuid, now)?;
+    let change = changes::append(conn, account, slot.task_uuid, now)?;
     Ok(Reply {
         status: 200,
         body,
         replayed: false,
+        change: Some(change),
     })
 }
 
@@ -107,6 +109,7 @@ fn stored(slot: slots::Slot) -> db::Result<Reply> {
             status,
             body,
             replayed: true,
+            change: None,
         }),
         _ => Err(DbError::CommitFailed(
             "slot was failed by the reaper".into(),

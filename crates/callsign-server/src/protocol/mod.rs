@@ -42,6 +42,9 @@ pub struct Reply {
     pub status: u16,
     pub body: String,
     pub replayed: bool,
+    /// The change-feed entry this answer's commit appended (`None` for a replay): a sync
+    /// response leaves that entry out of its changes, since the answer carries the same task.
+    pub change: Option<i64>,
 }
 
 /// SHA-256 over the operation, the UUID and the canonical JSON of the parsed body, so the same
@@ -155,6 +158,7 @@ impl Batch {
             let copy = self.out[j].clone().map(|r| {
                 r.map(|mut reply| {
                     reply.replayed = true;
+                    reply.change = None;
                     reply
                 })
             });
@@ -197,6 +201,7 @@ fn existing_slot(
                 status: slot.response_status.unwrap_or(200),
                 body: slot.response_body.unwrap_or_default(),
                 replayed: true,
+                change: None,
             }))))
         }
         SlotState::Pending => {

@@ -63,10 +63,24 @@ async fn a_thousand_mutations_with_ten_replays() {
     );
     // Results keep request order.
     assert_eq!(results[97]["idempotency_key"], "early-1");
+    // The first page of the feed holds 500 changes: the 10 earlier creates (other requests)
+    // and 490 of this batch's, which the results carry already and are left out.
+    let mut changed: Vec<&str> = res["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["description"].as_str().unwrap())
+        .collect();
+    changed.sort_unstable();
+    let mut early: Vec<String> = (0..10).map(|i| format!("early {i}")).collect();
+    early.sort_unstable();
     assert_eq!(
-        res["changes"].as_array().unwrap().len(),
-        500,
-        "first page of changes"
+        changed, early,
+        "first page of changes, less this batch's own"
+    );
+    assert_eq!(
+        res["cursor"], "500",
+        "the cursor passes the left-out changes"
     );
     assert_eq!(res["has_more"], true);
 

@@ -500,3 +500,72 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
     let next = app.put(Uuid::new_v4(), "n", task("Next")).await;
     assert_eq!(next.body["key"], "SYN-2");
 }
+
+#[tokio::test]
+async fn a_sync_answer_leaves_out_only_the_changes_its_own_commits_made() {
+    let app = TestApp::new("SYN").await;
+    let t = app.account.token.clone();
+    let sync = |since: &str, mutations: Value| {
+        let body = json!({"since": since, "mutations": mutations});
+        app.call(&t, "POST", "/v1/sync", None, Some(body))
+    };
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    app.put(a, "other-device", task("made elsewhere")).await;
+    let first = sync(
+        "0",
+        json!([
+            {"idempotency_key": "c-b", "op": "create", "uuid": b, "fields": task("mine")},
+            {"idempotency_key": "u-b", "op": "update", "uuid": b, "fields": {"notes": "n"}},
+        ]),
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::OK);
+    let result = &first.body["results"][1]["task"];
+    assert_eq!(
+        (result["key"].as_str(), result["notes"].as_str()),
+        (Some("SYN-2"), Some("n"))
+    );
+    let uuids: Vec<&str> = first.body["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["uuid"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uuids,
+        vec![a.to_string()],
+        "another request's change is sent, ours is not"
+    );
+    let cursor = first.body["cursor"].as_str().unwrap().to_owned();
+    assert_eq!(cursor, "3");
+
+    // A replay is an old answer: the task's latest state comes through the feed.
+    app.call(
+        &t,
+        "PATCH",
+        &format!("/v1/tasks/{b}"),
+        Some("elsewhere"),
+        Some(json!({"notes": "later"})),
+    )
+    .await;
+    let replay = sync(
+        &cursor,
+        json!([{"idempotency_key": "u-b", "op": "update", "uuid": b, "fields": {"notes": "n"}}]),
+    )
+    .await;
+    assert_eq!(replay.body["results"][0]["replayed"], true);
+    let changes = replay.body["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(
+        (changes[0]["uuid"].as_str(), changes[0]["notes"].as_str()),
+        (Some(&*b.to_string()), Some("later"))
+    );
+
+    // `GET /v1/changes` leaves nothing out.
+    let feed = app.call(&t, "GET", "/v1/changes?since=0", None, None).await;
+    assert_eq!(
+        feed.body["changes"].as_array().unwrap().len(),
+        2,
+        "the plain feed leaves nothing out"
+    );
+}

@@ -24,7 +24,8 @@ pub const CURSOR: &str = "sync.cursor";
 fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
     let u = t.uuid.to_string();
     let local: Option<Option<String>> = tx
-        .query_row("SELECT key FROM tasks WHERE uuid = ?1", [&u], |r| r.get(0))
+        .prepare_cached("SELECT key FROM tasks WHERE uuid = ?1")?
+        .query_row([&u], |r| r.get(0))
         .optional()?;
     let key = match (&t.key, local.as_ref().and_then(|k| k.as_ref())) {
         (Some(server), Some(mine)) if server != mine => {
@@ -36,10 +37,11 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
         (None, mine) => mine.cloned(),
     };
     if let Some(k) = &key {
-        let taken = tx.execute(
-            "UPDATE tasks SET key = NULL, number = NULL WHERE key = ?1 AND uuid <> ?2",
-            params![k, u],
-        )?;
+        let taken = tx
+            .prepare_cached(
+                "UPDATE tasks SET key = NULL, number = NULL WHERE key = ?1 AND uuid <> ?2",
+            )?
+            .execute(params![k, u])?;
         if taken > 0 {
             tracing::error!(key = %k, uuid = %u,
                 "KEY DISAGREEMENT: another local task held this key; the server wins");
@@ -48,49 +50,49 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
     let number = match (&t.key, t.number) {
         (Some(_), Some(n)) => Some(n as i64),
         _ => tx
-            .query_row("SELECT number FROM tasks WHERE uuid = ?1", [&u], |r| {
-                r.get(0)
-            })
+            .prepare_cached("SELECT number FROM tasks WHERE uuid = ?1")?
+            .query_row([&u], |r| r.get(0))
             .optional()?
             .flatten(),
     };
-    let busy: bool = tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND state IN ('pending', 'in_progress', 'failed'))",
-        [&u],
-        |r| r.get(0),
-    )?;
+    let busy: bool = tx
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1
+             AND state IN ('pending', 'in_progress', 'failed'))",
+        )?
+        .query_row([&u], |r| r.get(0))?;
     let tags = serde_json::to_string(&t.tags).unwrap_or_else(|_| "[]".into());
     let changed =
         if local.is_none() {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
                 created_at, modified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![
-                    u,
-                    key,
-                    t.project,
-                    number,
-                    t.description,
-                    t.notes,
-                    t.status.as_str(),
-                    tags,
-                    ts(t.created_at),
-                    ts(t.modified_at)
-                ],
             )?
+            .execute(params![
+                u,
+                key,
+                t.project,
+                number,
+                t.description,
+                t.notes,
+                t.status.as_str(),
+                tags,
+                ts(t.created_at),
+                ts(t.modified_at)
+            ])?
         } else if busy {
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE tasks SET key = ?2, number = ?3 WHERE uuid = ?1
                 AND (key IS NOT ?2 OR number IS NOT ?3)",
-                params![u, key, number],
             )?
+            .execute(params![u, key, number])?
         } else {
-            tx.execute(
+            tx.prepare_cached(
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10 WHERE uuid = ?1",
-            params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
-                ts(t.created_at), ts(t.modified_at)],
         )?
+        .execute(params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
+                ts(t.created_at), ts(t.modified_at)])?
         };
     Ok(changed > 0)
 }
@@ -112,11 +114,11 @@ impl Store {
                 Outcome::Retry(m) => ("pending", Some(m.as_str()), Some(retry_at(row))),
                 Outcome::Fail(m) => ("failed", Some(m.as_str()), None),
             };
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE outbox SET state = ?2, last_error = ?3, next_attempt_at = ?4,
                     last_touch = ?5 WHERE id = ?1 AND state = 'in_progress'",
-                params![row.id, state, error, next, now_ms],
-            )?;
+            )?
+            .execute(params![row.id, state, error, next, now_ms])?;
             if !matches!(outcome, Outcome::Done(_)) {
                 changed.push(row.uuid);
             }
