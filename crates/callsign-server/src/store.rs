@@ -1,30 +1,30 @@
 //! The task store: one TaskChampion replica per account, at
 //! `<data-dir>/accounts/<id>/taskchampion.sqlite3`, owned by one worker thread.
 //!
-//! TaskChampion's `Replica` is not `Sync` and its futures are not all `Send`, so the async
-//! handlers never touch it: they send commands to the worker and await the answer. The worker
-//! commits like the allocation database does (group commit): every command waiting is applied
-//! to one `Operations` per account, committed once, and only then answered. Creating a UUID
-//! that already exists is a no-op that returns the existing task.
+//! A replica's SQLite connection is not `Sync`, so the async handlers never touch it: they send
+//! commands to the worker and await the answer. The worker commits like the allocation database
+//! does (group commit): every command waiting is applied to one `Operations` per account,
+//! committed once, and only then answered. Creating a UUID that already exists is a no-op that
+//! returns the existing task.
 //!
 //! Properties written: `description`, `status`, `entry`, `modified`, `end`, `project` (the
 //! prefix), `tag_*`, and the user-defined attributes `notes` and `key` (the assigned key, so
 //! Taskwarrior 3 with `uda.key.type=string` shows it).
 //!
-//! The replicas use `callsign_tcstore::InlineStorage`: TaskChampion's file and schema, with
-//! SQLite run on this worker's thread (TaskChampion's own `SqliteStorage` hands every call to a
-//! thread of its own, which was most of a create's cost).
-//!
-//! The worker uses TaskChampion's low-level `TaskData` API, not `Task`: `Replica::get_task`
-//! rebuilds a dependency map over the whole working set after every commit, which made each
-//! create cost O(tasks in the replica).
+//! The replicas are `callsign_tcstore::InlineStorage`: TaskChampion's file, schema and
+//! operations, with SQLite run on this worker's thread (TaskChampion's own `SqliteStorage`
+//! hands every call to a thread of its own, which was most of a create's cost) and commits
+//! whose cost does not grow with the working set (`Replica::commit_operations` reads all of
+//! it each time; `Replica::get_task` rebuilds a dependency map over it). So no `Replica` is
+//! used: the worker reads `TaskData` and builds the operations with TaskChampion's own
+//! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use callsign_tcstore::InlineStorage;
 use chrono::{DateTime, Utc};
-use taskchampion::{Operations, Replica, TaskData};
+use taskchampion::{Operations, TaskData};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -202,7 +202,7 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
 
 struct Worker {
     data_dir: PathBuf,
-    replicas: HashMap<AccountId, Replica<InlineStorage>>,
+    replicas: HashMap<AccountId, InlineStorage>,
 }
 
 impl Worker {
@@ -235,7 +235,7 @@ impl Worker {
             let mut failed: HashMap<AccountId, StoreError> = HashMap::new();
             for (account, group) in groups {
                 let res = match self.replica(account).await {
-                    Ok(r) => r.commit_operations(group.ops).await.map_err(backend),
+                    Ok(r) => r.commit_operations(group.ops).map_err(backend),
                     Err(e) => Err(e),
                 };
                 if let Err(e) = res {
@@ -249,11 +249,11 @@ impl Worker {
         }
     }
 
-    async fn replica(&mut self, account: AccountId) -> Result<&mut Replica<InlineStorage>> {
+    async fn replica(&mut self, account: AccountId) -> Result<&mut InlineStorage> {
         if !self.replicas.contains_key(&account) {
             let dir = self.data_dir.join("accounts").join(account.to_string());
             let storage = InlineStorage::open(&dir).await.map_err(backend)?;
-            self.replicas.insert(account, Replica::new(storage));
+            self.replicas.insert(account, storage);
         }
         Ok(self.replicas.get_mut(&account).expect("inserted above"))
     }
@@ -266,7 +266,6 @@ impl Worker {
                     .replica(account)
                     .await?
                     .get_task_data(u)
-                    .await
                     .map_err(backend)?;
                 slot.insert(t);
             }
@@ -332,7 +331,7 @@ impl Worker {
         let replica = self.replica(account).await?;
         let mut out = Vec::with_capacity(uuids.len());
         for uuid in uuids {
-            let task = replica.get_task_data(uuid).await.map_err(backend)?;
+            let task = replica.get_task_data(uuid).map_err(backend)?;
             out.push(task.map(|t| Snapshot::of(&t)));
         }
         Ok(out)

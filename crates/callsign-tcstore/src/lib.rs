@@ -14,6 +14,7 @@
 //! Not `Sync`: one owner, like TaskChampion's `Replica`. Writes by another connection (for
 //! example Taskwarrior writing into the file) are noticed through `PRAGMA data_version` at the
 //! start of every transaction, and the in-memory working set is dropped then.
+use std::collections::HashSet;
 use std::path::Path;
 
 use async_trait::async_trait;
@@ -33,11 +34,23 @@ const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// TaskChampion's working set: element 0 is always `None`, task `i` at index `i`.
 type WorkingSet = Vec<Option<Uuid>>;
 
+mod direct;
+
+pub use direct::task_data;
+
 /// A read-write TaskChampion storage on one SQLite connection used from the owner's thread.
 pub struct InlineStorage {
     con: Connection,
     /// The committed working set, with the `data_version` it was read at.
-    working_set: Option<(i64, WorkingSet)>,
+    working_set: Option<CachedWorkingSet>,
+}
+
+/// The committed working set as of `version` (this connection's `PRAGMA data_version`).
+struct CachedWorkingSet {
+    version: i64,
+    slots: WorkingSet,
+    /// The UUIDs in `slots`, built when first needed.
+    members: Option<HashSet<Uuid>>,
 }
 
 impl InlineStorage {
@@ -58,9 +71,10 @@ impl InlineStorage {
     }
 }
 
-#[async_trait]
-impl Storage for InlineStorage {
-    async fn txn<'a>(&'a mut self) -> Result<Box<dyn StorageTxn + Send + 'a>> {
+impl InlineStorage {
+    /// `BEGIN IMMEDIATE`; drops the cached working set if another connection has committed
+    /// since it was read. Returns the `data_version` the transaction sees.
+    fn begin(&mut self) -> Result<i64> {
         self.con.execute_batch("BEGIN IMMEDIATE")?;
         let version: i64 = match self.con.query_row("PRAGMA data_version", [], |r| r.get(0)) {
             Ok(v) => v,
@@ -72,10 +86,18 @@ impl Storage for InlineStorage {
         if self
             .working_set
             .as_ref()
-            .is_some_and(|(v, _)| *v != version)
+            .is_some_and(|c| c.version != version)
         {
             self.working_set = None;
         }
+        Ok(version)
+    }
+}
+
+#[async_trait]
+impl Storage for InlineStorage {
+    async fn txn<'a>(&'a mut self) -> Result<Box<dyn StorageTxn + Send + 'a>> {
+        let version = self.begin()?;
         Ok(Box::new(Txn {
             con: &mut self.con,
             committed_ws: &mut self.working_set,
@@ -98,7 +120,7 @@ enum WsState {
 
 struct Txn<'a> {
     con: &'a mut Connection,
-    committed_ws: &'a mut Option<(i64, WorkingSet)>,
+    committed_ws: &'a mut Option<CachedWorkingSet>,
     version: i64,
     ws: WsState,
     /// Still inside `BEGIN` (rolled back on drop).
@@ -117,7 +139,7 @@ impl Txn<'_> {
     fn working_set(&mut self) -> Result<&mut WorkingSet> {
         if !matches!(self.ws, WsState::Loaded(_)) {
             let ws = match (&self.ws, &*self.committed_ws) {
-                (WsState::Untouched, Some((_, cached))) => cached.clone(),
+                (WsState::Untouched, Some(cached)) => cached.slots.clone(),
                 _ => read_working_set(self.con()?)?,
             };
             self.ws = WsState::Loaded(ws);
@@ -175,6 +197,42 @@ fn read_working_set(con: &Connection) -> Result<WorkingSet> {
     Ok(ws)
 }
 
+fn get_task(con: &Connection, uuid: Uuid) -> Result<Option<TaskMap>> {
+    let mut q = con.prepare_cached("SELECT data FROM tasks WHERE uuid = ? LIMIT 1")?;
+    let data: Option<String> = q.query_row([uuid_text(uuid)], |r| r.get(0)).optional()?;
+    data.map(|d| parse_task(&d)).transpose()
+}
+
+fn create_task(con: &Connection, uuid: Uuid) -> Result<bool> {
+    let mut q = con.prepare_cached("INSERT OR IGNORE INTO tasks (uuid, data) VALUES (?, '{}')")?;
+    Ok(q.execute([uuid_text(uuid)])? > 0)
+}
+
+fn set_task(con: &Connection, uuid: Uuid, task: &TaskMap) -> Result<()> {
+    let data = serde_json::to_string(task)?;
+    let mut q = con.prepare_cached("INSERT OR REPLACE INTO tasks (uuid, data) VALUES (?, ?)")?;
+    q.execute(params![uuid_text(uuid), data])?;
+    Ok(())
+}
+
+fn delete_task(con: &Connection, uuid: Uuid) -> Result<bool> {
+    let mut q = con.prepare_cached("DELETE FROM tasks WHERE uuid = ?")?;
+    Ok(q.execute([uuid_text(uuid)])? > 0)
+}
+
+fn add_operation(con: &Connection, op: &Operation) -> Result<()> {
+    let data = serde_json::to_string(op)?;
+    let mut q = con.prepare_cached("INSERT INTO operations (data) VALUES (?)")?;
+    q.execute([data])?;
+    Ok(())
+}
+
+fn insert_working_set(con: &Connection, id: usize, uuid: Uuid) -> Result<()> {
+    con.prepare_cached("INSERT INTO working_set (id, uuid) VALUES (?, ?)")?
+        .execute(params![id as i64, uuid_text(uuid)])?;
+    Ok(())
+}
+
 fn ops_query(con: &Connection, sql: &str, arg: Option<String>) -> Result<Vec<Operation>> {
     let mut q = con.prepare_cached(sql)?;
     let mut rows = match arg {
@@ -202,10 +260,7 @@ fn tasks_query(con: &Connection, sql: &str) -> Result<Vec<(Uuid, TaskMap)>> {
 #[async_trait]
 impl StorageTxn for Txn<'_> {
     async fn get_task(&mut self, uuid: Uuid) -> Result<Option<TaskMap>> {
-        let con = self.con()?;
-        let mut q = con.prepare_cached("SELECT data FROM tasks WHERE uuid = ? LIMIT 1")?;
-        let data: Option<String> = q.query_row([uuid_text(uuid)], |r| r.get(0)).optional()?;
-        data.map(|d| parse_task(&d)).transpose()
+        get_task(self.con()?, uuid)
     }
 
     async fn get_pending_tasks(&mut self) -> Result<Vec<(Uuid, TaskMap)>> {
@@ -217,25 +272,15 @@ impl StorageTxn for Txn<'_> {
     }
 
     async fn create_task(&mut self, uuid: Uuid) -> Result<bool> {
-        let con = self.con()?;
-        let mut q =
-            con.prepare_cached("INSERT OR IGNORE INTO tasks (uuid, data) VALUES (?, '{}')")?;
-        Ok(q.execute([uuid_text(uuid)])? > 0)
+        create_task(self.con()?, uuid)
     }
 
     async fn set_task(&mut self, uuid: Uuid, task: TaskMap) -> Result<()> {
-        let con = self.con()?;
-        let data = serde_json::to_string(&task)?;
-        let mut q =
-            con.prepare_cached("INSERT OR REPLACE INTO tasks (uuid, data) VALUES (?, ?)")?;
-        q.execute(params![uuid_text(uuid), data])?;
-        Ok(())
+        set_task(self.con()?, uuid, &task)
     }
 
     async fn delete_task(&mut self, uuid: Uuid) -> Result<bool> {
-        let con = self.con()?;
-        let mut q = con.prepare_cached("DELETE FROM tasks WHERE uuid = ?")?;
-        Ok(q.execute([uuid_text(uuid)])? > 0)
+        delete_task(self.con()?, uuid)
     }
 
     async fn all_tasks(&mut self) -> Result<Vec<(Uuid, TaskMap)>> {
@@ -295,11 +340,7 @@ impl StorageTxn for Txn<'_> {
     }
 
     async fn add_operation(&mut self, op: Operation) -> Result<()> {
-        let con = self.con()?;
-        let data = serde_json::to_string(&op)?;
-        let mut q = con.prepare_cached("INSERT INTO operations (data) VALUES (?)")?;
-        q.execute([data])?;
-        Ok(())
+        add_operation(self.con()?, &op)
     }
 
     async fn remove_operation(&mut self, op: Operation) -> Result<()> {
@@ -339,9 +380,7 @@ impl StorageTxn for Txn<'_> {
 
     async fn add_to_working_set(&mut self, uuid: Uuid) -> Result<usize> {
         let next = self.working_set()?.len();
-        self.con()?
-            .prepare_cached("INSERT INTO working_set (id, uuid) VALUES (?, ?)")?
-            .execute(params![next as i64, uuid_text(uuid)])?;
+        insert_working_set(self.con()?, next, uuid)?;
         self.working_set()?.push(Some(uuid));
         Ok(next)
     }
@@ -371,7 +410,13 @@ impl StorageTxn for Txn<'_> {
         self.open = false;
         match std::mem::replace(&mut self.ws, WsState::Untouched) {
             WsState::Untouched => {}
-            WsState::Loaded(ws) => *self.committed_ws = Some((self.version, ws)),
+            WsState::Loaded(ws) => {
+                *self.committed_ws = Some(CachedWorkingSet {
+                    version: self.version,
+                    slots: ws,
+                    members: None,
+                })
+            }
             WsState::Stale => *self.committed_ws = None,
         }
         Ok(())
