@@ -141,14 +141,16 @@ pub fn run_in_savepoint<R>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<R>,
 ) -> Result<R> {
-    conn.execute_batch("SAVEPOINT job")?;
+    let run = |sql: &str| conn.prepare_cached(sql)?.execute([]);
+    run("SAVEPOINT job")?;
     match f(conn) {
         Ok(r) => {
-            conn.execute_batch("RELEASE job")?;
+            run("RELEASE job")?;
             Ok(r)
         }
         Err(e) => {
-            conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            run("ROLLBACK TO job")?;
+            run("RELEASE job")?;
             Err(e)
         }
     }

@@ -53,11 +53,9 @@ pub fn commit_create(
         None => {
             let n = slots::bump_counter(conn, project_id, "")?;
             slots::insert_key(conn, account, project_id, n, uuid, now)?;
-            let prefix: String = conn.query_row(
-                "SELECT prefix FROM projects WHERE id = ?1",
-                [project_id],
-                |r| r.get(0),
-            )?;
+            let prefix: String = conn
+                .prepare_cached("SELECT prefix FROM projects WHERE id = ?1")?
+                .query_row([project_id], |r| r.get(0))?;
             let key = KeyRow {
                 project_id,
                 prefix,
