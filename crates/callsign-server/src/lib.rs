@@ -52,6 +52,7 @@ pub struct Inner {
     pub config: Config,
     inflight: inflight::InFlight,
     metrics: metrics::Metrics,
+    tokens: api::auth::TokenCache,
 }
 
 /// Shared server state. Cheap to clone.
@@ -88,6 +89,7 @@ impl AppState {
             config,
             inflight: inflight::InFlight::default(),
             metrics: metrics::Metrics::default(),
+            tokens: api::auth::TokenCache::default(),
         })))
     }
 }

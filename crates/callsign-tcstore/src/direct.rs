@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::{
     add_operation, create_task, delete_task, get_task, insert_working_set, read_working_set,
-    set_task, CachedWorkingSet, InlineStorage, Result,
+    update_task, CachedWorkingSet, InlineStorage, Result,
 };
 
 /// TaskChampion has no public constructor for an existing task's `TaskData`; setting each
@@ -81,7 +81,7 @@ impl InlineStorage {
             match op {
                 Operation::Create { uuid } => {
                     if let Some(Some(task)) = tasks.remove(uuid) {
-                        set_task(con, *uuid, &task)?;
+                        update_task(con, *uuid, &task)?;
                     }
                     create_task(con, *uuid)?;
                 }
@@ -111,7 +111,7 @@ impl InlineStorage {
         }
         for (uuid, task) in tasks {
             if let Some(task) = task {
-                set_task(con, uuid, &task)?;
+                update_task(con, uuid, &task)?;
             }
         }
 

@@ -215,6 +215,19 @@ fn set_task(con: &Connection, uuid: Uuid, task: &TaskMap) -> Result<()> {
     Ok(())
 }
 
+/// `set_task` for the owner's path: the row is rewritten in place when it exists (same content
+/// as TaskChampion's `INSERT OR REPLACE`, which deletes the row and appends it again, touching
+/// the uuid index and two table pages instead of one).
+fn update_task(con: &Connection, uuid: Uuid, task: &TaskMap) -> Result<()> {
+    let data = serde_json::to_string(task)?;
+    let mut q = con.prepare_cached("UPDATE tasks SET data = ? WHERE uuid = ?")?;
+    if q.execute(params![data, uuid_text(uuid)])? == 0 {
+        con.prepare_cached("INSERT INTO tasks (uuid, data) VALUES (?, ?)")?
+            .execute(params![uuid_text(uuid), data])?;
+    }
+    Ok(())
+}
+
 fn delete_task(con: &Connection, uuid: Uuid) -> Result<bool> {
     let mut q = con.prepare_cached("DELETE FROM tasks WHERE uuid = ?")?;
     Ok(q.execute([uuid_text(uuid)])? > 0)

@@ -69,10 +69,10 @@ pub fn create_token(conn: &Connection, account: AccountId, device: &str) -> Resu
     Ok(token)
 }
 
-pub fn account_for_token(conn: &Connection, token: &str) -> Result<Option<AccountId>> {
+pub fn account_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<AccountId>> {
     Ok(conn
         .prepare_cached("SELECT account_id FROM tokens WHERE token_hash = ?1")?
-        .query_row([hash_token(token)], |r| r.get(0))
+        .query_row([hash], |r| r.get(0))
         .optional()?)
 }
 

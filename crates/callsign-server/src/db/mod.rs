@@ -43,6 +43,9 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0002_slots_in_arrival_order.sql"
         )),
+        M::up(include_str!(
+            "../../migrations/0003_pending_slots_by_task.sql"
+        )),
     ])
 }
 
