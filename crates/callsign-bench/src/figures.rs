@@ -259,16 +259,61 @@ pub fn hold(dir: &std::path::Path) -> Result<(f64, f64)> {
     Ok((before, after))
 }
 
-/// The bound under the server's create path: TaskChampion 3.1's `SqliteStorage` alone, doing
-/// what the server does per task (create with entry, modified, description, status, project;
-/// then a second commit writing `key`), in groups of `group` tasks per commit, as the server's
-/// group commit does. Returns µs per task.
-pub async fn taskchampion_alone(n: usize, group: usize) -> Result<f64> {
-    use taskchampion::storage::AccessMode;
-    use taskchampion::{Operations, Replica, SqliteStorage, TaskData};
+/// A TaskChampion replica as the bound figures drive it.
+trait Replica {
+    async fn get(&mut self, uuid: uuid::Uuid) -> Result<Option<taskchampion::TaskData>>;
+    async fn commit(&mut self, ops: taskchampion::Operations) -> Result<()>;
+}
+
+impl Replica for taskchampion::Replica<taskchampion::SqliteStorage> {
+    async fn get(&mut self, uuid: uuid::Uuid) -> Result<Option<taskchampion::TaskData>> {
+        Ok(self.get_task_data(uuid).await?)
+    }
+    async fn commit(&mut self, ops: taskchampion::Operations) -> Result<()> {
+        Ok(self.commit_operations(ops).await?)
+    }
+}
+
+impl Replica for callsign_tcstore::InlineStorage {
+    async fn get(&mut self, uuid: uuid::Uuid) -> Result<Option<taskchampion::TaskData>> {
+        Ok(self.get_task_data(uuid)?)
+    }
+    async fn commit(&mut self, ops: taskchampion::Operations) -> Result<()> {
+        Ok(self.commit_operations(ops)?)
+    }
+}
+
+/// Which replica a bound figure measures.
+#[derive(Clone, Copy)]
+pub enum Storage {
+    /// TaskChampion 3.1's `Replica` on its `SqliteStorage` (what the server used before).
+    TaskChampion,
+    /// The server's `callsign_tcstore::InlineStorage`, used directly as the server does.
+    Inline,
+}
+
+/// The bound under the server's create path: a TaskChampion replica alone, doing what the
+/// server does per task (create with entry, modified, description, status, project; then a
+/// second commit writing `key`), in groups of `group` tasks per commit, as the server's group
+/// commit does. Returns µs per task.
+pub async fn taskchampion_alone(storage: Storage, n: usize, group: usize) -> Result<f64> {
     let dir = tempfile::tempdir()?;
-    let storage = SqliteStorage::new(dir.path(), AccessMode::ReadWrite, true).await?;
-    let mut replica = Replica::new(storage);
+    match storage {
+        Storage::TaskChampion => {
+            use taskchampion::storage::AccessMode;
+            let s =
+                taskchampion::SqliteStorage::new(dir.path(), AccessMode::ReadWrite, true).await?;
+            per_task(&mut taskchampion::Replica::new(s), n, group).await
+        }
+        Storage::Inline => {
+            let mut s = callsign_tcstore::InlineStorage::open(dir.path()).await?;
+            per_task(&mut s, n, group).await
+        }
+    }
+}
+
+async fn per_task(replica: &mut impl Replica, n: usize, group: usize) -> Result<f64> {
+    use taskchampion::{Operations, TaskData};
     let t = Instant::now();
     let mut made = 0;
     while made < n {
@@ -277,7 +322,7 @@ pub async fn taskchampion_alone(n: usize, group: usize) -> Result<f64> {
         let mut ops = Operations::new();
         for (i, u) in uuids.iter().enumerate() {
             // The server checks first that the UUID is new.
-            if replica.get_task_data(*u).await?.is_some() {
+            if replica.get(*u).await?.is_some() {
                 bail!("uuid collision");
             }
             let mut task = TaskData::create(*u, &mut ops);
@@ -288,13 +333,13 @@ pub async fn taskchampion_alone(n: usize, group: usize) -> Result<f64> {
             task.update("status", Some("pending".into()), &mut ops);
             task.update("project", Some(PREFIX.into()), &mut ops);
         }
-        replica.commit_operations(ops).await?;
+        replica.commit(ops).await?;
         let mut ops = Operations::new();
         for (i, u) in uuids.iter().enumerate() {
-            let mut task = replica.get_task_data(*u).await?.context("created above")?;
+            let mut task = replica.get(*u).await?.context("created above")?;
             task.update("key", Some(format!("{PREFIX}-{}", made + i + 1)), &mut ops);
         }
-        replica.commit_operations(ops).await?;
+        replica.commit(ops).await?;
         made += k;
     }
     Ok(t.elapsed().as_secs_f64() * 1e6 / n as f64)

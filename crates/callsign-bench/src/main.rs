@@ -82,7 +82,7 @@ async fn main() -> Result<()> {
     let mut out: Vec<Figure> = Vec::new();
     if want("drain") {
         eprintln!(
-            "drain: {} offline tasks, one sync; sequential PUTs; TaskChampion alone",
+            "drain: {} offline tasks, one sync; sequential PUTs; the task store alone",
             z.backlog
         );
         out.extend(drain(&z).await?);
@@ -118,12 +118,15 @@ async fn main() -> Result<()> {
 }
 
 async fn drain(z: &Sizes) -> Result<Vec<Figure>> {
-    let (mut drain, mut base, mut tc) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut drain, mut base) = (Vec::new(), Vec::new());
+    let (mut tc, mut inline) = (Vec::new(), Vec::new());
     for _ in 0..z.runs {
         let (d, b) = figures::drain(z.backlog).await?;
         drain.push(d);
         base.push(b);
-        tc.push(figures::taskchampion_alone(z.backlog, 500).await?);
+        use figures::Storage;
+        tc.push(figures::taskchampion_alone(Storage::TaskChampion, z.backlog, 500).await?);
+        inline.push(figures::taskchampion_alone(Storage::Inline, z.backlog, 500).await?);
     }
     let (bm, dm) = (med(&base), med(&drain));
     let n = z.backlog;
@@ -141,10 +144,14 @@ async fn drain(z: &Sizes) -> Result<Vec<Figure>> {
             m <= 3.0 && bm / m >= 10.0
         }),
         Figure::new(
-            "bound: TaskChampion alone, create + key write, per task (500 a commit)",
+            "bound: the server's task store alone, create + key write, per task (500 a commit)",
             "µs",
-            tc,
-        ),
+            inline,
+        )
+        .baseline(format!(
+            "{:.0} µs with TaskChampion's Replica + SqliteStorage",
+            med(&tc)
+        )),
     ])
 }
 
