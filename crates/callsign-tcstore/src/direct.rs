@@ -83,7 +83,10 @@ impl InlineStorage {
                     if let Some(Some(task)) = tasks.remove(uuid) {
                         update_task(con, *uuid, &task)?;
                     }
-                    create_task(con, *uuid)?;
+                    if create_task(con, *uuid)? {
+                        // Known empty: the updates that follow need not read it back.
+                        tasks.insert(*uuid, Some(TaskMap::new()));
+                    }
                 }
                 Operation::Delete { uuid, .. } => {
                     delete_task(con, *uuid)?;
