@@ -20,6 +20,7 @@
 //! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use callsign_tcstore::InlineStorage;
@@ -177,6 +178,9 @@ impl TaskStore {
     }
 }
 
+/// The longest a key write waits behind requests (see [`Worker::run`]).
+const KEYS_MAY_WAIT: Duration = Duration::from_millis(100);
+
 /// The most commands one group commit takes.
 const MAX_GROUP: usize = 256;
 
@@ -216,14 +220,37 @@ impl Worker {
     /// Group commit: takes every command waiting, applies the writing ones to one
     /// `Operations` per account, commits each account once, then answers. A command is
     /// answered `Ok` only after the commit that holds its changes succeeded.
+    ///
+    /// Key writes (`SetKeys`, off the request path) give way to requests: while requests are
+    /// queued they wait, at most [`KEYS_MAY_WAIT`], and go in the first group with room for
+    /// them, so a request's commit does not carry the previous requests' key writes.
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
-        while let Some(first) = rx.recv().await {
-            let mut cmds = vec![first];
+        let mut keys: Vec<Cmd> = Vec::new();
+        let mut keys_since: Option<Instant> = None;
+        loop {
+            let mut cmds = Vec::new();
+            if keys.is_empty() {
+                match rx.recv().await {
+                    Some(c) => cmds.push(c),
+                    None => break,
+                }
+            }
             while cmds.len() < MAX_GROUP {
                 match rx.try_recv() {
                     Ok(c) => cmds.push(c),
                     Err(_) => break,
                 }
+            }
+            let (new_keys, mut cmds): (Vec<Cmd>, Vec<Cmd>) = cmds
+                .into_iter()
+                .partition(|c| matches!(c, Cmd::SetKeys(..)));
+            if !new_keys.is_empty() {
+                keys_since.get_or_insert_with(Instant::now);
+                keys.extend(new_keys);
+            }
+            if cmds.is_empty() || keys_since.is_some_and(|t| t.elapsed() >= KEYS_MAY_WAIT) {
+                cmds.append(&mut keys);
+                keys_since = None;
             }
             let mut groups: HashMap<AccountId, Group> = HashMap::new();
             let mut waiting: Vec<(AccountId, Finish)> = Vec::new();
