@@ -49,26 +49,27 @@ impl InlineStorage {
             return Ok(());
         }
         let version = self.begin()?;
-        let added = self
-            .apply(&ops, version)
-            .and_then(|added| Ok((added, self.con.execute_batch("COMMIT")?)));
-        match added {
-            Ok((added, ())) => {
-                if let Some(ws) = self.working_set.as_mut() {
-                    let members = ws.members.get_or_insert_with(HashSet::new);
-                    for (id, uuid) in added {
-                        debug_assert_eq!(id, ws.slots.len());
-                        ws.slots.push(Some(uuid));
-                        members.insert(uuid);
-                    }
-                }
-                Ok(())
-            }
+        let added = match self.apply(&ops, version) {
+            Ok(added) => added,
             Err(e) => {
                 let _ = self.con.execute_batch("ROLLBACK");
-                Err(e)
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.con.execute_batch("COMMIT") {
+            let _ = self.con.execute_batch("ROLLBACK");
+            return Err(e.into());
+        }
+        // `apply` left the committed working set cached; the new entries join it now.
+        if let Some(ws) = self.working_set.as_mut() {
+            let members = ws.members.get_or_insert_with(HashSet::new);
+            for (id, uuid) in added {
+                debug_assert_eq!(id, ws.slots.len());
+                ws.slots.push(Some(uuid));
+                members.insert(uuid);
             }
         }
+        Ok(())
     }
 
     /// Everything of a commit inside the open transaction; returns the working-set entries

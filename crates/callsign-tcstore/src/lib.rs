@@ -69,9 +69,7 @@ impl InlineStorage {
             working_set: None,
         })
     }
-}
 
-impl InlineStorage {
     /// `BEGIN IMMEDIATE`; drops the cached working set if another connection has committed
     /// since it was read. Returns the `data_version` the transaction sees.
     fn begin(&mut self) -> Result<i64> {

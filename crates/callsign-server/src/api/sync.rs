@@ -94,8 +94,10 @@ pub async fn sync(
                 a.unwrap_or_else(|| Err(ApiError::unavailable("not processed"))),
             );
             if let (Some(seq), Some(task)) = (r.1, &r.0.task) {
-                let e = answered.entry(task.uuid).or_insert(seq);
-                *e = (*e).max(seq);
+                answered
+                    .entry(task.uuid)
+                    .and_modify(|s| *s = (*s).max(seq))
+                    .or_insert(seq);
             }
             r.0
         })

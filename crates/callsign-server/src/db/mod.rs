@@ -235,9 +235,7 @@ mod tests {
     fn slots_keep_every_row_through_the_arrival_order_migration() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = open_conn(&dir.path().join("a.sqlite3")).unwrap();
-        Migrations::new(vec![M::up(include_str!("../../migrations/0001_init.sql"))])
-            .to_latest(&mut c)
-            .unwrap();
+        migrations().to_version(&mut c, 1).unwrap();
         c.execute_batch(
             "INSERT INTO accounts (id, name, created_at) VALUES (1, 'a', 0);
              INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request, state,
