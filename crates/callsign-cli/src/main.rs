@@ -112,7 +112,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    // Two workers: a sync sends the next batch while it records the answers to the last one.
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {

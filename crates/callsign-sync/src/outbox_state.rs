@@ -5,6 +5,8 @@
 //!     ^                   |  --answer transient / no answer--> pending (next_attempt_at set)
 //!     |                   |  --answer permanent 4xx---------> failed (last_error = server message)
 //!     +---stale reset-----+   (the process that claimed it died)
+//!     +---not sent--------+   (claimed ahead of a batch that was not all answered 2xx; put
+//!                              back as it was before the claim: not sent, try not counted)
 //!  failed --user retry (NEW idempotency key, same UUID)--> pending
 //! ```
 //! A row is `sent` from its first claim on; from then on its body and idempotency key are frozen
@@ -22,6 +24,7 @@ pub enum Event {
     Transient,
     Permanent,
     StaleReset,
+    NotSent,
     UserRetry,
 }
 
@@ -32,7 +35,7 @@ pub fn transition(from: RowState, event: Event) -> Option<RowState> {
     match (from, event) {
         (Pending, Claim) => Some(InProgress),
         (InProgress, Succeeded) => Some(Done),
-        (InProgress, Transient) | (InProgress, StaleReset) => Some(Pending),
+        (InProgress, Transient) | (InProgress, StaleReset) | (InProgress, NotSent) => Some(Pending),
         (InProgress, Permanent) => Some(Failed),
         (Failed, UserRetry) => Some(Pending),
         _ => None,
@@ -94,6 +97,8 @@ mod tests {
     #[case(InProgress, Transient, Some(Pending))]
     #[case(InProgress, Permanent, Some(Failed))]
     #[case(InProgress, StaleReset, Some(Pending))]
+    #[case(InProgress, NotSent, Some(Pending))]
+    #[case(Pending, NotSent, None)]
     #[case(Failed, UserRetry, Some(Pending))]
     #[case::no_double_claim(InProgress, Claim, None)]
     #[case::done_is_final(Done, Claim, None)]

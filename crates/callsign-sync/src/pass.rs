@@ -6,11 +6,18 @@
 //! `in_progress`; the next lock holder resets them to `pending` and resends the same bodies under
 //! the same keys, which the server replays. A request that gets no answer releases its rows to
 //! `pending` with a backoff time, so the plan waits for them and keeps capture order.
-use std::collections::HashMap;
+//!
+//! Pipelining: while a batch is out, the next one is planned (from the rows not out) and
+//! claimed. It is sent as soon as every row of the batch out is answered 2xx, with that answer's
+//! cursor as `since`, and the answers are recorded while it travels; so the server still gets
+//! the queue in order, one request at a time, and the cursor only moves forward. Any other answer
+//! (a refusal, a transient error, no answer) puts the batch claimed ahead back exactly as it was
+//! ([`Store::unclaim`]): not sent, so not frozen, and no try counted.
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use callsign_core::dto::{Mutation, SyncRequest, MAX_BATCH};
+use callsign_core::dto::{Mutation, SyncRequest, SyncResponse, MAX_BATCH};
 use callsign_core::ErrorCode;
 use tokio::sync::broadcast;
 
@@ -19,6 +26,7 @@ use crate::client::{CallError, Client};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::events::Event;
+use crate::model::OutboxRow;
 use crate::outbox_state::{classify, Outcome};
 use crate::plan::plan;
 use crate::status;
@@ -78,41 +86,57 @@ impl Syncer {
         // `force` lifts the backoff of rows waiting when the pass starts, not of rows this pass
         // puts back to wait (that would resend them in a tight loop).
         let mut force = force;
+        let mut next: Option<Flight> = None;
         loop {
-            let now = self.clock.now_ms();
-            let (claimed, since) = {
-                let mut store = lock(&self.store);
-                let rows = store.open_rows(batch * 2 + 64).map_err(local)?;
-                let p = plan(&rows, if force { i64::MAX } else { now }, batch);
-                force = false;
-                report.wake_at = p.wake_at;
-                if p.send.is_empty() {
-                    break;
+            let flight = match next.take() {
+                Some(f) => f,
+                None => {
+                    let cutoff = if force { i64::MAX } else { self.clock.now_ms() };
+                    force = false;
+                    let none = HashSet::new();
+                    let Some(claimed) = self.take_batch(cutoff, batch, &none, &mut report)? else {
+                        break;
+                    };
+                    let since = lock(&self.store).get(CURSOR).map_err(local)?;
+                    self.send(claimed, since)
                 }
-                let claimed = store.claim(&p.send, now).map_err(local)?;
-                (claimed, store.get(CURSOR).map_err(local)?)
             };
-            let since_was_set = since.is_some();
-            let req = SyncRequest {
-                since,
-                mutations: claimed
-                    .iter()
-                    .map(|r| Mutation {
-                        idempotency_key: r.idempotency_key.clone(),
-                        op: r.op,
-                        uuid: r.uuid,
-                        fields: r.body.clone(),
-                    })
-                    .collect(),
-            };
+            // While this batch is out, claim the one after it. It goes only once every row of
+            // this one is answered 2xx, so the server still sees the queue in order; otherwise
+            // it is put back untouched.
+            let out: HashSet<i64> = flight.rows.iter().map(|r| r.row.id).collect();
+            let ahead = self
+                .take_batch(self.clock.now_ms(), batch, &out, &mut report)
+                .unwrap_or_else(|e| {
+                    tracing::warn!("could not claim the next batch early: {}", e.error);
+                    None
+                });
+            let Flight {
+                rows,
+                since_was_set,
+                request,
+                sent_at,
+            } = flight;
+            let claimed: Vec<OutboxRow> = rows.iter().map(|r| r.row.clone()).collect();
             let ids: Vec<i64> = claimed.iter().map(|r| r.id).collect();
-            let attempt = claimed.iter().map(|r| r.try_count).max().unwrap_or(1);
-            let sent_at = std::time::Instant::now();
-            let answer = self.client.sync(&req).await;
+            let answer = match request.await {
+                Ok(answer) => answer,
+                Err(e) => Err(CallError {
+                    error: Error::Unreachable {
+                        url: self.client.base().to_owned(),
+                        reason: format!("the request was cut short: {e}"),
+                    },
+                    retry_after: None,
+                }),
+            };
             tracing::debug!(rows = ids.len(), round_trip = ?sent_at.elapsed(), "POST /v1/sync");
             let resp = match answer {
                 Ok(resp) => resp,
                 Err(e) => {
+                    if let Some(a) = &ahead {
+                        lock(&self.store).unclaim(&before(a)).map_err(local)?;
+                    }
+                    let attempt = claimed.iter().map(|r| r.try_count).max().unwrap_or(1);
                     let too_big = matches!(&e.error, Error::Server(p)
                         if p.status == 413 || (p.code == ErrorCode::InvalidBody && p.status == 422));
                     let now = self.clock.now_ms();
@@ -168,28 +192,112 @@ impl Syncer {
                     (row, o)
                 })
                 .collect();
+            let all_done = answers.iter().all(|(_, o)| matches!(o, Outcome::Done(_)));
+            match ahead {
+                // The feed up to this answer's cursor is about to be stored.
+                Some(a) if all_done => next = Some(self.send(a, Some(resp.cursor.clone()))),
+                Some(a) => lock(&self.store).unclaim(&before(&a)).map_err(local)?,
+                None => {}
+            }
             report.sent += answers.len();
             let now = self.clock.now_ms();
-            let delay = |row: &crate::model::OutboxRow| {
+            let delay = |row: &OutboxRow| {
                 let d = self
                     .backoff
                     .delay(row.try_count.saturating_sub(1), (self.jitter)(), None);
                 now + d.as_millis() as i64
             };
-            let mut store = lock(&self.store);
-            let mut changed = store.record_answers(&answers, delay, now).map_err(local)?;
-            changed.extend(
+            let recorded = {
+                let mut store = lock(&self.store);
                 store
-                    .apply_changes(&resp.changes, &resp.cursor)
-                    .map_err(local)?,
-            );
-            drop(store);
+                    .record_answers(&answers, delay, now)
+                    .and_then(|mut changed| {
+                        changed.extend(store.apply_changes(&resp.changes, &resp.cursor)?);
+                        Ok(changed)
+                    })
+            };
+            let changed = match recorded {
+                Ok(changed) => changed,
+                Err(e) => {
+                    if let Some(f) = next.take() {
+                        self.abandon(f, &e);
+                    }
+                    return Err(local(e));
+                }
+            };
             tracing::debug!(local = ?sent_at.elapsed(), "batch recorded");
             report.pulled += resp.changes.len();
             self.changed(&changed);
         }
         report.pulled += self.pull().await?;
         Ok(report)
+    }
+
+    /// Plans and claims the next batch from the rows not in `skip` (a batch still out); `None`
+    /// when nothing may go before `cutoff` (Unix ms).
+    fn take_batch(
+        &self,
+        cutoff: i64,
+        batch: usize,
+        skip: &HashSet<i64>,
+        report: &mut PassReport,
+    ) -> Result<Option<Vec<Claimed>>, CallError> {
+        let mut store = lock(&self.store);
+        let rows = store
+            .open_rows(batch * 2 + 64 + skip.len())
+            .map_err(local)?;
+        let rows: Vec<OutboxRow> = rows.into_iter().filter(|r| !skip.contains(&r.id)).collect();
+        let p = plan(&rows, cutoff, batch);
+        report.wake_at = p.wake_at;
+        if p.send.is_empty() {
+            return Ok(None);
+        }
+        let before: HashMap<i64, &OutboxRow> = rows.iter().map(|r| (r.id, r)).collect();
+        let claimed = store.claim(&p.send, self.clock.now_ms()).map_err(local)?;
+        Ok(Some(
+            claimed
+                .into_iter()
+                .map(|row| Claimed {
+                    before: before[&row.id].clone(),
+                    row,
+                })
+                .collect(),
+        ))
+    }
+
+    /// Sends a claimed batch; the answer is awaited through the returned flight.
+    fn send(&self, rows: Vec<Claimed>, since: Option<String>) -> Flight {
+        let req = SyncRequest {
+            since,
+            mutations: rows
+                .iter()
+                .map(|c| Mutation {
+                    idempotency_key: c.row.idempotency_key.clone(),
+                    op: c.row.op,
+                    uuid: c.row.uuid,
+                    fields: c.row.body.clone(),
+                })
+                .collect(),
+        };
+        let client = self.client.clone();
+        Flight {
+            since_was_set: req.since.is_some(),
+            rows,
+            request: tokio::spawn(async move { client.sync(&req).await }),
+            sent_at: Instant::now(),
+        }
+    }
+
+    /// A batch sent ahead whose predecessor's answer could not be recorded: stop waiting for it
+    /// and queue its rows again (a request that did reach the server is replayed under the same
+    /// keys).
+    fn abandon(&self, f: Flight, e: &Error) {
+        f.request.abort();
+        let ids: Vec<i64> = f.rows.iter().map(|c| c.row.id).collect();
+        let now = self.clock.now_ms();
+        if let Err(e2) = lock(&self.store).release(&ids, now, &e.to_string(), now) {
+            tracing::warn!("could not queue a batch again: {e2}");
+        }
     }
 
     /// Pulls the change feed from the stored cursor until the server has no more.
@@ -220,6 +328,25 @@ impl Syncer {
             let _ = self.events.send(Event::TaskChanged { uuid });
         }
     }
+}
+
+/// A claimed row and the row as it was before the claim (to put it back if it does not go).
+struct Claimed {
+    row: OutboxRow,
+    before: OutboxRow,
+}
+
+fn before(rows: &[Claimed]) -> Vec<OutboxRow> {
+    rows.iter().map(|c| c.before.clone()).collect()
+}
+
+/// A batch on its way: the request runs on its own task, so the next batch can be claimed (and
+/// this one's predecessor recorded) meanwhile.
+struct Flight {
+    rows: Vec<Claimed>,
+    since_was_set: bool,
+    request: tokio::task::JoinHandle<Result<SyncResponse, CallError>>,
+    sent_at: Instant,
 }
 
 fn is_invalid_cursor(e: &CallError) -> bool {

@@ -126,6 +126,24 @@ impl Store {
         Ok(out)
     }
 
+    /// `in_progress -> pending` for claimed rows that were never sent (the batch was claimed
+    /// ahead and its predecessor was not all answered 2xx): each row is put back exactly as it
+    /// was before the claim (`before`), so it is not frozen and its try is not counted.
+    pub fn unclaim(&mut self, before: &[OutboxRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut upd = tx.prepare_cached(
+                "UPDATE outbox SET state = 'pending', sent = ?2, try_count = ?3, last_touch = ?4
+                    WHERE id = ?1 AND state = 'in_progress'",
+            )?;
+            for r in before {
+                upd.execute(params![r.id, r.sent, r.try_count, r.last_touch])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// `in_progress -> pending` with a retry time, for rows whose request got no usable answer.
     pub fn release(&mut self, ids: &[i64], next_at: i64, error: &str, now_ms: i64) -> Result<()> {
         let tx = self.conn.transaction()?;

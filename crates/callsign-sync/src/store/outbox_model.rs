@@ -38,6 +38,9 @@ enum Op {
     Delete(usize),
     /// A sync pass: plan and claim up to n rows, send them.
     Send(usize),
+    /// While a request is out, plan and claim the next n rows; they go when every row of the
+    /// request out is answered 2xx, else they are put back as they were.
+    ClaimAhead(usize),
     Answer(Answer),
     /// A request the client gave up on reaches the server late.
     LateDelivery(usize),
@@ -69,6 +72,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..8usize).prop_map(Op::Complete),
         1 => (0..8usize).prop_map(Op::Delete),
         4 => (1..6usize).prop_map(Op::Send),
+        2 => (1..6usize).prop_map(Op::ClaimAhead),
         2 => Just(Op::Answer(Answer::Ok)),
         1 => any::<bool>().prop_map(|p| Op::Answer(Answer::Transient { processed: p })),
         1 => Just(Op::Answer(Answer::Permanent)),
@@ -194,6 +198,8 @@ struct World {
     in_flight: Option<Vec<OutboxRow>>,
     /// Requests the client gave up on that may still reach the server.
     ghosts: Vec<Vec<OutboxRow>>,
+    /// Claimed ahead of the request out, not sent: (claimed rows, the rows before the claim).
+    ahead: Option<(Vec<OutboxRow>, Vec<OutboxRow>)>,
     /// Per row id: (key, body) when first claimed; reset by a user retry.
     frozen: HashMap<i64, (String, serde_json::Value)>,
     done: HashSet<i64>,
@@ -211,6 +217,7 @@ impl World {
             tasks: Vec::new(),
             in_flight: None,
             ghosts: Vec::new(),
+            ahead: None,
             frozen: HashMap::new(),
             done: HashSet::new(),
             clock: 1_700_000_000_000,
@@ -287,20 +294,33 @@ impl World {
                     return;
                 }
                 let claimed = self.store.claim(&p.send, self.clock).expect("claim");
-                for r in &claimed {
-                    assert_eq!(r.state, RowState::InProgress);
-                    let first = self
-                        .frozen
-                        .entry(r.id)
-                        .or_insert_with(|| (r.idempotency_key.clone(), r.body.clone()));
-                    assert_eq!(
-                        (&first.0, &first.1),
-                        (&r.idempotency_key, &r.body),
-                        "row {} changed after it was sent",
-                        r.id
-                    );
+                self.send(claimed);
+            }
+            Op::ClaimAhead(n) => {
+                let Some(out) = &self.in_flight else {
+                    return; // nothing is out: a pass sends at once
+                };
+                if self.ahead.is_some() {
+                    return;
                 }
-                self.in_flight = Some(claimed);
+                let out: HashSet<i64> = out.iter().map(|r| r.id).collect();
+                let rows: Vec<OutboxRow> = self
+                    .store
+                    .open_rows(n * 2 + 64 + out.len())
+                    .expect("open rows")
+                    .into_iter()
+                    .filter(|r| !out.contains(&r.id))
+                    .collect();
+                let p = plan(&rows, self.clock, n);
+                if p.send.is_empty() {
+                    return;
+                }
+                let claimed = self.store.claim(&p.send, self.clock).expect("claim");
+                let before = rows
+                    .into_iter()
+                    .filter(|r| p.send.contains(&r.id))
+                    .collect();
+                self.ahead = Some((claimed, before));
             }
             Op::Answer(a) => {
                 let Some(batch) = self.in_flight.take() else {
@@ -315,6 +335,30 @@ impl World {
                     .iter()
                     .map(|r| processed.then(|| self.server.process(r)).flatten())
                     .collect();
+                // The batch claimed ahead goes only if every row of this one is answered 2xx
+                // (a refusal of a key the server has accepted is its replay, a 2xx).
+                let all_ok = match a {
+                    Answer::Ok => true,
+                    Answer::Permanent => batch
+                        .iter()
+                        .all(|r| self.server.seen.contains_key(&r.idempotency_key)),
+                    _ => false,
+                };
+                if let Some((claimed, before)) = self.ahead.take() {
+                    if all_ok {
+                        self.in_flight = None;
+                        self.send(claimed);
+                    } else {
+                        self.store.unclaim(&before).expect("unclaim");
+                        let ids: HashSet<i64> = before.iter().map(|r| r.id).collect();
+                        let now: Vec<OutboxRow> = self
+                            .all_rows()
+                            .into_iter()
+                            .filter(|r| ids.contains(&r.id))
+                            .collect();
+                        assert_eq!(now, before, "rows claimed ahead go back as they were");
+                    }
+                }
                 match a {
                     Answer::Lost { .. } => {
                         let ids: Vec<i64> = batch.iter().map(|r| r.id).collect();
@@ -379,6 +423,7 @@ impl World {
                 if let Some(batch) = self.in_flight.take() {
                     self.ghosts.push(batch);
                 }
+                self.ahead = None; // claimed, never sent: the stale reset puts them back
                 let dir = self.dir.path().to_owned();
                 self.store = Store::open(&dir).expect("reopen after a crash");
                 self.store.reset_in_progress().expect("stale reset");
@@ -416,9 +461,34 @@ impl World {
         self.check();
     }
 
+    /// The claimed rows go out as one request.
+    fn send(&mut self, claimed: Vec<OutboxRow>) {
+        for r in &claimed {
+            assert_eq!(r.state, RowState::InProgress);
+            let first = self
+                .frozen
+                .entry(r.id)
+                .or_insert_with(|| (r.idempotency_key.clone(), r.body.clone()));
+            assert_eq!(
+                (&first.0, &first.1),
+                (&r.idempotency_key, &r.body),
+                "row {} changed after it was sent",
+                r.id
+            );
+        }
+        assert!(self.in_flight.is_none(), "one request out at a time");
+        self.in_flight = Some(claimed);
+    }
+
     fn check(&mut self) {
         let rows = self.all_rows();
-        let in_flight: Vec<i64> = self.in_flight.iter().flatten().map(|r| r.id).collect();
+        let in_flight: Vec<i64> = self
+            .in_flight
+            .iter()
+            .flatten()
+            .chain(self.ahead.iter().flat_map(|(claimed, _)| claimed))
+            .map(|r| r.id)
+            .collect();
         for r in &rows {
             if self.done.contains(&r.id) {
                 assert_eq!(r.state, RowState::Done, "row {} left done", r.id);
@@ -439,7 +509,7 @@ impl World {
             assert_eq!(
                 r.state == RowState::InProgress,
                 in_flight.contains(&r.id),
-                "row {} is in progress exactly while its one request is out",
+                "row {} is in progress exactly while its one request is out (or claimed ahead)",
                 r.id
             );
             if r.state == RowState::Failed {
@@ -509,7 +579,7 @@ impl World {
         while !self.ghosts.is_empty() {
             self.step(Op::LateDelivery(0));
         }
-        if self.in_flight.is_some() {
+        while self.in_flight.is_some() {
             self.step(Op::Answer(Answer::Ok));
         }
         for _ in 0..1000 {
