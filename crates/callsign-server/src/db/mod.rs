@@ -1,14 +1,23 @@
 //! The allocation database (SQLite, WAL, `synchronous=FULL`).
 //!
 //! Writes go through one writer thread that commits concurrent jobs together (group commit):
-//! it takes every job waiting in its queue, runs each inside its own SAVEPOINT of one
-//! transaction, commits once, and only then answers the jobs. A job that fails rolls back its
-//! savepoint alone; a failed COMMIT fails every job of that batch, and none of their effects
-//! (numbers included) survive. So a caller that got `Ok` knows its effects are durable.
+//! it takes every job waiting in its queue, runs them in one transaction, commits once, and only
+//! then answers the jobs. A job that fails takes back its own effects alone; a failed COMMIT
+//! fails every job of that group, and none of their effects (numbers included) survive. So a
+//! caller that got `Ok` knows its effects are durable.
+//!
+//! Jobs run optimistically, with no savepoint each: they fail only on real database errors
+//! (outcomes such as "refused" are values), and a savepoint per job, or per item of a batch
+//! job ([`each_item`]), made SQLite copy every page each one touched into its sub-journal. If a
+//! job does fail, the whole transaction is rolled back and the group runs again *isolated*: each
+//! job in its own savepoint and each item in its own, so the failure takes back only its own
+//! effects, exactly as if the savepoints had been there all along. Jobs are therefore `Fn`: the
+//! writer may run one twice, and only the effects of the run that commits remain.
 pub mod accounts;
 pub mod changes;
 pub mod slots;
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -63,13 +72,75 @@ fn open_conn(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
-type Finish = Box<dyn FnOnce(Option<&DbError>) + Send>;
-type Job = Box<dyn FnOnce(&Connection) -> Finish + Send>;
+/// A write waiting for the writer thread: its closure, the outcome of its last run, and where
+/// the answer goes.
+struct WriteJob<F, R> {
+    f: F,
+    outcome: Option<Result<R>>,
+    answer: oneshot::Sender<Result<R>>,
+}
+
+trait Job: Send {
+    /// Runs the closure (in a savepoint of its own when `isolated`); `false` if it failed.
+    fn run(&mut self, conn: &Connection, isolated: bool) -> bool;
+    /// Answers the caller once the group's COMMIT is known.
+    fn finish(self: Box<Self>, commit_err: Option<&DbError>);
+}
+
+impl<F, R> Job for WriteJob<F, R>
+where
+    F: Fn(&Connection) -> Result<R> + Send,
+    R: Send,
+{
+    fn run(&mut self, conn: &Connection, isolated: bool) -> bool {
+        let outcome = if isolated {
+            run_in_savepoint(conn, &self.f)
+        } else {
+            (self.f)(conn)
+        };
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn finish(self: Box<Self>, commit_err: Option<&DbError>) {
+        let res = match (self.outcome, commit_err) {
+            (Some(Ok(r)), None) => Ok(r),
+            (Some(Ok(_)), Some(e)) | (None, Some(e)) => Err(DbError::CommitFailed(e.to_string())),
+            (Some(Err(e)), _) => Err(e),
+            (None, None) => Err(DbError::WriterGone),
+        };
+        let _ = self.answer.send(res);
+    }
+}
+
+thread_local! {
+    /// Set on the writer thread while a group runs isolated (see the module docs).
+    static ISOLATED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `one` for every item of a batch job. Optimistically the items run one after another with
+/// no savepoint, and the first failure fails the job (so the group runs again isolated); when
+/// the group runs isolated, each item runs in its own savepoint and a failure is that item's
+/// alone. Either way the job's answer is one result per item.
+pub fn each_item<T, R>(
+    conn: &Connection,
+    items: &[T],
+    one: impl Fn(&Connection, &T) -> Result<R>,
+) -> Result<Vec<Result<R>>> {
+    if ISOLATED.get() {
+        return Ok(items
+            .iter()
+            .map(|it| run_in_savepoint(conn, |c| one(c, it)))
+            .collect());
+    }
+    items.iter().map(|it| one(conn, it).map(Ok)).collect()
+}
 
 /// Handle to the allocation database. Cheap to clone.
 #[derive(Clone)]
 pub struct Db {
-    jobs: mpsc::UnboundedSender<Job>,
+    jobs: mpsc::UnboundedSender<Box<dyn Job>>,
     readers: Arc<Mutex<Vec<Connection>>>,
     path: Arc<std::path::PathBuf>,
 }
@@ -91,23 +162,18 @@ impl Db {
         })
     }
 
-    /// Runs `f` inside the next group commit; answers after the commit is durable.
+    /// Runs `f` inside the next group commit; answers after the commit is durable. `f` may run
+    /// twice (see the module docs); only the run that commits leaves effects.
     pub async fn write<R, F>(&self, f: F) -> Result<R>
     where
         R: Send + 'static,
-        F: FnOnce(&Connection) -> Result<R> + Send + 'static,
+        F: Fn(&Connection) -> Result<R> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn: &Connection| {
-            let outcome = run_in_savepoint(conn, f);
-            Box::new(move |commit_err: Option<&DbError>| {
-                let res = match (outcome, commit_err) {
-                    (Ok(r), None) => Ok(r),
-                    (Ok(_), Some(e)) => Err(DbError::CommitFailed(e.to_string())),
-                    (Err(e), _) => Err(e),
-                };
-                let _ = tx.send(res);
-            })
+        let job = Box::new(WriteJob {
+            f,
+            outcome: None,
+            answer: tx,
         });
         self.jobs.send(job).map_err(|_| DbError::WriterGone)?;
         rx.await.map_err(|_| DbError::WriterGone)?
@@ -159,7 +225,7 @@ pub fn run_in_savepoint<R>(
     }
 }
 
-fn writer_loop(conn: Connection, mut rx: mpsc::UnboundedReceiver<Job>) {
+fn writer_loop(conn: Connection, mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_GROUP {
@@ -168,22 +234,38 @@ fn writer_loop(conn: Connection, mut rx: mpsc::UnboundedReceiver<Job>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            // The jobs never ran; dropping them answers each caller with an error.
-            tracing::error!(error = %e, jobs = batch.len(), "could not begin a write transaction");
-            drop(batch);
-            continue;
-        }
-        let finishers: Vec<Finish> = batch.into_iter().map(|job| job(&conn)).collect();
-        let commit = conn.execute_batch("COMMIT").map_err(DbError::from);
-        if commit.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
+        let commit = run_group(&conn, &mut batch);
         let err = commit.err();
-        for finish in finishers {
-            finish(err.as_ref());
+        for job in batch {
+            job.finish(err.as_ref());
         }
     }
+}
+
+/// One transaction for the group: optimistically, then isolated if a job failed.
+fn run_group(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<()> {
+    let jobs = batch.len();
+    let begin = || {
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| {
+            tracing::error!(error = %e, jobs, "could not begin a write transaction");
+            DbError::from(e)
+        })
+    };
+    begin()?;
+    if !batch.iter_mut().all(|job| job.run(conn, false)) {
+        conn.execute_batch("ROLLBACK")?;
+        begin()?;
+        ISOLATED.set(true);
+        for job in batch.iter_mut() {
+            job.run(conn, true);
+        }
+        ISOLATED.set(false);
+    }
+    let commit = conn.execute_batch("COMMIT").map_err(DbError::from);
+    if commit.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    commit
 }
 
 /// Milliseconds since the Unix epoch, the time unit of every column.
@@ -229,6 +311,83 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(names, vec!["a".to_string()]);
+    }
+
+    fn names(db: &Db) -> Vec<String> {
+        db.read_blocking(|c| {
+            let mut st = c.prepare("SELECT name FROM accounts ORDER BY id")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .unwrap()
+    }
+
+    fn add(c: &Connection, name: &str) -> Result<()> {
+        c.execute(
+            "INSERT INTO accounts (name, created_at) VALUES (?1, 0)",
+            [name],
+        )?;
+        Ok(())
+    }
+
+    /// Jobs queued while the writer is busy form one group; one item of a batch job fails
+    /// part-way. The group runs again isolated: the failing item's own effects are undone, its
+    /// siblings' and the other jobs' effects commit once, and each job answers as if it had
+    /// run in savepoints from the start.
+    #[tokio::test]
+    async fn a_failure_in_a_group_undoes_only_its_own_effects() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("a.sqlite3")).unwrap();
+        let hold = db.write(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            Ok(())
+        });
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        let first = db.write(move |c| {
+            counted.fetch_add(1, SeqCst);
+            add(c, "first")
+        });
+        let batch = db.write(|c| {
+            each_item(c, &["one", "two", "three"], |c, name| {
+                add(c, name)?;
+                if *name == "two" {
+                    // Fails after the insert above: that insert must not survive.
+                    c.execute(
+                        "INSERT INTO accounts (id, name, created_at) VALUES (1, 'dup', 0)",
+                        [],
+                    )?;
+                }
+                Ok(name.len())
+            })
+        });
+        let last = db.write(|c| add(c, "last"));
+        let (hold, first, batch, last) = tokio::join!(hold, first, batch, last);
+        hold.unwrap();
+        first.unwrap();
+        last.unwrap();
+        let batch = batch.unwrap();
+        assert_eq!(batch.len(), 3);
+        assert_eq!(batch[0].as_ref().ok(), Some(&3));
+        assert!(batch[1].is_err(), "{:?}", batch[1]);
+        assert_eq!(batch[2].as_ref().ok(), Some(&5));
+        assert_eq!(names(&db), ["first", "one", "three", "last"]);
+        assert_eq!(
+            runs.load(SeqCst),
+            2,
+            "the group ran optimistically, then isolated"
+        );
+
+        // Without a failure a job runs once.
+        let counted = runs.clone();
+        db.write(move |c| {
+            counted.fetch_add(1, SeqCst);
+            add(c, "again")
+        })
+        .await
+        .unwrap();
+        assert_eq!(runs.load(SeqCst), 3);
     }
 
     #[test]

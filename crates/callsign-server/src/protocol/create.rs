@@ -65,12 +65,9 @@ pub async fn create_many(
     let committed = state
         .db
         .write(move |c| {
-            Ok(work
-                .iter()
-                .map(|(idem, snap)| {
-                    db::run_in_savepoint(c, |c| commit_create(c, account, idem, snap, now))
-                })
-                .collect::<Vec<_>>())
+            db::each_item(c, &work, |c, (idem, snap)| {
+                commit_create(c, account, idem, snap, now)
+            })
         })
         .await;
     let committed = match committed {

@@ -215,8 +215,8 @@ fn existing_slot(
     }
 }
 
-/// Runs `one` for every item in one transaction, each in its own savepoint; a job-level
-/// failure answers every item with `503`.
+/// Runs `one` for every item in one transaction, each item's failure its own
+/// ([`db::each_item`]); a job-level failure answers every item with `503`.
 async fn in_one_transaction<F>(state: &AppState, items: &[Item], one: F) -> Vec<ApiResult<Phase1>>
 where
     F: Fn(&Connection, &Item) -> db::Result<Phase1> + Send + 'static,
@@ -225,12 +225,7 @@ where
     let n = owned.len();
     let res = state
         .db
-        .write(move |c| {
-            Ok(owned
-                .iter()
-                .map(|it| db::run_in_savepoint(c, |c| one(c, it)))
-                .collect::<Vec<_>>())
-        })
+        .write(move |c| db::each_item(c, &owned, &one))
         .await;
     match res {
         Ok(v) => v.into_iter().map(|r| r.map_err(ApiError::from)).collect(),

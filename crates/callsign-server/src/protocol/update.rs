@@ -78,12 +78,9 @@ pub async fn update_many(
     let committed = state
         .db
         .write(move |c| {
-            Ok(commits
-                .iter()
-                .map(|(_, idem, snap)| {
-                    db::run_in_savepoint(c, |c| commit_update(c, account, idem, snap, now))
-                })
-                .collect::<Vec<_>>())
+            db::each_item(c, &commits, |c, (_, idem, snap)| {
+                commit_update(c, account, idem, snap, now)
+            })
         })
         .await;
     match committed {
