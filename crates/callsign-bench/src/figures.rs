@@ -1,5 +1,6 @@
 //! The measurements of issue 6. Each returns one run's numbers; `main` repeats them and builds
 //! the table. Every server is a fresh process and data dir on 127.0.0.1.
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,6 +60,58 @@ pub struct Throughput {
     pub p99_ms: f64,
     pub server_rss_mib: f64,
     pub raw_commits_per_s: f64,
+    /// What the server's `/metrics` counted over the run, per create.
+    pub per_create: PerCreate,
+}
+
+/// The server's own account of a throughput run, per create.
+pub struct PerCreate {
+    pub alloc_commits: f64,
+    pub alloc_jobs_per_commit: f64,
+    pub store_commits: f64,
+    pub store_jobs_per_commit: f64,
+    /// Mean ms a create waited in phase 1, the task store, phase 2.
+    pub stages_ms: [f64; 3],
+}
+
+impl PerCreate {
+    fn between(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<PerCreate> {
+        // A sample missing before the run had not been counted yet: 0.
+        let d = |k: &str| -> Result<f64> {
+            let after = b
+                .get(k)
+                .with_context(|| format!("the server's /metrics has no {k}"))?;
+            Ok(after - a.get(k).unwrap_or(&0.0))
+        };
+        let creates = d("callsign_creates_total{result=\"numbered\"}")?;
+        if creates < 1.0 {
+            bail!("the server counted no creates");
+        }
+        let stage = |s: &str| -> Result<f64> {
+            let sum = d(&format!(
+                "callsign_create_stage_seconds_sum{{stage=\"{s}\"}}"
+            ))?;
+            let n = d(&format!(
+                "callsign_create_stage_seconds_count{{stage=\"{s}\"}}"
+            ))?;
+            Ok(1000.0 * sum / n.max(1.0))
+        };
+        let (ac, aj) = (
+            d("callsign_alloc_db_group_commits_total")?,
+            d("callsign_alloc_db_group_commit_jobs_total")?,
+        );
+        let (sc, sj) = (
+            d("callsign_task_store_group_commits_total")?,
+            d("callsign_task_store_group_commit_jobs_total")?,
+        );
+        Ok(PerCreate {
+            alloc_commits: ac / creates,
+            alloc_jobs_per_commit: aj / ac.max(1.0),
+            store_commits: sc / creates,
+            store_jobs_per_commit: sj / sc.max(1.0),
+            stages_ms: [stage("phase1")?, stage("task_store")?, stage("phase2")?],
+        })
+    }
 }
 
 /// `clients` concurrent PUT creates into one project for `secs`; numbers checked 1..N.
@@ -86,6 +139,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
             anyhow::Ok(())
         }));
     }
+    let before = server::metrics(&http, &s).await?;
     let t = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(secs)).await;
     stop.store(true, Ordering::Relaxed);
@@ -93,6 +147,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         task.await??;
     }
     let elapsed = t.elapsed().as_secs_f64();
+    let per_create = PerCreate::between(&before, &server::metrics(&http, &s).await?)?;
     let lat = lat.lock().expect("latencies").clone();
     let ns = server::numbers(&s)?;
     let n = ns.len();
@@ -105,6 +160,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         p99_ms: percentile(&lat, 99.0),
         server_rss_mib: server::rss_mib(s.pid())?,
         raw_commits_per_s,
+        per_create,
     })
 }
 

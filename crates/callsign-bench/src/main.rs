@@ -162,7 +162,14 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
     }
     let pick = |f: fn(&figures::Throughput) -> f64| tp.iter().map(f).collect::<Vec<_>>();
     let raw = med(&pick(|t| t.raw_commits_per_s));
-    Ok(vec![
+    let stages = ["phase 1 (slot)", "the task store", "phase 2 (number)"]
+        .iter()
+        .enumerate()
+        .map(|(i, stage)| {
+            let waits = tp.iter().map(|t| t.per_create.stages_ms[i]).collect();
+            Figure::new(&format!("64 clients: mean wait in {stage}"), "ms", waits)
+        });
+    let mut figures = vec![
         Figure::new(
             "64 clients: creates/s (numbers checked 1..N)",
             "/s",
@@ -175,11 +182,39 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
         Figure::new("64 clients: create latency p50", "ms", pick(|t| t.p50_ms)),
         Figure::new("64 clients: create latency p99", "ms", pick(|t| t.p99_ms)),
         Figure::new(
-            "server RSS after the throughput run",
-            "MiB",
-            pick(|t| t.server_rss_mib),
-        ),
-    ])
+            "bound: allocation DB group commits per create",
+            "",
+            pick(|t| t.per_create.alloc_commits),
+        )
+        .baseline(format!(
+            "{:.1} jobs a commit (phase 1, phase 2, key marks)",
+            med(&pick(|t| t.per_create.alloc_jobs_per_commit))
+        )),
+        Figure::new(
+            "bound: task store group commits per create",
+            "",
+            pick(|t| t.per_create.store_commits),
+        )
+        .baseline(format!(
+            "{:.1} commands a commit (creates, key writes)",
+            med(&pick(|t| t.per_create.store_jobs_per_commit))
+        )),
+        Figure::new(
+            "bound: creates/s if each of those commits cost one raw commit",
+            "/s",
+            pick(|t| {
+                t.raw_commits_per_s / (t.per_create.alloc_commits + t.per_create.store_commits)
+            }),
+        )
+        .baseline("the raw commit rate ÷ commits per create".to_owned()),
+    ];
+    figures.extend(stages);
+    figures.push(Figure::new(
+        "server RSS after the throughput run",
+        "MiB",
+        pick(|t| t.server_rss_mib),
+    ));
+    Ok(figures)
 }
 
 async fn create_to_key(z: &Sizes) -> Result<Vec<Figure>> {

@@ -1,5 +1,6 @@
 //! The real `callsign-server` (release build beside this binary) on 127.0.0.1 with a temp data
 //! dir, killed on drop; plus the HTTP calls the benchmarks make.
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -193,4 +194,44 @@ pub fn numbers(s: &Server) -> Result<Vec<i64>> {
         .query_map([PREFIX], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<i64>>>()?;
     Ok(ns)
+}
+
+/// The server's `/metrics` samples: `name{labels}` to value (buckets left out).
+pub async fn metrics(http: &reqwest::Client, s: &Server) -> Result<HashMap<String, f64>> {
+    let text = http
+        .get(format!("{}/metrics", s.url))
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?;
+    Ok(parse_metrics(&text))
+}
+
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("_bucket{"))
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn metrics_text_is_read_by_name_and_labels() {
+        let m = super::parse_metrics(
+            "# HELP x y\ncallsign_alloc_db_group_commits_total 12\n\
+             callsign_create_stage_seconds_sum{stage=\"phase1\"} 0.5\n\
+             callsign_create_stage_seconds_bucket{le=\"0.1\",stage=\"phase1\"} 3\n# EOF\n",
+        );
+        assert_eq!(m["callsign_alloc_db_group_commits_total"], 12.0);
+        assert_eq!(
+            m["callsign_create_stage_seconds_sum{stage=\"phase1\"}"],
+            0.5
+        );
+        assert_eq!(m.len(), 2);
+    }
 }

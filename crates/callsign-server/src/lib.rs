@@ -11,7 +11,7 @@ pub mod crash;
 pub mod db;
 pub mod error;
 mod inflight;
-mod metrics;
+pub mod metrics;
 pub mod protocol;
 pub mod reaper;
 pub mod store;
@@ -83,12 +83,15 @@ impl AppState {
             .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
         let db = db::Db::open(&config.db_path())?;
         let store = store::TaskStore::start(config.data_dir.clone()).map_err(StartError::Store)?;
+        let mut metrics = metrics::Metrics::default();
+        metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());
+        metrics.register_group_commits("task_store", "task store", store.group_commits());
         Ok(AppState(Arc::new(Inner {
             db,
             store,
             config,
             inflight: inflight::InFlight::default(),
-            metrics: metrics::Metrics::default(),
+            metrics,
             tokens: api::auth::TokenCache::default(),
         })))
     }

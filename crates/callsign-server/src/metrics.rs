@@ -4,11 +4,13 @@
 //! last attempt) is read from the slots table at scrape time, so it survives restarts; its
 //! p50/p99 are what `--idempotency-window` should comfortably exceed.
 use std::sync::atomic::AtomicU64;
+use std::time::Instant;
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 type Labels = Vec<(String, String)>;
@@ -21,6 +23,33 @@ pub struct Metrics {
     retry_span: Family<Labels, Gauge<f64, AtomicU64>>,
     retried_slots: Gauge,
     pending_slots: Gauge,
+    /// One histogram per [`Stage`], made once: recording is on every create's path.
+    create_stages: [Histogram; 3],
+}
+
+/// What a writer thread's group commits carried: commits, and the jobs (or commands) in them.
+#[derive(Clone, Default)]
+pub struct GroupCommits {
+    pub commits: Counter,
+    pub jobs: Counter,
+}
+
+/// The stages a create's request waits for, in order (DESIGN.md section 3).
+#[derive(Clone, Copy)]
+pub enum Stage {
+    Phase1,
+    TaskStore,
+    Phase2,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Phase1 => "phase1",
+            Stage::TaskStore => "task_store",
+            Stage::Phase2 => "phase2",
+        }
+    }
 }
 
 impl Default for Metrics {
@@ -62,6 +91,18 @@ impl Default for Metrics {
             "Idempotency slots pending (no number yet)",
             pending_slots.clone(),
         );
+        let stages = Family::<Labels, Histogram>::new_with_constructor(|| {
+            // 0.1 ms to ~0.8 s.
+            Histogram::new(exponential_buckets(0.0001, 2.0, 14))
+        });
+        registry.register(
+            "create_stage_seconds",
+            "Time a create request (or a batch of creates) spent in each stage: phase1 (slot), task_store (TaskChampion commit), phase2 (number and slot commit)",
+            stages.clone(),
+        );
+        // A family's histogram shares its state with its clones.
+        let create_stages = [Stage::Phase1, Stage::TaskStore, Stage::Phase2]
+            .map(|s| stages.get_or_create(&label("stage", s.name())).clone());
         Metrics {
             registry,
             creates,
@@ -70,6 +111,7 @@ impl Default for Metrics {
             retry_span,
             retried_slots,
             pending_slots,
+            create_stages,
         }
     }
 }
@@ -86,6 +128,28 @@ impl Metrics {
             "existing_key"
         };
         self.creates.get_or_create(&label("result", v)).inc();
+    }
+
+    /// Publishes a writer's group-commit counters as `callsign_<name>_group_commits_total` and
+    /// `callsign_<name>_group_commit_jobs_total`.
+    pub fn register_group_commits(&mut self, name: &str, what: &str, g: &GroupCommits) {
+        self.registry.register(
+            format!("{name}_group_commits"),
+            format!("Group commits of the {what}"),
+            g.commits.clone(),
+        );
+        self.registry.register(
+            format!("{name}_group_commit_jobs"),
+            format!("Jobs carried by the group commits of the {what}"),
+            g.jobs.clone(),
+        );
+    }
+
+    /// Records the stage that began at `since`; returns now, when the next one begins.
+    pub fn create_stage(&self, stage: Stage, since: Instant) -> Instant {
+        let now = Instant::now();
+        self.create_stages[stage as usize].observe(now.duration_since(since).as_secs_f64());
+        now
     }
 
     pub fn replayed(&self) {
@@ -149,5 +213,28 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("callsign_pending_slots 2"), "{text}");
+    }
+
+    #[test]
+    fn group_commits_and_stages_are_published() {
+        let mut m = Metrics::default();
+        let g = GroupCommits::default();
+        m.register_group_commits("alloc_db", "allocation database", &g);
+        g.commits.inc();
+        g.jobs.inc_by(7);
+        m.create_stage(Stage::TaskStore, Instant::now());
+        let text = m.render(&[], 0);
+        assert!(
+            text.contains("callsign_alloc_db_group_commits_total 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callsign_alloc_db_group_commit_jobs_total 7"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callsign_create_stage_seconds_count{stage=\"task_store\"} 1"),
+            "{text}"
+        );
     }
 }

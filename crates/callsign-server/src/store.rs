@@ -18,7 +18,7 @@
 //! it each time; `Replica::get_task` rebuilds a dependency map over it). So no `Replica` is
 //! used: the worker reads `TaskData` and builds the operations with TaskChampion's own
 //! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::db::AccountId;
+use crate::metrics::GroupCommits;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -131,16 +132,27 @@ enum Cmd {
 #[derive(Clone)]
 pub struct TaskStore {
     tx: mpsc::UnboundedSender<Cmd>,
+    group_commits: GroupCommits,
 }
 
 impl TaskStore {
     pub fn start(data_dir: PathBuf) -> std::io::Result<TaskStore> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let rt = tokio::runtime::Builder::new_current_thread().build()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
+        let group_commits = GroupCommits::default();
+        let counted = group_commits.clone();
         std::thread::Builder::new()
             .name("task-store".into())
-            .spawn(move || rt.block_on(Worker::new(data_dir).run(rx)))?;
-        Ok(TaskStore { tx })
+            .spawn(move || rt.block_on(Worker::new(data_dir, counted).run(rx)))?;
+        Ok(TaskStore { tx, group_commits })
+    }
+
+    /// The worker's commits so far (one per account a group wrote to), and the commands the
+    /// groups carried.
+    pub fn group_commits(&self) -> &GroupCommits {
+        &self.group_commits
     }
 
     async fn call<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Cmd) -> Result<T> {
@@ -184,6 +196,10 @@ const KEYS_MAY_WAIT: Duration = Duration::from_millis(100);
 /// The most commands one group commit takes.
 const MAX_GROUP: usize = 256;
 
+/// After this long without a command, the replicas written since their last checkpoint are
+/// checkpointed and their WAL truncated, so a replica at rest has no WAL to speak of.
+const IDLE_CHECKPOINT: Duration = Duration::from_secs(1);
+
 /// Uncommitted work of one group, per account: the operations, and every task read or changed
 /// so far (so a later command in the group sees an earlier one's changes).
 #[derive(Default)]
@@ -207,13 +223,18 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
 struct Worker {
     data_dir: PathBuf,
     replicas: HashMap<AccountId, InlineStorage>,
+    /// Replicas committed to since their last idle checkpoint.
+    unchecked: HashSet<AccountId>,
+    counted: GroupCommits,
 }
 
 impl Worker {
-    fn new(data_dir: PathBuf) -> Worker {
+    fn new(data_dir: PathBuf, counted: GroupCommits) -> Worker {
         Worker {
             data_dir,
             replicas: HashMap::new(),
+            unchecked: HashSet::new(),
+            counted,
         }
     }
 
@@ -230,7 +251,18 @@ impl Worker {
         loop {
             let mut cmds = Vec::new();
             if keys.is_empty() {
-                match rx.recv().await {
+                let next = if self.unchecked.is_empty() {
+                    rx.recv().await
+                } else {
+                    match tokio::time::timeout(IDLE_CHECKPOINT, rx.recv()).await {
+                        Ok(next) => next,
+                        Err(_) => {
+                            self.checkpoint_idle();
+                            continue;
+                        }
+                    }
+                };
+                match next {
                     Some(c) => cmds.push(c),
                     None => break,
                 }
@@ -261,25 +293,58 @@ impl Worker {
             }
             let mut failed: HashMap<AccountId, StoreError> = HashMap::new();
             for (account, group) in groups {
+                if group.ops.is_empty() {
+                    continue;
+                }
                 let res = match self.replica(account).await {
                     Ok(r) => r.commit_operations(group.ops).map_err(backend),
                     Err(e) => Err(e),
                 };
-                if let Err(e) = res {
-                    tracing::error!(error = %e, account, "task store commit failed");
-                    failed.insert(account, e);
+                match res {
+                    Ok(()) => {
+                        self.unchecked.insert(account);
+                        self.counted.commits.inc();
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, account, "task store commit failed");
+                        failed.insert(account, e);
+                    }
                 }
             }
+            let carried = waiting.iter().filter(|(a, _)| !failed.contains_key(a));
+            self.counted.jobs.inc_by(carried.count() as u64);
             for (account, f) in waiting {
                 f(failed.get(&account));
             }
         }
     }
 
+    /// Checkpoints every replica written since its last idle checkpoint. One a reader held up
+    /// is tried again at the next idle moment; a failure is logged only: the WAL keeps the
+    /// commits, and SQLite checkpoints it later by itself.
+    fn checkpoint_idle(&mut self) {
+        let replicas = &self.replicas;
+        self.unchecked.retain(|account| {
+            let Some(r) = replicas.get(account) else {
+                return false;
+            };
+            match r.checkpoint() {
+                Ok(done) => !done,
+                Err(e) => {
+                    tracing::warn!(error = %e, account, "idle checkpoint failed");
+                    false
+                }
+            }
+        });
+    }
+
     async fn replica(&mut self, account: AccountId) -> Result<&mut InlineStorage> {
         if !self.replicas.contains_key(&account) {
             let dir = self.data_dir.join("accounts").join(account.to_string());
             let storage = InlineStorage::open(&dir).await.map_err(backend)?;
+            storage
+                .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
+                .map_err(backend)?;
             self.replicas.insert(account, storage);
         }
         Ok(self.replicas.get_mut(&account).expect("inserted above"))

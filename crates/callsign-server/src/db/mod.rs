@@ -25,12 +25,20 @@ use rusqlite::{Connection, OpenFlags};
 use rusqlite_migration::{Migrations, M};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::metrics::GroupCommits;
+
 pub use accounts::{AccountId, NewAccount};
 pub use changes::ChangeRow;
 pub use slots::{KeyRow, Slot, SlotState};
 
 /// The most jobs one group commit takes.
 const MAX_GROUP: usize = 512;
+
+/// WAL pages a commit may leave before the writer checkpoints them (SQLite's default is 1,000).
+/// Each create rewrites a few random index pages; the larger the WAL, the more of those
+/// rewrites a checkpoint copies once instead of once each (docs/PERFORMANCE.md, change 9).
+/// The WAL grows to about this many pages × 4 KiB (40 MiB).
+pub const WAL_CHECKPOINT_PAGES: u32 = 10_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -143,6 +151,7 @@ pub struct Db {
     jobs: mpsc::UnboundedSender<Box<dyn Job>>,
     readers: Arc<Mutex<Vec<Connection>>>,
     path: Arc<std::path::PathBuf>,
+    group_commits: GroupCommits,
 }
 
 impl Db {
@@ -150,16 +159,25 @@ impl Db {
     pub fn open(path: &Path) -> Result<Db> {
         let mut conn = open_conn(path)?;
         migrations().to_latest(&mut conn)?;
+        conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let group_commits = GroupCommits::default();
+        let counted = group_commits.clone();
         std::thread::Builder::new()
             .name("alloc-db-writer".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, rx, &counted))
             .map_err(|e| DbError::CommitFailed(e.to_string()))?;
         Ok(Db {
             jobs: tx,
             readers: Arc::new(Mutex::new(Vec::new())),
             path: Arc::new(path.to_owned()),
+            group_commits,
         })
+    }
+
+    /// The writer's group commits so far, and the jobs they carried.
+    pub fn group_commits(&self) -> &GroupCommits {
+        &self.group_commits
     }
 
     /// Runs `f` inside the next group commit; answers after the commit is durable. `f` may run
@@ -225,7 +243,11 @@ pub fn run_in_savepoint<R>(
     }
 }
 
-fn writer_loop(conn: Connection, mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>) {
+fn writer_loop(
+    conn: Connection,
+    mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>,
+    counted: &GroupCommits,
+) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_GROUP {
@@ -235,6 +257,10 @@ fn writer_loop(conn: Connection, mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>) 
             }
         }
         let commit = run_group(&conn, &mut batch);
+        if commit.is_ok() {
+            counted.commits.inc();
+            counted.jobs.inc_by(batch.len() as u64);
+        }
         let err = commit.err();
         for job in batch {
             job.finish(err.as_ref());

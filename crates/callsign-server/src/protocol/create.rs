@@ -1,4 +1,6 @@
 //! Creates: `PUT /v1/tasks/{uuid}` and the `create` mutations of a batch.
+use std::time::Instant;
+
 use callsign_core::dto::{NewTask, Task};
 use callsign_core::{ErrorCode, Prefix};
 use rusqlite::Connection;
@@ -11,6 +13,7 @@ use super::{
 use crate::crash;
 use crate::db::{self, accounts, now_ms, slots, AccountId};
 use crate::error::{ApiError, ApiResult};
+use crate::metrics::Stage;
 use crate::AppState;
 
 /// A validated create: `body.project` is a valid prefix, stored upper-case.
@@ -40,7 +43,9 @@ pub async fn create_many(
 
     // Phase 1: one transaction for all.
     let now = now_ms();
+    let started = Instant::now();
     let phase1 = in_one_transaction(state, &items, move |c, it| phase1(c, account, it, now)).await;
+    let started = state.metrics.create_stage(Stage::Phase1, started);
     let go = batch.proceeding(items, phase1);
     if go.is_empty() {
         return batch.finish();
@@ -56,6 +61,7 @@ pub async fn create_many(
         Ok(s) => s,
         Err(e) => return batch.fail_all(&go, e.into()),
     };
+    let started = state.metrics.create_stage(Stage::TaskStore, started);
     crash::point(crash::PHASE2_AFTER_TASK_WRITE);
 
     // Phase 2b: numbers and slot commits, one transaction for all.
@@ -74,6 +80,7 @@ pub async fn create_many(
         Ok(v) => v,
         Err(e) => return batch.fail_all(&go, e.into()),
     };
+    state.metrics.create_stage(Stage::Phase2, started);
     crash::point(crash::PHASE2_AFTER_COMMIT);
 
     let mut keys = Vec::new();

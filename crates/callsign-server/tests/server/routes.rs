@@ -569,3 +569,28 @@ async fn a_sync_answer_leaves_out_only_the_changes_its_own_commits_made() {
         "the plain feed leaves nothing out"
     );
 }
+
+#[tokio::test]
+async fn a_replica_at_rest_has_its_wal_checkpointed_away_and_keeps_every_task() {
+    let app = TestApp::new("SYN").await;
+    for i in 0..30 {
+        let a = app
+            .put(Uuid::new_v4(), &format!("k{i}"), task(&format!("t{i}")))
+            .await;
+        assert_eq!(a.status, StatusCode::CREATED);
+    }
+    let wal = app
+        ._dir
+        .path()
+        .join(format!("accounts/{}", app.account.account_id))
+        .join("taskchampion.sqlite3-wal");
+    let len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert!(len() > 0, "the creates were not in the WAL");
+    crate::common::eventually(10, "the idle checkpoint to empty the WAL", || len() == 0).await;
+    for i in 0..30 {
+        let a = app.get(&format!("SYN-{}", i + 1)).await;
+        assert_eq!(a.status, StatusCode::OK);
+        assert!(a.body["description"].as_str().unwrap().starts_with('t'));
+        assert_eq!(a.body["key"], format!("SYN-{}", i + 1));
+    }
+}
