@@ -14,12 +14,13 @@ use super::Store;
 use crate::error::Result;
 use crate::model::LocalTask;
 
-/// Folds open rows, in any order, into their task's facts. The newest error wins, so the fold
-/// keeps the id it came from.
+/// Folds open rows, in any order, into their task's facts. The newest failed row's error wins,
+/// else the newest error, so the fold keeps the rank it came from.
 #[derive(Debug, Default)]
 struct Open {
     facts: OutboxFacts,
-    last_error_id: i64,
+    /// (from a failed row, row id) of the error kept.
+    last_error_rank: (bool, i64),
 }
 
 impl Open {
@@ -31,9 +32,10 @@ impl Open {
             f.failed += 1;
         }
         if let Some(e) = last_error {
-            if f.last_error.is_none() || id > self.last_error_id {
+            let rank = (state == "failed", id);
+            if f.last_error.is_none() || rank > self.last_error_rank {
                 f.last_error = Some(e);
-                self.last_error_id = id;
+                self.last_error_rank = rank;
             }
         }
         if state == "pending" {

@@ -644,6 +644,31 @@ fn a_refused_edit_survives_a_later_accepted_edit_and_its_retry() {
     assert_eq!(on_server.status, TaskStatus::Completed);
 }
 
+/// Regression (found by this model in CI): a refused edit retried by the user while a later edit
+/// of the same task timed out, then refused again. The task showed the timeout's "timed out" (the
+/// newest row with an error) beside its failed state instead of the server's refusal.
+#[test]
+fn a_failed_task_shows_the_refusal_not_a_newer_rows_timeout() {
+    let mut w = World::new();
+    for op in [
+        Op::Create,
+        Op::Send(1),
+        Op::Answer(Answer::Ok),
+        Op::Edit(0, 0),
+        Op::Send(1),
+        Op::Edit(0, 0),
+        Op::Answer(Answer::Permanent),
+        Op::Send(1),
+        Op::UserRetry(0),
+        Op::Answer(Answer::Lost { processed: false }),
+        Op::Send(1),
+        Op::Answer(Answer::Permanent),
+    ] {
+        w.step(op);
+    }
+    w.heal();
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
     #[test]

@@ -22,7 +22,7 @@ const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, 
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
-        AND o.last_error IS NOT NULL ORDER BY o.id DESC LIMIT 1),
+        AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
     (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending')
     FROM tasks t";
 
@@ -50,7 +50,8 @@ pub(super) struct OutboxFacts {
     pub open_rows: u32,
     /// Of those, the failed ones.
     pub failed: u32,
-    /// The error of the newest (highest id) open row that has one.
+    /// The error of the newest (highest id) failed row that has one, else of the newest open
+    /// row that has one: a failed task explains its failure, not a later row's retry.
     pub last_error: Option<String>,
     /// The earliest `next_attempt_at` of the pending rows.
     pub next_attempt_at: Option<i64>,

@@ -437,6 +437,14 @@ fn the_one_pass_listing_equals_the_per_task_facts_on_a_mixed_store() {
             "only the newest error",
             vec![("failed", Some("a"), None), ("pending", None, Some(1))],
         ),
+        (
+            "the newest refusal over a newer retry's error",
+            vec![
+                ("failed", Some("old refusal"), None),
+                ("failed", Some("new refusal"), None),
+                ("pending", Some("timed out"), Some(9_000)),
+            ],
+        ),
     ];
     let mut local = Vec::new();
     for (i, (what, rows)) in cases.iter().enumerate() {
@@ -511,7 +519,13 @@ fn the_one_pass_listing_equals_the_per_task_facts_on_a_mixed_store() {
             failed.last_error.as_deref(),
             failed.next_attempt_at
         ),
-        (SyncState::Failed, 3, Some("later"), Some(8_000))
+        // A failed task explains its failure, not the newer pending row's retry.
+        (SyncState::Failed, 3, Some("refused"), Some(8_000))
+    );
+    let refused = s.task(local[8]).unwrap().unwrap();
+    assert_eq!(
+        (refused.sync_state, refused.last_error.as_deref()),
+        (SyncState::Failed, Some("new refusal"))
     );
     let done = s.task(local[0]).unwrap().unwrap();
     assert_eq!(
