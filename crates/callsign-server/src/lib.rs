@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod reaper;
 pub mod store;
+pub mod wal;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -74,6 +75,8 @@ pub enum StartError {
     Db(#[from] db::DbError),
     #[error("cannot start the task store: {0}")]
     Store(std::io::Error),
+    #[error("cannot start the WAL checkpoint thread: {0}")]
+    Checkpointer(std::io::Error),
 }
 
 impl AppState {
@@ -81,8 +84,10 @@ impl AppState {
     pub fn open(config: Config) -> Result<AppState, StartError> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
-        let db = db::Db::open(&config.db_path())?;
-        let store = store::TaskStore::start(config.data_dir.clone()).map_err(StartError::Store)?;
+        let checkpointer = wal::Checkpointer::start().map_err(StartError::Checkpointer)?;
+        let db = db::Db::open_with(&config.db_path(), Some(checkpointer.clone()))?;
+        let store = store::TaskStore::start(config.data_dir.clone(), checkpointer)
+            .map_err(StartError::Store)?;
         let mut metrics = metrics::Metrics::default();
         metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());
         metrics.register_group_commits("task_store", "task store", store.group_commits());

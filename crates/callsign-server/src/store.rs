@@ -31,6 +31,7 @@ use uuid::Uuid;
 
 use crate::db::AccountId;
 use crate::metrics::GroupCommits;
+use crate::wal::Checkpointer;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -136,7 +137,8 @@ pub struct TaskStore {
 }
 
 impl TaskStore {
-    pub fn start(data_dir: PathBuf) -> std::io::Result<TaskStore> {
+    /// Starts the worker; its commits are handed to `checkpointer`.
+    pub fn start(data_dir: PathBuf, checkpointer: Checkpointer) -> std::io::Result<TaskStore> {
         let (tx, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -145,7 +147,7 @@ impl TaskStore {
         let counted = group_commits.clone();
         std::thread::Builder::new()
             .name("task-store".into())
-            .spawn(move || rt.block_on(Worker::new(data_dir, counted).run(rx)))?;
+            .spawn(move || rt.block_on(Worker::new(data_dir, counted, checkpointer).run(rx)))?;
         Ok(TaskStore { tx, group_commits })
     }
 
@@ -222,19 +224,22 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
 
 struct Worker {
     data_dir: PathBuf,
-    replicas: HashMap<AccountId, InlineStorage>,
+    /// Each open replica with its file's path.
+    replicas: HashMap<AccountId, (InlineStorage, PathBuf)>,
     /// Replicas committed to since their last idle checkpoint.
     unchecked: HashSet<AccountId>,
     counted: GroupCommits,
+    checkpointer: Checkpointer,
 }
 
 impl Worker {
-    fn new(data_dir: PathBuf, counted: GroupCommits) -> Worker {
+    fn new(data_dir: PathBuf, counted: GroupCommits, checkpointer: Checkpointer) -> Worker {
         Worker {
             data_dir,
             replicas: HashMap::new(),
             unchecked: HashSet::new(),
             counted,
+            checkpointer,
         }
     }
 
@@ -302,6 +307,9 @@ impl Worker {
                 };
                 match res {
                     Ok(()) => {
+                        if let Some((_, path)) = self.replicas.get(&account) {
+                            self.checkpointer.committed(path);
+                        }
                         self.unchecked.insert(account);
                         self.counted.commits.inc();
                     }
@@ -325,7 +333,7 @@ impl Worker {
     fn checkpoint_idle(&mut self) {
         let replicas = &self.replicas;
         self.unchecked.retain(|account| {
-            let Some(r) = replicas.get(account) else {
+            let Some((r, _)) = replicas.get(account) else {
                 return false;
             };
             match r.checkpoint() {
@@ -345,9 +353,10 @@ impl Worker {
             storage
                 .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
                 .map_err(backend)?;
-            self.replicas.insert(account, storage);
+            let path = dir.join(callsign_tcstore::FILE_NAME);
+            self.replicas.insert(account, (storage, path));
         }
-        Ok(self.replicas.get_mut(&account).expect("inserted above"))
+        Ok(&mut self.replicas.get_mut(&account).expect("inserted above").0)
     }
 
     /// Loads the tasks into the group's cache (reads only; nothing is changed on failure).

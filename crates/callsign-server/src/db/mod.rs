@@ -26,6 +26,7 @@ use rusqlite_migration::{Migrations, M};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::GroupCommits;
+use crate::wal::Checkpointer;
 
 pub use accounts::{AccountId, NewAccount};
 pub use changes::ChangeRow;
@@ -157,15 +158,21 @@ pub struct Db {
 impl Db {
     /// Opens (creating and migrating) `path`, and starts the writer thread.
     pub fn open(path: &Path) -> Result<Db> {
+        Db::open_with(path, None)
+    }
+
+    /// [`Db::open`], with the writer's commits handed to `checkpointer` (the server's).
+    pub fn open_with(path: &Path, checkpointer: Option<Checkpointer>) -> Result<Db> {
         let mut conn = open_conn(path)?;
         migrations().to_latest(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
+        let written = checkpointer.map(|c| (c, path.to_owned()));
         std::thread::Builder::new()
             .name("alloc-db-writer".into())
-            .spawn(move || writer_loop(conn, rx, &counted))
+            .spawn(move || writer_loop(conn, rx, &counted, written))
             .map_err(|e| DbError::CommitFailed(e.to_string()))?;
         Ok(Db {
             jobs: tx,
@@ -247,6 +254,7 @@ fn writer_loop(
     conn: Connection,
     mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>,
     counted: &GroupCommits,
+    checkpointer: Option<(Checkpointer, std::path::PathBuf)>,
 ) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
@@ -260,6 +268,9 @@ fn writer_loop(
         if commit.is_ok() {
             counted.commits.inc();
             counted.jobs.inc_by(batch.len() as u64);
+            if let Some((c, path)) = &checkpointer {
+                c.committed(path);
+            }
         }
         let err = commit.err();
         for job in batch {
