@@ -224,8 +224,7 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
 
 struct Worker {
     data_dir: PathBuf,
-    /// Each open replica with its file's path.
-    replicas: HashMap<AccountId, (InlineStorage, PathBuf)>,
+    replicas: HashMap<AccountId, InlineStorage>,
     /// Replicas committed to since their last idle checkpoint.
     unchecked: HashSet<AccountId>,
     counted: GroupCommits,
@@ -307,7 +306,7 @@ impl Worker {
                 };
                 match res {
                     Ok(()) => {
-                        if let Some((_, path)) = self.replicas.get(&account) {
+                        if let Some(path) = self.replicas.get(&account).and_then(|r| r.path()) {
                             self.checkpointer.committed(path);
                         }
                         self.unchecked.insert(account);
@@ -333,7 +332,7 @@ impl Worker {
     fn checkpoint_idle(&mut self) {
         let replicas = &self.replicas;
         self.unchecked.retain(|account| {
-            let Some((r, _)) = replicas.get(account) else {
+            let Some(r) = replicas.get(account) else {
                 return false;
             };
             match r.checkpoint() {
@@ -353,10 +352,9 @@ impl Worker {
             storage
                 .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
                 .map_err(backend)?;
-            let path = dir.join(callsign_tcstore::FILE_NAME);
-            self.replicas.insert(account, (storage, path));
+            self.replicas.insert(account, storage);
         }
-        Ok(&mut self.replicas.get_mut(&account).expect("inserted above").0)
+        Ok(self.replicas.get_mut(&account).expect("inserted above"))
     }
 
     /// Loads the tasks into the group's cache (reads only; nothing is changed on failure).

@@ -70,6 +70,11 @@ impl InlineStorage {
         })
     }
 
+    /// The replica's file (SQLite's own record of it).
+    pub fn path(&self) -> Option<&Path> {
+        self.con.path().filter(|p| !p.is_empty()).map(Path::new)
+    }
+
     /// How many WAL pages a commit may leave behind before it checkpoints them into the
     /// database (SQLite's default is 1,000).
     pub fn set_wal_autocheckpoint(&self, pages: u32) -> Result<()> {

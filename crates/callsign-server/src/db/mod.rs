@@ -169,10 +169,9 @@ impl Db {
         let (tx, rx) = mpsc::unbounded_channel();
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
-        let written = checkpointer.map(|c| (c, path.to_owned()));
         std::thread::Builder::new()
             .name("alloc-db-writer".into())
-            .spawn(move || writer_loop(conn, rx, &counted, written))
+            .spawn(move || writer_loop(conn, rx, &counted, checkpointer))
             .map_err(|e| DbError::CommitFailed(e.to_string()))?;
         Ok(Db {
             jobs: tx,
@@ -254,7 +253,7 @@ fn writer_loop(
     conn: Connection,
     mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>,
     counted: &GroupCommits,
-    checkpointer: Option<(Checkpointer, std::path::PathBuf)>,
+    checkpointer: Option<Checkpointer>,
 ) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
@@ -268,8 +267,8 @@ fn writer_loop(
         if commit.is_ok() {
             counted.commits.inc();
             counted.jobs.inc_by(batch.len() as u64);
-            if let Some((c, path)) = &checkpointer {
-                c.committed(path);
+            if let (Some(c), Some(path)) = (&checkpointer, conn.path()) {
+                c.committed(Path::new(path));
             }
         }
         let err = commit.err();

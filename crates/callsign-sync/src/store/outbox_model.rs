@@ -573,6 +573,16 @@ impl World {
         }
     }
 
+    /// Runs `ops` on a fresh world, then heals it (which checks the end state).
+    fn run(ops: impl IntoIterator<Item = Op>) -> World {
+        let mut w = World::new();
+        for op in ops {
+            w.step(op);
+        }
+        w.heal();
+        w
+    }
+
     /// Heals: late requests land, then passes run with every answer OK (failed rows retried by
     /// the user) until nothing is open; the server must hold every task's latest content.
     fn heal(&mut self) {
@@ -622,8 +632,7 @@ fn cases() -> u32 {
 /// which sends the task's current values, resent the server's old description: the edit was lost.
 #[test]
 fn a_refused_edit_survives_a_later_accepted_edit_and_its_retry() {
-    let mut w = World::new();
-    for op in [
+    let w = World::run([
         Op::Create,
         Op::Send(1),
         Op::Answer(Answer::Ok),
@@ -634,10 +643,7 @@ fn a_refused_edit_survives_a_later_accepted_edit_and_its_retry() {
         Op::Send(1),
         Op::Answer(Answer::Ok),
         Op::UserRetry(0),
-    ] {
-        w.step(op);
-    }
-    w.heal();
+    ]);
     let (uuid, _) = w.tasks[0];
     let (on_server, _) = &w.server.tasks[&uuid];
     assert_eq!(on_server.description, "edit 7 of 0");
@@ -649,8 +655,7 @@ fn a_refused_edit_survives_a_later_accepted_edit_and_its_retry() {
 /// newest row with an error) beside its failed state instead of the server's refusal.
 #[test]
 fn a_failed_task_shows_the_refusal_not_a_newer_rows_timeout() {
-    let mut w = World::new();
-    for op in [
+    World::run([
         Op::Create,
         Op::Send(1),
         Op::Answer(Answer::Ok),
@@ -663,20 +668,13 @@ fn a_failed_task_shows_the_refusal_not_a_newer_rows_timeout() {
         Op::Answer(Answer::Lost { processed: false }),
         Op::Send(1),
         Op::Answer(Answer::Permanent),
-    ] {
-        w.step(op);
-    }
-    w.heal();
+    ]);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
     #[test]
     fn outbox_model_holds_under_any_interleaving(ops in proptest::collection::vec(op(), 1..60)) {
-        let mut w = World::new();
-        for op in ops {
-            w.step(op);
-        }
-        w.heal();
+        World::run(ops);
     }
 }
