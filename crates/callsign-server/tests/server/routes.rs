@@ -594,3 +594,31 @@ async fn a_replica_at_rest_has_its_wal_checkpointed_away_and_keeps_every_task() 
         assert_eq!(a.body["key"], format!("SYN-{}", i + 1));
     }
 }
+
+/// The writers hand their commits to the background checkpoint thread: the allocation DB's
+/// writer checkpoints by itself only at 10,000 WAL pages, yet a copy of its database file alone
+/// (without the WAL) soon holds every key handed out.
+#[tokio::test]
+async fn committed_keys_reach_the_database_file_before_the_writers_own_checkpoint() {
+    let app = TestApp::new("SYN").await;
+    for i in 0..30 {
+        let a = app
+            .put(Uuid::new_v4(), &format!("c{i}"), task(&format!("t{i}")))
+            .await;
+        assert_eq!(a.status, StatusCode::CREATED);
+    }
+    let db = app._dir.path().join("callsign.sqlite3");
+    let copy_dir = tempfile::tempdir().unwrap();
+    let copy = copy_dir.path().join("copy.sqlite3");
+    let keys_in_file_alone = || {
+        // A copy taken mid-checkpoint may be torn: that try counts as "not yet".
+        std::fs::copy(&db, &copy).ok()?;
+        let c = rusqlite::Connection::open(&copy).ok()?;
+        c.query_row("SELECT COUNT(*) FROM keys", [], |r| r.get::<_, i64>(0))
+            .ok()
+    };
+    crate::common::eventually(10, "the keys to be checkpointed into the file", || {
+        keys_in_file_alone() == Some(30)
+    })
+    .await;
+}
