@@ -18,7 +18,7 @@
 //! it each time; `Replica::get_task` rebuilds a dependency map over it). So no `Replica` is
 //! used: the worker reads `TaskData` and builds the operations with TaskChampion's own
 //! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -140,9 +140,7 @@ impl TaskStore {
     /// Starts the worker; its commits are handed to `checkpointer`.
     pub fn start(data_dir: PathBuf, checkpointer: Checkpointer) -> std::io::Result<TaskStore> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()?;
+        let rt = tokio::runtime::Builder::new_current_thread().build()?;
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
         std::thread::Builder::new()
@@ -198,10 +196,6 @@ const KEYS_MAY_WAIT: Duration = Duration::from_millis(100);
 /// The most commands one group commit takes.
 const MAX_GROUP: usize = 256;
 
-/// After this long without a command, the replicas written since their last checkpoint are
-/// checkpointed and their WAL truncated, so a replica at rest has no WAL to speak of.
-const IDLE_CHECKPOINT: Duration = Duration::from_secs(1);
-
 /// Uncommitted work of one group, per account: the operations, and every task read or changed
 /// so far (so a later command in the group sees an earlier one's changes).
 #[derive(Default)]
@@ -225,8 +219,6 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
 struct Worker {
     data_dir: PathBuf,
     replicas: HashMap<AccountId, InlineStorage>,
-    /// Replicas committed to since their last idle checkpoint.
-    unchecked: HashSet<AccountId>,
     counted: GroupCommits,
     checkpointer: Checkpointer,
 }
@@ -236,7 +228,6 @@ impl Worker {
         Worker {
             data_dir,
             replicas: HashMap::new(),
-            unchecked: HashSet::new(),
             counted,
             checkpointer,
         }
@@ -255,18 +246,7 @@ impl Worker {
         loop {
             let mut cmds = Vec::new();
             if keys.is_empty() {
-                let next = if self.unchecked.is_empty() {
-                    rx.recv().await
-                } else {
-                    match tokio::time::timeout(IDLE_CHECKPOINT, rx.recv()).await {
-                        Ok(next) => next,
-                        Err(_) => {
-                            self.checkpoint_idle();
-                            continue;
-                        }
-                    }
-                };
-                match next {
+                match rx.recv().await {
                     Some(c) => cmds.push(c),
                     None => break,
                 }
@@ -309,7 +289,6 @@ impl Worker {
                         if let Some(path) = self.replicas.get(&account).and_then(|r| r.path()) {
                             self.checkpointer.committed(path);
                         }
-                        self.unchecked.insert(account);
                         self.counted.commits.inc();
                     }
                     Err(e) => {
@@ -324,25 +303,6 @@ impl Worker {
                 f(failed.get(&account));
             }
         }
-    }
-
-    /// Checkpoints every replica written since its last idle checkpoint. One a reader held up
-    /// is tried again at the next idle moment; a failure is logged only: the WAL keeps the
-    /// commits, and SQLite checkpoints it later by itself.
-    fn checkpoint_idle(&mut self) {
-        let replicas = &self.replicas;
-        self.unchecked.retain(|account| {
-            let Some(r) = replicas.get(account) else {
-                return false;
-            };
-            match r.checkpoint() {
-                Ok(done) => !done,
-                Err(e) => {
-                    tracing::warn!(error = %e, account, "idle checkpoint failed");
-                    false
-                }
-            }
-        });
     }
 
     async fn replica(&mut self, account: AccountId) -> Result<&mut InlineStorage> {

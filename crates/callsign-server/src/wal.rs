@@ -1,5 +1,5 @@
 //! Background WAL checkpoints: one thread copies committed WAL frames into their database files
-//! while the writers go on.
+//! while the writers go on, and empties a file's WAL once it is at rest.
 //!
 //! Each writer keeps SQLite's automatic checkpoint (every [`crate::db::WAL_CHECKPOINT_PAGES`]
 //! pages). Without this thread, that checkpoint copied every page of the WAL into the database
@@ -9,15 +9,24 @@
 //! still what lets the WAL start over from its beginning (SQLite restarts a WAL at a write
 //! once every frame is copied). A checkpoint only copies frames that are already durable in
 //! the WAL; it changes nothing about what a commit guarantees.
+//!
+//! A file with no commit for [`AT_REST`] is checkpointed whole and its WAL truncated to nothing
+//! (`wal_checkpoint(TRUNCATE)`), so a database at rest (the allocation database, every
+//! account's replica) does not keep ≈ 40 MiB of WAL beside it. That never waits for another
+//! connection's reader (Taskwarrior, say): while one holds the WAL, it is tried again after
+//! another [`AT_REST`].
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
 /// The least time between two rounds of background checkpoints.
 const INTERVAL: Duration = Duration::from_millis(50);
+
+/// How long a file goes without a commit before its WAL is emptied.
+const AT_REST: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct State {
@@ -45,7 +54,7 @@ impl Checkpointer {
         let theirs = shared.clone();
         std::thread::Builder::new()
             .name("wal-checkpoint".into())
-            .spawn(move || run(&theirs))?;
+            .spawn(move || Thread::default().run(&theirs))?;
         Ok(Checkpointer {
             inner: Arc::new(Handle { shared }),
         })
@@ -70,42 +79,118 @@ impl Drop for Handle {
     }
 }
 
-fn run(shared: &Shared) {
-    let (m, cv) = &**shared;
-    let mut conns: HashMap<PathBuf, Connection> = HashMap::new();
-    loop {
-        let written = {
-            let mut s = m.lock().expect("checkpoint state");
-            while s.written.is_empty() && !s.stop {
-                s = cv.wait(s).expect("checkpoint state");
+/// The thread's own state: a connection per file, and when each file with a WAL to empty is
+/// next due for it.
+#[derive(Default)]
+struct Thread {
+    conns: HashMap<PathBuf, Connection>,
+    /// Files whose WAL is not known to be empty, and when to empty it if nothing is committed
+    /// before then.
+    due: HashMap<PathBuf, Instant>,
+}
+
+impl Thread {
+    fn run(mut self, shared: &Shared) {
+        let (m, cv) = &**shared;
+        loop {
+            let written = {
+                let mut s = m.lock().expect("checkpoint state");
+                loop {
+                    if s.stop {
+                        return;
+                    }
+                    if !s.written.is_empty() {
+                        break;
+                    }
+                    let Some(&next) = self.due.values().min() else {
+                        s = cv.wait(s).expect("checkpoint state");
+                        continue;
+                    };
+                    let now = Instant::now();
+                    if next <= now {
+                        break;
+                    }
+                    s = cv.wait_timeout(s, next - now).expect("checkpoint state").0;
+                }
+                std::mem::take(&mut s.written)
+            };
+            let busy = !written.is_empty();
+            for path in written {
+                self.due.insert(path.clone(), Instant::now() + AT_REST);
+                self.checkpoint(&path, Mode::Passive);
             }
-            if s.stop {
-                return;
-            }
-            std::mem::take(&mut s.written)
-        };
-        for path in written {
-            if let Err(e) = checkpoint(&mut conns, &path) {
-                // The writer's own checkpoint still runs; the WAL keeps every commit.
-                tracing::warn!(error = %e, path = %path.display(), "background checkpoint");
-                conns.remove(&path);
+            self.empty_files_at_rest();
+            if busy {
+                std::thread::sleep(INTERVAL);
             }
         }
-        std::thread::sleep(INTERVAL);
+    }
+
+    /// Truncates the WAL of every file due; one another connection holds up is due again after
+    /// [`AT_REST`].
+    fn empty_files_at_rest(&mut self) {
+        let now = Instant::now();
+        let due: Vec<PathBuf> = self
+            .due
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in due {
+            match self.checkpoint(&path, Mode::Truncate) {
+                Some(true) | None => {
+                    self.due.remove(&path);
+                }
+                Some(false) => {
+                    self.due.insert(path, now + AT_REST);
+                }
+            }
+        }
+    }
+
+    /// Checkpoints `path` on the thread's own connection, never waiting for another
+    /// connection: `Some(false)` if one kept it from finishing (only a `TRUNCATE` can be kept
+    /// from it), `None` (logged) if it failed. A failure costs nothing but time: the WAL keeps
+    /// every commit, and the writer's own checkpoint still runs.
+    fn checkpoint(&mut self, path: &Path, mode: Mode) -> Option<bool> {
+        match checkpoint(&mut self.conns, path, mode) {
+            Ok(done) => Some(done),
+            Err(e) => {
+                tracing::warn!(error = %e, path = %path.display(), "background checkpoint");
+                self.conns.remove(path);
+                None
+            }
+        }
     }
 }
 
-/// `wal_checkpoint(PASSIVE)` on `path`: copies what it can without waiting for any reader or
-/// writer, and never blocks one.
-fn checkpoint(conns: &mut HashMap<PathBuf, Connection>, path: &Path) -> rusqlite::Result<()> {
+#[derive(Clone, Copy)]
+enum Mode {
+    /// Copies what it can without waiting for any reader or writer, and never blocks one.
+    Passive,
+    /// Copies everything and truncates the WAL to nothing, if no reader or writer is in the way.
+    Truncate,
+}
+
+fn checkpoint(
+    conns: &mut HashMap<PathBuf, Connection>,
+    path: &Path,
+    mode: Mode,
+) -> rusqlite::Result<bool> {
     if !conns.contains_key(path) {
         let c = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
+        c.busy_timeout(Duration::ZERO)?;
         conns.insert(path.to_owned(), c);
     }
-    conns[path].query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+    let sql = match mode {
+        Mode::Passive => "PRAGMA wal_checkpoint(PASSIVE)",
+        Mode::Truncate => "PRAGMA wal_checkpoint(TRUNCATE)",
+    };
+    let busy: i64 = conns[path].query_row(sql, [], |r| r.get(0))?;
+    Ok(busy == 0)
 }
 
 #[cfg(test)]
@@ -147,5 +232,53 @@ mod tests {
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, 2000);
+    }
+
+    /// A file with no commit for a while has its WAL emptied, but not while another
+    /// connection's reader holds it, and without holding up the file's writer meanwhile.
+    #[test]
+    fn a_file_at_rest_has_its_wal_emptied_once_no_reader_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.sqlite3");
+        let wal = dir.path().join("r.sqlite3-wal");
+        let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        let w = Connection::open(&path).unwrap();
+        w.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+            .unwrap();
+        w.execute_batch("CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (1);")
+            .unwrap();
+        assert!(wal_len() > 0);
+
+        // Taskwarrior, say, in the middle of a read.
+        let reader = Connection::open(&path).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+
+        let cp = Checkpointer::start().unwrap();
+        cp.committed(&path);
+        std::thread::sleep(AT_REST * 2 + INTERVAL);
+        assert!(wal_len() > 0, "emptied under a reader");
+        let started = Instant::now();
+        w.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "the writer waited {:?}",
+            started.elapsed()
+        );
+        cp.committed(&path);
+
+        reader.execute_batch("COMMIT").unwrap();
+        let deadline = Instant::now() + AT_REST * 5;
+        while wal_len() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(wal_len(), 0, "the WAL of a file at rest");
+        let n: i64 = reader
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
     }
 }

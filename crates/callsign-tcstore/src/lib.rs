@@ -82,20 +82,6 @@ impl InlineStorage {
         Ok(())
     }
 
-    /// Copies the whole WAL into the database and truncates it to nothing
-    /// (`wal_checkpoint(TRUNCATE)`); `false`, at once, if another connection's reader or writer
-    /// kept it from finishing (it does not wait out the busy timeout for them).
-    pub fn checkpoint(&self) -> Result<bool> {
-        self.con.busy_timeout(std::time::Duration::ZERO)?;
-        let busy = self
-            .con
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                r.get::<_, i64>(0)
-            });
-        self.con.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(busy? == 0)
-    }
-
     /// `BEGIN IMMEDIATE`; drops the cached working set if another connection has committed
     /// since it was read. Returns the `data_version` the transaction sees.
     fn begin(&mut self) -> Result<i64> {

@@ -571,7 +571,7 @@ async fn a_sync_answer_leaves_out_only_the_changes_its_own_commits_made() {
 }
 
 #[tokio::test]
-async fn a_replica_at_rest_has_its_wal_checkpointed_away_and_keeps_every_task() {
+async fn databases_at_rest_have_their_wal_checkpointed_away_and_keep_every_task() {
     let app = TestApp::new("SYN").await;
     for i in 0..30 {
         let a = app
@@ -579,14 +579,25 @@ async fn a_replica_at_rest_has_its_wal_checkpointed_away_and_keeps_every_task() 
             .await;
         assert_eq!(a.status, StatusCode::CREATED);
     }
-    let wal = app
+    let replica = app
         ._dir
         .path()
         .join(format!("accounts/{}", app.account.account_id))
         .join("taskchampion.sqlite3-wal");
-    let len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
-    assert!(len() > 0, "the creates were not in the WAL");
-    crate::common::eventually(10, "the idle checkpoint to empty the WAL", || len() == 0).await;
+    let allocation = app._dir.path().join("callsign.sqlite3-wal");
+    let len = |wal: &std::path::Path| std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        len(&replica) > 0,
+        "the creates were not in the replica's WAL"
+    );
+    assert!(
+        len(&allocation) > 0,
+        "the keys were not in the allocation DB's WAL"
+    );
+    crate::common::eventually(10, "the checkpoint at rest to empty both WALs", || {
+        len(&replica) == 0 && len(&allocation) == 0
+    })
+    .await;
     for i in 0..30 {
         let a = app.get(&format!("SYN-{}", i + 1)).await;
         assert_eq!(a.status, StatusCode::OK);

@@ -386,34 +386,3 @@ async fn a_failed_direct_commit_keeps_nothing() -> Result<()> {
     assert_eq!(reader.num_local_operations().await?, 4);
     Ok(())
 }
-
-#[tokio::test]
-async fn a_checkpoint_does_not_wait_for_a_reader_and_empties_the_wal_once_it_is_gone() -> Result<()>
-{
-    let (dir, mut ours, t) = one_pending_task().await?;
-    let wal = dir
-        .path()
-        .join(format!("{}-wal", callsign_tcstore::FILE_NAME));
-    let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
-    assert!(wal_len() > 0);
-
-    // Taskwarrior, say, in the middle of a read.
-    let reader = rusqlite::Connection::open(dir.path().join(callsign_tcstore::FILE_NAME))?;
-    reader.execute_batch("BEGIN")?;
-    let n: i64 = reader.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))?;
-    assert_eq!(n, 1);
-    let started = std::time::Instant::now();
-    assert!(!ours.checkpoint()?, "a reader on the WAL lets it finish");
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(1),
-        "the checkpoint waited {:?} for the reader",
-        started.elapsed()
-    );
-    assert!(wal_len() > 0);
-
-    reader.execute_batch("COMMIT")?;
-    assert!(ours.checkpoint()?);
-    assert_eq!(wal_len(), 0);
-    assert!(ours.get_task_data(t.get_uuid())?.is_some());
-    Ok(())
-}
