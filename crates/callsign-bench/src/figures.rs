@@ -123,6 +123,10 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         .build()?;
     let stop = Arc::new(AtomicBool::new(false));
     let lat = Arc::new(Mutex::new(Vec::new()));
+    // The clock starts before the first client does: every number in the database is counted
+    // against it.
+    let before = server::metrics(&http, &s).await?;
+    let t = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (s, http, stop, lat) = (s.clone(), http.clone(), stop.clone(), lat.clone());
@@ -139,8 +143,6 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
             anyhow::Ok(())
         }));
     }
-    let before = server::metrics(&http, &s).await?;
-    let t = Instant::now();
     tokio::time::sleep(Duration::from_secs_f64(secs)).await;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {

@@ -312,6 +312,9 @@ impl Worker {
             storage
                 .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
                 .map_err(backend)?;
+            if let Some(path) = storage.path() {
+                self.checkpointer.committed(path);
+            }
             self.replicas.insert(account, storage);
         }
         Ok(self.replicas.get_mut(&account).expect("inserted above"))

@@ -166,6 +166,9 @@ impl Db {
         let mut conn = open_conn(path)?;
         migrations().to_latest(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
+        if let (Some(c), Some(path)) = (&checkpointer, conn.path()) {
+            c.committed(Path::new(path));
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
@@ -312,6 +315,41 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A WAL left beside the database (by a crash, or here by another connection) is emptied
+    /// once the server's writer has opened the file, though nothing is committed through it.
+    #[test]
+    fn a_wal_found_at_open_is_emptied_without_a_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.sqlite3");
+        let wal = dir.path().join("a.sqlite3-wal");
+        let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        drop(Db::open(&path).unwrap());
+        let other = Connection::open(&path).unwrap();
+        other.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        other
+            .execute(
+                "INSERT INTO accounts (name, created_at) VALUES ('a', 0)",
+                [],
+            )
+            .unwrap();
+        assert!(wal_len() > 0);
+
+        let db = Db::open_with(&path, Some(Checkpointer::start().unwrap())).unwrap();
+        drop(other);
+        assert!(wal_len() > 0, "the WAL outlives the other connection");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while wal_len() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(wal_len(), 0, "the WAL found at open");
+        drop(db);
+        let n: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM accounts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
 
     #[tokio::test]
     async fn failed_job_rolls_back_alone_and_others_commit() {
