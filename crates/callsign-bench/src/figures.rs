@@ -255,6 +255,8 @@ pub async fn lookups(sizes: &[usize], n: usize, runs: usize) -> Result<Vec<(usiz
     let mut out = Vec::new();
     for &size in sizes {
         uuids.extend(server::fill(&http, &s, size - uuids.len()).await?);
+        // A lookup at this size, not one racing the fill's key writes still under way.
+        server::settle(&http, &s).await?;
         let mut per_run = Vec::with_capacity(runs);
         for _ in 0..runs {
             let mut by_key = Vec::with_capacity(n);

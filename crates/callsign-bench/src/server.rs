@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use callsign_core::dto::{Mutation, MutationOp, NewTask, SyncRequest, SyncResponse};
@@ -206,6 +206,37 @@ pub async fn metrics(http: &reqwest::Client, s: &Server) -> Result<HashMap<Strin
         .text()
         .await?;
     Ok(parse_metrics(&text))
+}
+
+/// Waits until the server has finished writing in the background (the keys of the tasks it
+/// has answered for, and their `in_store` marks) and emptied its WALs: until neither writer's
+/// commit counter has moved for 1.5 s. Fails after a minute of commits.
+pub async fn settle(http: &reqwest::Client, s: &Server) -> Result<()> {
+    const QUIET: Duration = Duration::from_millis(1500);
+    const POLL: Duration = Duration::from_millis(250);
+    const MAX: Duration = Duration::from_secs(60);
+    let commits = |m: HashMap<String, f64>| {
+        [
+            "callsign_alloc_db_group_commits_total",
+            "callsign_task_store_group_commits_total",
+        ]
+        .map(|k| m.get(k).copied().unwrap_or(0.0))
+    };
+    let start = Instant::now();
+    let mut last = commits(metrics(http, s).await?);
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < QUIET {
+        if start.elapsed() > MAX {
+            bail!("the server kept committing for {MAX:?} after its last request");
+        }
+        tokio::time::sleep(POLL).await;
+        let now = commits(metrics(http, s).await?);
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        }
+    }
+    Ok(())
 }
 
 fn parse_metrics(text: &str) -> HashMap<String, f64> {
