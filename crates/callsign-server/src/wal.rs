@@ -27,7 +27,7 @@ use rusqlite::{Connection, OpenFlags};
 const INTERVAL: Duration = Duration::from_millis(50);
 
 /// How long a file goes without a commit before its WAL is emptied.
-const AT_REST: Duration = Duration::from_secs(1);
+pub const AT_REST: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct State {
@@ -219,10 +219,36 @@ fn checkpoint(
     Ok(busy == 0)
 }
 
+/// What the tests of this module and of the writers need to watch a WAL.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    /// The length of the WAL beside `db` (0 if there is none).
+    pub fn wal_len(db: &Path) -> u64 {
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        std::fs::metadata(wal).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Polls `done` every 20 ms for up to `limit`; whether it came true.
+    pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        while !done() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{wait_until, wal_len};
     use super::*;
-    use std::time::Instant;
 
     /// A database whose writer never checkpoints: its rows stay in the WAL until the thread
     /// copies them into the database file, which then grows.
@@ -249,10 +275,7 @@ mod tests {
 
         let cp = Checkpointer::start().unwrap();
         cp.committed(&path);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while size() < 256 * 1024 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(Duration::from_secs(10), || size() >= 256 * 1024);
         assert!(size() >= 256 * 1024, "checkpointed: {} bytes", size());
         let n: i64 = c
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
@@ -266,8 +289,7 @@ mod tests {
     fn a_file_at_rest_has_its_wal_emptied_once_no_reader_holds_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.sqlite3");
-        let wal = dir.path().join("r.sqlite3-wal");
-        let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        let wal_len = || wal_len(&path);
         let w = Connection::open(&path).unwrap();
         w.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
             .unwrap();
@@ -302,10 +324,7 @@ mod tests {
         assert!(wal_len() > 0, "emptied under a reader");
 
         reader.execute_batch("COMMIT").unwrap();
-        let deadline = Instant::now() + AT_REST * 5;
-        while wal_len() > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until(AT_REST * 5, || wal_len() == 0);
         assert_eq!(wal_len(), 0, "the WAL of a file at rest");
         let n: i64 = reader
             .query_row("SELECT count(*) FROM t", [], |r| r.get(0))

@@ -166,9 +166,7 @@ impl Db {
         let mut conn = open_conn(path)?;
         migrations().to_latest(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
-        if let (Some(c), Some(path)) = (&checkpointer, conn.path()) {
-            c.committed(Path::new(path));
-        }
+        hand_off(checkpointer.as_ref(), &conn);
         let (tx, rx) = mpsc::unbounded_channel();
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
@@ -252,6 +250,13 @@ pub fn run_in_savepoint<R>(
     }
 }
 
+/// Tells the checkpoint thread, if any, that `conn`'s file has frames in its WAL.
+fn hand_off(checkpointer: Option<&Checkpointer>, conn: &Connection) {
+    if let (Some(c), Some(path)) = (checkpointer, conn.path()) {
+        c.committed(Path::new(path));
+    }
+}
+
 fn writer_loop(
     conn: Connection,
     mut rx: mpsc::UnboundedReceiver<Box<dyn Job>>,
@@ -270,9 +275,7 @@ fn writer_loop(
         if commit.is_ok() {
             counted.commits.inc();
             counted.jobs.inc_by(batch.len() as u64);
-            if let (Some(c), Some(path)) = (&checkpointer, conn.path()) {
-                c.committed(Path::new(path));
-            }
+            hand_off(checkpointer.as_ref(), &conn);
         }
         let err = commit.err();
         for job in batch {
@@ -315,6 +318,7 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wal::testing::{wait_until, wal_len};
 
     /// A WAL left beside the database (by a crash, or here by another connection) is emptied
     /// once the server's writer has opened the file, though nothing is committed through it.
@@ -322,8 +326,7 @@ mod tests {
     fn a_wal_found_at_open_is_emptied_without_a_commit() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.sqlite3");
-        let wal = dir.path().join("a.sqlite3-wal");
-        let wal_len = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        let wal_len = || wal_len(&path);
         drop(Db::open(&path).unwrap());
         let other = Connection::open(&path).unwrap();
         other.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
@@ -338,10 +341,7 @@ mod tests {
         let db = Db::open_with(&path, Some(Checkpointer::start().unwrap())).unwrap();
         drop(other);
         assert!(wal_len() > 0, "the WAL outlives the other connection");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while wal_len() > 0 && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        wait_until(std::time::Duration::from_secs(10), || wal_len() == 0);
         assert_eq!(wal_len(), 0, "the WAL found at open");
         drop(db);
         let n: i64 = Connection::open(&path)

@@ -95,6 +95,20 @@ impl TestApp {
         .await
     }
 
+    /// Creates `n` tasks `t0..` with idempotency keys `{idem}0..`; each must be numbered.
+    pub async fn create_tasks(&self, idem: &str, n: usize) {
+        for i in 0..n {
+            let a = self
+                .put(
+                    Uuid::new_v4(),
+                    &format!("{idem}{i}"),
+                    task(&format!("t{i}")),
+                )
+                .await;
+            assert_eq!(a.status, StatusCode::CREATED);
+        }
+    }
+
     pub async fn get(&self, r: &str) -> Answer {
         let token = self.account.token.clone();
         self.call(
