@@ -62,6 +62,11 @@ pub struct Throughput {
     pub raw_commits_per_s: f64,
     /// What the server's `/metrics` counted over the run, per create.
     pub per_create: PerCreate,
+    /// What the server handed to write calls from the first client's start until it settled
+    /// after the run (so the key writes and checkpoints of the run's creates count), per create.
+    pub written_per_create: server::Written,
+    /// The same for the raw baseline, per commit (mean of its two measurements).
+    pub raw_written_per_commit: server::Written,
 }
 
 /// The server's own account of a throughput run, per create.
@@ -121,7 +126,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     // server has settled; the baseline is their mean, so a shift in the machine's speed during
     // the run weighs on both sides.
     let raw_secs = secs.min(3.0) / 2.0;
-    let raw_before = raw_commit_rate(s.data_dir(), raw_secs)?;
+    let raw_before = raw_commits(s.data_dir(), raw_secs)?;
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(clients)
         .build()?;
@@ -130,6 +135,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     // The clock starts before the first client does: every number in the database is counted
     // against it.
     let before = server::metrics(&http, &s).await?;
+    let written_before = server::written(s.pid())?;
     let t = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -162,37 +168,55 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     }
     let server_rss_mib = server::rss_mib(s.pid())?;
     server::settle(&http, &s).await?;
-    let raw_after = raw_commit_rate(s.data_dir(), raw_secs)?;
+    let written = server::written(s.pid())? - written_before;
+    let raw_after = raw_commits(s.data_dir(), raw_secs)?;
     Ok(Throughput {
         creates_per_s: n as f64 / elapsed,
         p50_ms: percentile(&lat, 50.0),
         p99_ms: percentile(&lat, 99.0),
         server_rss_mib,
-        raw_commits_per_s: (raw_before + raw_after) / 2.0,
+        raw_commits_per_s: (raw_before.per_s + raw_after.per_s) / 2.0,
         per_create,
+        written_per_create: written.per(n as f64),
+        raw_written_per_commit: (raw_before.written_per_commit + raw_after.written_per_commit)
+            .per(2.0),
     })
+}
+
+/// One measurement of the raw commit rate.
+pub struct RawCommits {
+    pub per_s: f64,
+    /// What this process handed to write calls per commit meanwhile (nothing else of it
+    /// writes then: no client runs).
+    pub written_per_commit: server::Written,
 }
 
 /// Single-row inserts, one transaction each, WAL with `synchronous = FULL` (the server's
 /// setting), on the same filesystem as the server's data dir: this disk's durable commit rate.
-pub fn raw_commit_rate(dir: &std::path::Path, secs: f64) -> Result<f64> {
+pub fn raw_commits(dir: &std::path::Path, secs: f64) -> Result<RawCommits> {
     let path = dir.join("raw-commit-baseline.sqlite3");
     let c = rusqlite::Connection::open(&path)?;
     c.pragma_update(None, "journal_mode", "WAL")?;
     c.pragma_update(None, "synchronous", "FULL")?;
     c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")?;
+    let me = std::process::id();
+    let written_before = server::written(me)?;
     let t = Instant::now();
     let mut n = 0u64;
     while t.elapsed().as_secs_f64() < secs {
         c.execute("INSERT INTO t (v) VALUES (?1)", [format!("row {n}")])?;
         n += 1;
     }
-    let rate = n as f64 / t.elapsed().as_secs_f64();
+    let per_s = n as f64 / t.elapsed().as_secs_f64();
+    let written = server::written(me)? - written_before;
     drop(c);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
-    Ok(rate)
+    Ok(RawCommits {
+        per_s,
+        written_per_commit: written.per(n.max(1) as f64),
+    })
 }
 
 /// From `Engine::create` returning to the key stored locally, with the sync loop running:

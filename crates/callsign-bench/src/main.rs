@@ -36,6 +36,9 @@ struct Args {
     /// memory.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Concurrent clients in the throughput section (the figure is at 64).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    clients: u16,
     /// Also write the figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -54,6 +57,7 @@ struct Sizes {
     create_to_key: usize,
     local: usize,
     big: usize,
+    clients: usize,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -77,6 +81,7 @@ async fn main() -> Result<()> {
         create_to_key: if q { 100 } else { 500 },
         local: if q { 300 } else { 2_000 },
         big: if q { 10_000 } else { 100_000 },
+        clients: a.clients.into(),
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let mut out: Vec<Figure> = Vec::new();
@@ -88,7 +93,10 @@ async fn main() -> Result<()> {
         out.extend(drain(&z).await?);
     }
     if want("throughput") {
-        eprintln!("throughput: 64 concurrent clients, 5 s a run; the raw commit rate");
+        eprintln!(
+            "throughput: {} concurrent clients, 5 s a run; the raw commit rate",
+            z.clients
+        );
         out.extend(throughput(&z).await?);
     }
     if want("create-to-key") {
@@ -158,20 +166,21 @@ async fn drain(z: &Sizes) -> Result<Vec<Figure>> {
 async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
     let mut tp = Vec::new();
     for _ in 0..z.runs {
-        tp.push(figures::throughput(64, 5.0).await?);
+        tp.push(figures::throughput(z.clients, 5.0).await?);
     }
     let pick = |f: fn(&figures::Throughput) -> f64| tp.iter().map(f).collect::<Vec<_>>();
     let raw = med(&pick(|t| t.raw_commits_per_s));
+    let c = format!("{} clients", z.clients);
     let stages = ["phase 1 (slot)", "the task store", "phase 2 (number)"]
         .iter()
         .enumerate()
         .map(|(i, stage)| {
             let waits = tp.iter().map(|t| t.per_create.stages_ms[i]).collect();
-            Figure::new(&format!("64 clients: mean wait in {stage}"), "ms", waits)
+            Figure::new(&format!("{c}: mean wait in {stage}"), "ms", waits)
         });
     let mut figures = vec![
         Figure::new(
-            "64 clients: creates/s (numbers checked 1..N)",
+            &format!("{c}: creates/s (numbers checked 1..N)"),
             "/s",
             pick(|t| t.creates_per_s),
         )
@@ -180,13 +189,21 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
         ))
         .target("≥ 1.0 × raw commit rate", |m| m >= raw),
         Figure::new(
-            "64 clients: creates/s ÷ that run's raw commit rate",
+            &format!("{c}: creates/s ÷ that run's raw commit rate"),
             "×",
             pick(|t| t.creates_per_s / t.raw_commits_per_s),
         )
         .baseline("raw rate: mean of 1.5 s before and 1.5 s after the run"),
-        Figure::new("64 clients: create latency p50", "ms", pick(|t| t.p50_ms)),
-        Figure::new("64 clients: create latency p99", "ms", pick(|t| t.p99_ms)),
+        Figure::new(
+            &format!("{c}: create latency p50"),
+            "ms",
+            pick(|t| t.p50_ms),
+        ),
+        Figure::new(
+            &format!("{c}: create latency p99"),
+            "ms",
+            pick(|t| t.p99_ms),
+        ),
         Figure::new(
             "bound: allocation DB group commits per create",
             "",
@@ -213,6 +230,24 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
             }),
         )
         .baseline("the raw commit rate ÷ commits per create".to_owned()),
+        Figure::new(
+            "bound: KiB the server hands to write calls per create (until settled)",
+            "KiB",
+            pick(|t| t.written_per_create.bytes / 1024.0),
+        )
+        .baseline(format!(
+            "{:.1} KiB per raw commit",
+            med(&pick(|t| t.raw_written_per_commit.bytes)) / 1024.0
+        )),
+        Figure::new(
+            "bound: write calls per create (until settled)",
+            "",
+            pick(|t| t.written_per_create.calls),
+        )
+        .baseline(format!(
+            "{:.1} per raw commit",
+            med(&pick(|t| t.raw_written_per_commit.calls))
+        )),
     ];
     figures.extend(stages);
     figures.push(Figure::new(

@@ -113,6 +113,59 @@ pub fn rss_mib(pid: u32) -> Result<f64> {
     Ok(kb / 1024.0)
 }
 
+/// What a process has handed to write calls so far (`/proc/<pid>/io`): bytes (`wchar`: files,
+/// pipes and sockets alike) and calls (`syscw`). `fsync` is neither.
+#[derive(Clone, Copy)]
+pub struct Written {
+    pub bytes: f64,
+    pub calls: f64,
+}
+
+pub fn written(pid: u32) -> Result<Written> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .with_context(|| format!("reading /proc/{pid}/io"))?;
+    let field = |name: &str| -> Result<f64> {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("{name} in /proc/{pid}/io"))
+    };
+    Ok(Written {
+        bytes: field("wchar:")?,
+        calls: field("syscw:")?,
+    })
+}
+
+impl Written {
+    /// Per one of `k` (creates, commits).
+    pub fn per(self, k: f64) -> Written {
+        Written {
+            bytes: self.bytes / k,
+            calls: self.calls / k,
+        }
+    }
+}
+
+impl std::ops::Add for Written {
+    type Output = Written;
+    fn add(self, o: Written) -> Written {
+        Written {
+            bytes: self.bytes + o.bytes,
+            calls: self.calls + o.calls,
+        }
+    }
+}
+
+impl std::ops::Sub for Written {
+    type Output = Written;
+    fn sub(self, o: Written) -> Written {
+        Written {
+            bytes: self.bytes - o.bytes,
+            calls: self.calls - o.calls,
+        }
+    }
+}
+
 pub fn new_task(description: String) -> NewTask {
     NewTask {
         project: PREFIX.into(),
@@ -264,5 +317,21 @@ mod tests {
             0.5
         );
         assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn what_a_process_writes_is_counted_in_bytes_and_calls() {
+        let me = std::process::id();
+        let dir = tempfile::tempdir().unwrap();
+        let before = super::written(me).unwrap();
+        for i in 0..10u8 {
+            std::fs::write(dir.path().join(i.to_string()), [i; 10_000]).unwrap();
+        }
+        let d = super::written(me).unwrap() - before;
+        // Other test threads may write too, so at least what this one wrote.
+        assert!(d.bytes >= 100_000.0, "{} bytes", d.bytes);
+        assert!(d.calls >= 10.0, "{} calls", d.calls);
+        let each = d.per(10.0);
+        assert!(each.bytes >= 10_000.0 && each.calls >= 1.0);
     }
 }
