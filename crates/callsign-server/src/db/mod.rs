@@ -265,13 +265,7 @@ fn writer_loop(
 ) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
-        while batch.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let commit = run_group(&conn, &mut batch);
+        let commit = run_group(&conn, &mut batch, || rx.try_recv().ok());
         if commit.is_ok() {
             counted.commits.inc();
             counted.jobs.inc_by(batch.len() as u64);
@@ -285,18 +279,34 @@ fn writer_loop(
 }
 
 /// One transaction for the group: optimistically, then isolated if a job failed.
-fn run_group(conn: &Connection, batch: &mut [Box<dyn Job>]) -> Result<()> {
-    let jobs = batch.len();
-    let begin = || {
+///
+/// Jobs that arrive while the group runs join it (up to [`MAX_GROUP`]) until none is waiting,
+/// and only then does it commit: a job that comes in while the writer works waits for the
+/// commit under way instead of the whole next group.
+fn run_group(
+    conn: &Connection,
+    batch: &mut Vec<Box<dyn Job>>,
+    mut waiting: impl FnMut() -> Option<Box<dyn Job>>,
+) -> Result<()> {
+    let begin = |jobs: usize| {
         conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| {
             tracing::error!(error = %e, jobs, "could not begin a write transaction");
             DbError::from(e)
         })
     };
-    begin()?;
-    if !batch.iter_mut().all(|job| job.run(conn, false)) {
+    begin(batch.len())?;
+    let mut ran = 0;
+    let mut ok = true;
+    while ok && ran < batch.len() {
+        ok = batch[ran].run(conn, false);
+        ran += 1;
+        if ran == batch.len() && batch.len() < MAX_GROUP {
+            batch.extend(waiting());
+        }
+    }
+    if !ok {
         conn.execute_batch("ROLLBACK")?;
-        begin()?;
+        begin(batch.len())?;
         ISOLATED.set(true);
         for job in batch.iter_mut() {
             job.run(conn, true);
@@ -462,6 +472,36 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(runs.load(SeqCst), 3);
+    }
+
+    /// A job sent while a group runs joins that group: one commit for both, not a second
+    /// group after it. A job sent once the group has stopped taking jobs gets a commit of its
+    /// own.
+    #[tokio::test]
+    async fn a_job_sent_while_a_group_runs_joins_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("a.sqlite3")).unwrap();
+        let (started, running) = std::sync::mpsc::channel::<()>();
+        let writer = db.clone();
+        let hold = tokio::spawn(async move {
+            writer
+                .write(move |c| {
+                    let _ = started.send(());
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    add(c, "held")
+                })
+                .await
+        });
+        tokio::task::spawn_blocking(move || running.recv().unwrap())
+            .await
+            .unwrap();
+        db.write(|c| add(c, "joined")).await.unwrap();
+        hold.await.unwrap().unwrap();
+        assert_eq!(db.group_commits().commits.get(), 1);
+        assert_eq!(db.group_commits().jobs.get(), 2);
+        db.write(|c| add(c, "alone")).await.unwrap();
+        assert_eq!(db.group_commits().commits.get(), 2);
+        assert_eq!(names(&db), ["held", "joined", "alone"]);
     }
 
     #[test]
