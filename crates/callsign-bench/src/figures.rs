@@ -67,6 +67,10 @@ pub struct Throughput {
     pub written_per_create: server::Written,
     /// The same for the raw baseline, per commit (mean of its two measurements).
     pub raw_written_per_commit: server::Written,
+    /// CPU seconds per create: the server's (over the same window as `written_per_create`),
+    /// and this process's while its clients ran (the load generator's).
+    pub server_cpu_per_create: f64,
+    pub clients_cpu_per_create: f64,
 }
 
 /// The server's own account of a throughput run, per create.
@@ -136,6 +140,8 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     // against it.
     let before = server::metrics(&http, &s).await?;
     let written_before = server::written(s.pid())?;
+    let cpu_before = server::cpu_secs(s.pid())?;
+    let clients_cpu_before = server::cpu_secs(std::process::id())?;
     let t = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -159,6 +165,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         task.await??;
     }
     let elapsed = t.elapsed().as_secs_f64();
+    let clients_cpu = server::cpu_secs(std::process::id())? - clients_cpu_before;
     let per_create = PerCreate::between(&before, &server::metrics(&http, &s).await?)?;
     let lat = lat.lock().expect("latencies").clone();
     let ns = server::numbers(&s)?;
@@ -169,6 +176,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     let server_rss_mib = server::rss_mib(s.pid())?;
     server::settle(&http, &s).await?;
     let written = server::written(s.pid())? - written_before;
+    let server_cpu = server::cpu_secs(s.pid())? - cpu_before;
     let raw_after = raw_commits(s.data_dir(), raw_secs)?;
     Ok(Throughput {
         creates_per_s: n as f64 / elapsed,
@@ -180,6 +188,8 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         written_per_create: written.per(n as f64),
         raw_written_per_commit: (raw_before.written_per_commit + raw_after.written_per_commit)
             .per(2.0),
+        server_cpu_per_create: server_cpu / n as f64,
+        clients_cpu_per_create: clients_cpu / n as f64,
     })
 }
 

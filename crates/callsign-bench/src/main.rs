@@ -171,6 +171,7 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
     let pick = |f: fn(&figures::Throughput) -> f64| tp.iter().map(f).collect::<Vec<_>>();
     let raw = med(&pick(|t| t.raw_commits_per_s));
     let c = format!("{} clients", z.clients);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let stages = ["phase 1 (slot)", "the task store", "phase 2 (number)"]
         .iter()
         .enumerate()
@@ -230,6 +231,16 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
             }),
         )
         .baseline("the raw commit rate ÷ commits per create".to_owned()),
+        Figure::new(
+            "bound: server CPU time per create (until settled)",
+            "µs",
+            pick(|t| t.server_cpu_per_create * 1e6),
+        )
+        .baseline(format!(
+            "{cores} cores ÷ the raw commit rate: {:.0} µs; the {c} themselves used {:.0} µs",
+            cores as f64 / raw * 1e6,
+            med(&pick(|t| t.clients_cpu_per_create)) * 1e6
+        )),
         Figure::new(
             "bound: KiB the server hands to write calls per create (until settled)",
             "KiB",

@@ -166,6 +166,37 @@ impl std::ops::Sub for Written {
     }
 }
 
+/// CPU seconds a process has used so far, all its threads (also those that have exited):
+/// `utime + stime` of `/proc/<pid>/stat`, in the kernel's clock ticks.
+pub fn cpu_secs(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("reading /proc/{pid}/stat"))?;
+    // The command name, in parentheses, may hold spaces: count fields after its last ')'.
+    let rest = stat.rsplit_once(')').context("/proc/<pid>/stat")?.1;
+    let field = |n: usize| -> Result<f64> {
+        rest.split_whitespace()
+            .nth(n)
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("field {n} after the name in /proc/{pid}/stat"))
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    Ok((field(11)? + field(12)?) / clock_ticks()?)
+}
+
+/// The kernel's clock ticks per second (`AT_CLKTCK` of this process's auxiliary vector).
+fn clock_ticks() -> Result<f64> {
+    const AT_CLKTCK: u64 = 17;
+    let auxv = std::fs::read("/proc/self/auxv").context("reading /proc/self/auxv")?;
+    auxv.chunks_exact(16)
+        .map(|kv| {
+            let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+            (word(&kv[..8]), word(&kv[8..]))
+        })
+        .find(|(k, _)| *k == AT_CLKTCK)
+        .map(|(_, v)| v as f64)
+        .context("no AT_CLKTCK in /proc/self/auxv")
+}
+
 pub fn new_task(description: String) -> NewTask {
     NewTask {
         project: PREFIX.into(),
@@ -333,5 +364,20 @@ mod tests {
         assert!(d.calls >= 10.0, "{} calls", d.calls);
         let each = d.per(10.0);
         assert!(each.bytes >= 10_000.0 && each.calls >= 1.0);
+    }
+
+    #[test]
+    fn cpu_time_grows_with_work_done() {
+        let me = std::process::id();
+        let before = super::cpu_secs(me).unwrap();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 300 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let used = super::cpu_secs(me).unwrap() - before;
+        // 300 ms of spinning, read in clock ticks (10 ms at the usual 100 a second).
+        assert!((0.2..5.0).contains(&used), "{used} s");
+        assert_eq!(super::clock_ticks().unwrap(), 100.0);
     }
 }
