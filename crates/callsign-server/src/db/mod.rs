@@ -487,7 +487,7 @@ mod tests {
             writer
                 .write(move |c| {
                     let _ = started.send(());
-                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    std::thread::sleep(std::time::Duration::from_millis(500));
                     add(c, "held")
                 })
                 .await
