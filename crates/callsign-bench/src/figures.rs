@@ -62,15 +62,13 @@ pub struct Throughput {
     pub raw_commits_per_s: f64,
     /// What the server's `/metrics` counted over the run, per create.
     pub per_create: PerCreate,
-    /// What the server handed to write calls from the first client's start until it settled
-    /// after the run (so the key writes and checkpoints of the run's creates count), per create.
-    pub written_per_create: server::Written,
-    /// The same for the raw baseline, per commit (mean of its two measurements).
-    pub raw_written_per_commit: server::Written,
-    /// CPU seconds per create: the server's (over the same window as `written_per_create`),
-    /// and this process's while its clients ran (the load generator's).
-    pub server_cpu_per_create: f64,
-    pub clients_cpu_per_create: f64,
+    /// What the server used from the first client's start until it settled after the run (so
+    /// the key writes and checkpoints of the run's creates count), per create.
+    pub server_per_create: server::Usage,
+    /// What this process (the load generator) used while its clients ran, per create.
+    pub clients_per_create: server::Usage,
+    /// What the raw baseline used per commit (mean of its two measurements).
+    pub raw_per_commit: server::Usage,
 }
 
 /// The server's own account of a throughput run, per create.
@@ -139,9 +137,8 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     // The clock starts before the first client does: every number in the database is counted
     // against it.
     let before = server::metrics(&http, &s).await?;
-    let written_before = server::written(s.pid())?;
-    let cpu_before = server::cpu_secs(s.pid())?;
-    let clients_cpu_before = server::cpu_secs(std::process::id())?;
+    let me = std::process::id();
+    let (server_before, clients_before) = (server::usage(s.pid())?, server::usage(me)?);
     let t = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
@@ -165,7 +162,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         task.await??;
     }
     let elapsed = t.elapsed().as_secs_f64();
-    let clients_cpu = server::cpu_secs(std::process::id())? - clients_cpu_before;
+    let clients = server::usage(me)? - clients_before;
     let per_create = PerCreate::between(&before, &server::metrics(&http, &s).await?)?;
     let lat = lat.lock().expect("latencies").clone();
     let ns = server::numbers(&s)?;
@@ -175,8 +172,7 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     }
     let server_rss_mib = server::rss_mib(s.pid())?;
     server::settle(&http, &s).await?;
-    let written = server::written(s.pid())? - written_before;
-    let server_cpu = server::cpu_secs(s.pid())? - cpu_before;
+    let server_used = server::usage(s.pid())? - server_before;
     let raw_after = raw_commits(s.data_dir(), raw_secs)?;
     Ok(Throughput {
         creates_per_s: n as f64 / elapsed,
@@ -185,20 +181,18 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
         server_rss_mib,
         raw_commits_per_s: (raw_before.per_s + raw_after.per_s) / 2.0,
         per_create,
-        written_per_create: written.per(n as f64),
-        raw_written_per_commit: (raw_before.written_per_commit + raw_after.written_per_commit)
-            .per(2.0),
-        server_cpu_per_create: server_cpu / n as f64,
-        clients_cpu_per_create: clients_cpu / n as f64,
+        server_per_create: server_used.per(n as f64),
+        clients_per_create: clients.per(n as f64),
+        raw_per_commit: (raw_before.per_commit + raw_after.per_commit).per(2.0),
     })
 }
 
 /// One measurement of the raw commit rate.
 pub struct RawCommits {
     pub per_s: f64,
-    /// What this process handed to write calls per commit meanwhile (nothing else of it
-    /// writes then: no client runs).
-    pub written_per_commit: server::Written,
+    /// What this process used per commit meanwhile (nothing else of it works then: no client
+    /// runs).
+    pub per_commit: server::Usage,
 }
 
 /// Single-row inserts, one transaction each, WAL with `synchronous = FULL` (the server's
@@ -210,7 +204,7 @@ pub fn raw_commits(dir: &std::path::Path, secs: f64) -> Result<RawCommits> {
     c.pragma_update(None, "synchronous", "FULL")?;
     c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")?;
     let me = std::process::id();
-    let written_before = server::written(me)?;
+    let before = server::usage(me)?;
     let t = Instant::now();
     let mut n = 0u64;
     while t.elapsed().as_secs_f64() < secs {
@@ -218,14 +212,14 @@ pub fn raw_commits(dir: &std::path::Path, secs: f64) -> Result<RawCommits> {
         n += 1;
     }
     let per_s = n as f64 / t.elapsed().as_secs_f64();
-    let written = server::written(me)? - written_before;
+    let used = server::usage(me)? - before;
     drop(c);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     Ok(RawCommits {
         per_s,
-        written_per_commit: written.per(n.max(1) as f64),
+        per_commit: used.per(n.max(1) as f64),
     })
 }
 

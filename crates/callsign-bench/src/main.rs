@@ -234,30 +234,30 @@ async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
         Figure::new(
             "bound: server CPU time per create (until settled)",
             "µs",
-            pick(|t| t.server_cpu_per_create * 1e6),
+            pick(|t| t.server_per_create.cpu_secs * 1e6),
         )
         .baseline(format!(
             "{cores} cores ÷ the raw commit rate: {:.0} µs; the {c} themselves used {:.0} µs",
             cores as f64 / raw * 1e6,
-            med(&pick(|t| t.clients_cpu_per_create)) * 1e6
+            med(&pick(|t| t.clients_per_create.cpu_secs)) * 1e6
         )),
         Figure::new(
             "bound: KiB the server hands to write calls per create (until settled)",
             "KiB",
-            pick(|t| t.written_per_create.bytes / 1024.0),
+            pick(|t| t.server_per_create.written_bytes / 1024.0),
         )
         .baseline(format!(
             "{:.1} KiB per raw commit",
-            med(&pick(|t| t.raw_written_per_commit.bytes)) / 1024.0
+            med(&pick(|t| t.raw_per_commit.written_bytes)) / 1024.0
         )),
         Figure::new(
             "bound: write calls per create (until settled)",
             "",
-            pick(|t| t.written_per_create.calls),
+            pick(|t| t.server_per_create.write_calls),
         )
         .baseline(format!(
             "{:.1} per raw commit",
-            med(&pick(|t| t.raw_written_per_commit.calls))
+            med(&pick(|t| t.raw_per_commit.write_calls))
         )),
     ];
     figures.extend(stages);

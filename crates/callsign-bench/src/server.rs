@@ -113,88 +113,91 @@ pub fn rss_mib(pid: u32) -> Result<f64> {
     Ok(kb / 1024.0)
 }
 
-/// What a process has handed to write calls so far (`/proc/<pid>/io`): bytes (`wchar`: files,
-/// pipes and sockets alike) and calls (`syscw`). `fsync` is neither.
+/// What a process has used so far: CPU seconds (`utime + stime` of `/proc/<pid>/stat`, all its
+/// threads, also those that have exited) and what it handed to write calls (`wchar` and
+/// `syscw` of `/proc/<pid>/io`: files, pipes and sockets alike; an `fsync` is neither).
 #[derive(Clone, Copy)]
-pub struct Written {
-    pub bytes: f64,
-    pub calls: f64,
+pub struct Usage {
+    pub cpu_secs: f64,
+    pub written_bytes: f64,
+    pub write_calls: f64,
 }
 
-pub fn written(pid: u32) -> Result<Written> {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))
-        .with_context(|| format!("reading /proc/{pid}/io"))?;
-    let field = |name: &str| -> Result<f64> {
-        io.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().parse().ok())
-            .with_context(|| format!("{name} in /proc/{pid}/io"))
-    };
-    Ok(Written {
-        bytes: field("wchar:")?,
-        calls: field("syscw:")?,
-    })
-}
-
-impl Written {
-    /// Per one of `k` (creates, commits).
-    pub fn per(self, k: f64) -> Written {
-        Written {
-            bytes: self.bytes / k,
-            calls: self.calls / k,
-        }
-    }
-}
-
-impl std::ops::Add for Written {
-    type Output = Written;
-    fn add(self, o: Written) -> Written {
-        Written {
-            bytes: self.bytes + o.bytes,
-            calls: self.calls + o.calls,
-        }
-    }
-}
-
-impl std::ops::Sub for Written {
-    type Output = Written;
-    fn sub(self, o: Written) -> Written {
-        Written {
-            bytes: self.bytes - o.bytes,
-            calls: self.calls - o.calls,
-        }
-    }
-}
-
-/// CPU seconds a process has used so far, all its threads (also those that have exited):
-/// `utime + stime` of `/proc/<pid>/stat`, in the kernel's clock ticks.
-pub fn cpu_secs(pid: u32) -> Result<f64> {
+pub fn usage(pid: u32) -> Result<Usage> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .with_context(|| format!("reading /proc/{pid}/stat"))?;
     // The command name, in parentheses, may hold spaces: count fields after its last ')'.
     let rest = stat.rsplit_once(')').context("/proc/<pid>/stat")?.1;
-    let field = |n: usize| -> Result<f64> {
+    let stat_field = |n: usize| -> Result<f64> {
         rest.split_whitespace()
             .nth(n)
             .and_then(|v| v.parse().ok())
             .with_context(|| format!("field {n} after the name in /proc/{pid}/stat"))
     };
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    Ok((field(11)? + field(12)?) / clock_ticks()?)
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .with_context(|| format!("reading /proc/{pid}/io"))?;
+    let io_field = |name: &str| -> Result<f64> {
+        io.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("{name} in /proc/{pid}/io"))
+    };
+    Ok(Usage {
+        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+        cpu_secs: (stat_field(11)? + stat_field(12)?) / clock_ticks()?,
+        written_bytes: io_field("wchar:")?,
+        write_calls: io_field("syscw:")?,
+    })
 }
 
-/// The kernel's clock ticks per second (`AT_CLKTCK` of this process's auxiliary vector).
+impl Usage {
+    fn zip(self, o: Usage, f: impl Fn(f64, f64) -> f64) -> Usage {
+        Usage {
+            cpu_secs: f(self.cpu_secs, o.cpu_secs),
+            written_bytes: f(self.written_bytes, o.written_bytes),
+            write_calls: f(self.write_calls, o.write_calls),
+        }
+    }
+
+    /// Per one of `k` (creates, commits).
+    pub fn per(self, k: f64) -> Usage {
+        self.zip(self, |a, _| a / k)
+    }
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(self, o: Usage) -> Usage {
+        self.zip(o, |a, b| a + b)
+    }
+}
+
+impl std::ops::Sub for Usage {
+    type Output = Usage;
+    fn sub(self, o: Usage) -> Usage {
+        self.zip(o, |a, b| a - b)
+    }
+}
+
+/// The kernel's clock ticks per second (`AT_CLKTCK` of this process's auxiliary vector), read
+/// once.
 fn clock_ticks() -> Result<f64> {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    if let Some(t) = TICKS.get() {
+        return Ok(*t);
+    }
     const AT_CLKTCK: u64 = 17;
     let auxv = std::fs::read("/proc/self/auxv").context("reading /proc/self/auxv")?;
-    auxv.chunks_exact(16)
+    let ticks = auxv
+        .chunks_exact(16)
         .map(|kv| {
             let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
             (word(&kv[..8]), word(&kv[8..]))
         })
         .find(|(k, _)| *k == AT_CLKTCK)
         .map(|(_, v)| v as f64)
-        .context("no AT_CLKTCK in /proc/self/auxv")
+        .context("no AT_CLKTCK in /proc/self/auxv")?;
+    Ok(*TICKS.get_or_init(|| ticks))
 }
 
 pub fn new_task(description: String) -> NewTask {
@@ -354,23 +357,23 @@ mod tests {
     fn what_a_process_writes_is_counted_in_bytes_and_calls() {
         let me = std::process::id();
         let dir = tempfile::tempdir().unwrap();
-        let before = super::written(me).unwrap();
+        let before = super::usage(me).unwrap();
         for i in 0..10u8 {
             std::fs::write(dir.path().join(i.to_string()), [i; 10_000]).unwrap();
         }
-        let d = super::written(me).unwrap() - before;
+        let d = super::usage(me).unwrap() - before;
         // Other test threads may write too, so at least what this one wrote.
-        assert!(d.bytes >= 100_000.0, "{} bytes", d.bytes);
-        assert!(d.calls >= 10.0, "{} calls", d.calls);
+        assert!(d.written_bytes >= 100_000.0, "{} bytes", d.written_bytes);
+        assert!(d.write_calls >= 10.0, "{} calls", d.write_calls);
         let each = d.per(10.0);
-        assert!(each.bytes >= 10_000.0 && each.calls >= 1.0);
+        assert!(each.written_bytes >= 10_000.0 && each.write_calls >= 1.0);
     }
 
     #[test]
     fn cpu_time_grows_with_work_done_and_never_beyond_the_wall_clock() {
         let me = std::process::id();
         let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
-        let before = super::cpu_secs(me).unwrap();
+        let before = super::usage(me).unwrap().cpu_secs;
         let t = std::time::Instant::now();
         let mut x = 0u64;
         // Spin until the process has used 0.1 s more, however busy the machine is.
@@ -378,7 +381,7 @@ mod tests {
             for _ in 0..100_000 {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
             }
-            let used = super::cpu_secs(me).unwrap() - before;
+            let used = super::usage(me).unwrap().cpu_secs - before;
             if used >= 0.1 {
                 break used;
             }

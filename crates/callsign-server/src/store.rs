@@ -286,9 +286,7 @@ impl Worker {
                 };
                 match res {
                     Ok(()) => {
-                        if let Some(path) = self.replicas.get(&account).and_then(|r| r.path()) {
-                            self.checkpointer.committed(path);
-                        }
+                        self.hand_off(account);
                         self.counted.commits.inc();
                     }
                     Err(e) => {
@@ -312,12 +310,18 @@ impl Worker {
             storage
                 .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
                 .map_err(backend)?;
-            if let Some(path) = storage.path() {
-                self.checkpointer.committed(path);
-            }
             self.replicas.insert(account, storage);
+            self.hand_off(account);
         }
         Ok(self.replicas.get_mut(&account).expect("inserted above"))
+    }
+
+    /// Tells the checkpoint thread that `account`'s replica has frames in its WAL: a commit
+    /// went into it, or it has just been opened (a crash may have left a WAL behind).
+    fn hand_off(&self, account: AccountId) {
+        if let Some(path) = self.replicas.get(&account).and_then(|r| r.path()) {
+            self.checkpointer.committed(path);
+        }
     }
 
     /// Loads the tasks into the group's cache (reads only; nothing is changed on failure).
