@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use callsign_sync::{Engine, Event, NewTaskInput, TaskFilter, Token};
 use rand::Rng;
 
+use crate::load;
 use crate::server::{self, Server, PREFIX};
 use crate::stats::percentile;
 
@@ -123,17 +124,19 @@ impl PerCreate {
 
 /// `clients` concurrent PUT creates into one project for `secs`; numbers checked 1..N.
 pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
-    let s = Arc::new(Server::start()?);
+    let s = Server::start()?;
     // The disk's commit rate is measured just before the run and again just after it, once the
     // server has settled; the baseline is their mean, so a shift in the machine's speed during
     // the run weighs on both sides.
     let raw_secs = secs.min(3.0) / 2.0;
     let raw_before = raw_commits(s.data_dir(), raw_secs)?;
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(clients)
-        .build()?;
+    let http = reqwest::Client::new();
     let stop = Arc::new(AtomicBool::new(false));
     let lat = Arc::new(Mutex::new(Vec::new()));
+    let mut conns = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        conns.push(load::Client::connect(&s).await?);
+    }
     // The clock starts before the first client does: every number in the database is counted
     // against it.
     let before = server::metrics(&http, &s).await?;
@@ -141,14 +144,14 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     let (server_before, clients_before) = (server::usage(s.pid())?, server::usage(me)?);
     let t = Instant::now();
     let mut tasks = Vec::new();
-    for c in 0..clients {
-        let (s, http, stop, lat) = (s.clone(), http.clone(), stop.clone(), lat.clone());
+    for (c, mut conn) in conns.into_iter().enumerate() {
+        let (stop, lat) = (stop.clone(), lat.clone());
         tasks.push(tokio::spawn(async move {
             let mut mine = Vec::new();
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
-                server::put_create(&http, &s, format!("c{c} {i}")).await?;
+                conn.put_create(format!("c{c} {i}")).await?;
                 mine.push(ms(t.elapsed()));
                 i += 1;
             }

@@ -4,6 +4,7 @@
 //! `cargo run --release -p callsign-bench -- [--runs 3] [--quick] [--only drain,lookup]
 //! [--json target/bench.json]`
 mod figures;
+mod load;
 mod server;
 mod stats;
 
