@@ -127,6 +127,9 @@ enum Cmd {
         Vec<Uuid>,
         oneshot::Sender<Result<Vec<Option<Snapshot>>>>,
     ),
+    /// Tests: the worker tells `.0` it is applying this command, then waits for `.1`.
+    #[cfg(test)]
+    Hold(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>),
 }
 
 /// Handle to the store worker. Cheap to clone.
@@ -235,7 +238,10 @@ impl Worker {
 
     /// Group commit: takes every command waiting, applies the writing ones to one
     /// `Operations` per account, commits each account once, then answers. A command is
-    /// answered `Ok` only after the commit that holds its changes succeeded.
+    /// answered `Ok` only after the commit that holds its changes succeeded. Requests that
+    /// arrive while a group's commands are applied join it (up to [`MAX_GROUP`]) until none is
+    /// waiting, and only then does it commit: a create whose phase 1 was answered a moment
+    /// after the others of its group commit does not wait for the whole next store commit.
     ///
     /// Key writes (`SetKeys`, off the request path) give way to requests: while requests are
     /// queued they wait, at most [`KEYS_MAY_WAIT`], and go in the first group with room for
@@ -270,9 +276,27 @@ impl Worker {
             }
             let mut groups: HashMap<AccountId, Group> = HashMap::new();
             let mut waiting: Vec<(AccountId, Finish)> = Vec::new();
-            for cmd in cmds {
-                if let Some(w) = self.apply(&mut groups, cmd).await {
-                    waiting.push(w);
+            let mut taken = cmds.len();
+            while !cmds.is_empty() {
+                for cmd in cmds {
+                    if let Some(w) = self.apply(&mut groups, cmd).await {
+                        waiting.push(w);
+                    }
+                }
+                // Requests that came in meanwhile join this commit (key writes wait their turn).
+                cmds = Vec::new();
+                while taken < MAX_GROUP {
+                    match rx.try_recv() {
+                        Ok(c @ Cmd::SetKeys(..)) => {
+                            keys_since.get_or_insert_with(Instant::now);
+                            keys.push(c);
+                        }
+                        Ok(c) => {
+                            taken += 1;
+                            cmds.push(c);
+                        }
+                        Err(_) => break,
+                    }
                 }
             }
             let mut failed: HashMap<AccountId, StoreError> = HashMap::new();
@@ -348,6 +372,12 @@ impl Worker {
     ) -> Option<(AccountId, Finish)> {
         let account = match &cmd {
             Cmd::Create(a, ..) | Cmd::Update(a, ..) | Cmd::SetKeys(a, ..) | Cmd::Get(a, ..) => *a,
+            #[cfg(test)]
+            Cmd::Hold(applying, release) => {
+                let _ = applying.send(());
+                let _ = release.recv();
+                return None;
+            }
         };
         let mut group = groups.remove(&account).unwrap_or_default();
         let out = match cmd {
@@ -355,6 +385,8 @@ impl Worker {
                 let _ = tx.send(self.get(account, uuids).await);
                 None
             }
+            #[cfg(test)]
+            Cmd::Hold(..) => None,
             Cmd::Create(_, tasks, tx) => {
                 let uuids: Vec<Uuid> = tasks.iter().map(|(u, _)| *u).collect();
                 match self.load(account, &mut group, &uuids).await {
@@ -499,5 +531,70 @@ fn set_tags(task: &mut TaskData, tags: &[String], ops: &mut Operations) {
     }
     for p in wanted.iter().filter(|p| !current.contains(p)) {
         task.update(p, Some(String::new()), ops);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_task(description: &str) -> NewTask {
+        NewTask {
+            project: "SYN".into(),
+            description: description.into(),
+            notes: String::new(),
+            status: None,
+            tags: Vec::new(),
+            created_at: None,
+        }
+    }
+
+    /// A command that holds the worker while it is applied: (it, "it is applied now", release).
+    fn hold() -> (
+        Cmd,
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (applying_tx, applying) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel();
+        (Cmd::Hold(applying_tx, release_rx), applying, release)
+    }
+
+    /// A create sent while the worker applies a group's commands joins that group's commit
+    /// instead of waiting for the next one.
+    #[tokio::test]
+    async fn a_command_sent_while_a_group_is_applied_joins_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::start(dir.path().into(), Checkpointer::start().unwrap()).unwrap();
+        // Open the replica first, so the groups below do nothing but their commands.
+        store.get(1, vec![Uuid::new_v4()]).await.unwrap();
+        let create = |uuid: Uuid, description: &str| {
+            let (tx, rx) = oneshot::channel();
+            store
+                .tx
+                .send(Cmd::Create(1, vec![(uuid, new_task(description))], tx))
+                .unwrap();
+            rx
+        };
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        // The first create and a second hold queue up while the worker is held, so they are
+        // one group; the second create is sent while that group is being applied.
+        let (hold1, applying1, release1) = hold();
+        store.tx.send(hold1).unwrap();
+        applying1.recv().unwrap();
+        let first = create(a, "first");
+        let (hold2, applying2, release2) = hold();
+        store.tx.send(hold2).unwrap();
+        release1.send(()).unwrap();
+        applying2.recv().unwrap();
+        let second = create(b, "second");
+        release2.send(()).unwrap();
+        first.await.unwrap().unwrap();
+        second.await.unwrap().unwrap();
+        let commits = store.group_commits();
+        assert_eq!(commits.commits.get(), 1, "both creates in one commit");
+        assert_eq!(commits.jobs.get(), 2);
+        let got = store.get(1, vec![a, b]).await.unwrap();
+        assert!(got.iter().all(Option::is_some), "both tasks stored");
     }
 }
