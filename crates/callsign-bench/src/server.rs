@@ -127,10 +127,14 @@ pub fn usage(pid: u32) -> Result<Usage> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .with_context(|| format!("reading /proc/{pid}/stat"))?;
     // The command name, in parentheses, may hold spaces: count fields after its last ')'.
-    let rest = stat.rsplit_once(')').context("/proc/<pid>/stat")?.1;
+    let rest: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("/proc/<pid>/stat")?
+        .1
+        .split_whitespace()
+        .collect();
     let stat_field = |n: usize| -> Result<f64> {
-        rest.split_whitespace()
-            .nth(n)
+        rest.get(n)
             .and_then(|v| v.parse().ok())
             .with_context(|| format!("field {n} after the name in /proc/{pid}/stat"))
     };

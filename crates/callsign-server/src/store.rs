@@ -219,6 +219,52 @@ fn finish<T: Send + 'static>(tx: oneshot::Sender<Result<T>>, value: T) -> Finish
     })
 }
 
+/// Key writes held back while requests are queued (see [`Worker::run`]), and since when.
+#[derive(Default)]
+struct HeldKeys {
+    cmds: Vec<Cmd>,
+    since: Option<Instant>,
+}
+
+impl HeldKeys {
+    /// Holds `c` if it is a key write; a request goes to `cmds`.
+    fn sort(&mut self, c: Cmd, cmds: &mut Vec<Cmd>) {
+        if matches!(c, Cmd::SetKeys(..)) {
+            self.since.get_or_insert_with(Instant::now);
+            self.cmds.push(c);
+        } else {
+            cmds.push(c);
+        }
+    }
+
+    /// The oldest has waited [`KEYS_MAY_WAIT`].
+    fn due(&self) -> bool {
+        self.since.is_some_and(|t| t.elapsed() >= KEYS_MAY_WAIT)
+    }
+
+    fn take(&mut self) -> Vec<Cmd> {
+        self.since = None;
+        std::mem::take(&mut self.cmds)
+    }
+}
+
+/// Moves the commands waiting in `rx` to `cmds`, at most `room` requests; key writes among
+/// them are held in `keys`.
+fn take_waiting(
+    rx: &mut mpsc::UnboundedReceiver<Cmd>,
+    cmds: &mut Vec<Cmd>,
+    room: usize,
+    keys: &mut HeldKeys,
+) {
+    let limit = cmds.len() + room;
+    while cmds.len() < limit {
+        match rx.try_recv() {
+            Ok(c) => keys.sort(c, cmds),
+            Err(_) => break,
+        }
+    }
+}
+
 struct Worker {
     data_dir: PathBuf,
     replicas: HashMap<AccountId, InlineStorage>,
@@ -247,57 +293,37 @@ impl Worker {
     /// queued they wait, at most [`KEYS_MAY_WAIT`], and go in the first group with room for
     /// them, so a request's commit does not carry the previous requests' key writes.
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
-        let mut keys: Vec<Cmd> = Vec::new();
-        let mut keys_since: Option<Instant> = None;
+        let mut keys = HeldKeys::default();
         loop {
             let mut cmds = Vec::new();
-            if keys.is_empty() {
+            if keys.cmds.is_empty() {
                 match rx.recv().await {
-                    Some(c) => cmds.push(c),
+                    Some(c) => keys.sort(c, &mut cmds),
                     None => break,
                 }
             }
-            while cmds.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(c) => cmds.push(c),
-                    Err(_) => break,
-                }
-            }
-            let (new_keys, mut cmds): (Vec<Cmd>, Vec<Cmd>) = cmds
-                .into_iter()
-                .partition(|c| matches!(c, Cmd::SetKeys(..)));
-            if !new_keys.is_empty() {
-                keys_since.get_or_insert_with(Instant::now);
-                keys.extend(new_keys);
-            }
-            if cmds.is_empty() || keys_since.is_some_and(|t| t.elapsed() >= KEYS_MAY_WAIT) {
-                cmds.append(&mut keys);
-                keys_since = None;
+            let room = MAX_GROUP - cmds.len();
+            take_waiting(&mut rx, &mut cmds, room, &mut keys);
+            if cmds.is_empty() || keys.due() {
+                cmds.append(&mut keys.take());
             }
             let mut groups: HashMap<AccountId, Group> = HashMap::new();
             let mut waiting: Vec<(AccountId, Finish)> = Vec::new();
             let mut taken = cmds.len();
             while !cmds.is_empty() {
-                for cmd in cmds {
+                for cmd in std::mem::take(&mut cmds) {
                     if let Some(w) = self.apply(&mut groups, cmd).await {
                         waiting.push(w);
                     }
                 }
-                // Requests that came in meanwhile join this commit (key writes wait their turn).
-                cmds = Vec::new();
-                while taken < MAX_GROUP {
-                    match rx.try_recv() {
-                        Ok(c @ Cmd::SetKeys(..)) => {
-                            keys_since.get_or_insert_with(Instant::now);
-                            keys.push(c);
-                        }
-                        Ok(c) => {
-                            taken += 1;
-                            cmds.push(c);
-                        }
-                        Err(_) => break,
-                    }
-                }
+                // Requests that came in meanwhile join this commit.
+                take_waiting(
+                    &mut rx,
+                    &mut cmds,
+                    MAX_GROUP.saturating_sub(taken),
+                    &mut keys,
+                );
+                taken += cmds.len();
             }
             let mut failed: HashMap<AccountId, StoreError> = HashMap::new();
             for (account, group) in groups {
@@ -560,14 +586,14 @@ mod tests {
         (Cmd::Hold(applying_tx, release_rx), applying, release)
     }
 
-    /// A create sent while the worker applies a group's commands joins that group's commit
-    /// instead of waiting for the next one.
-    #[tokio::test]
-    async fn a_command_sent_while_a_group_is_applied_joins_its_commit() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = TaskStore::start(dir.path().into(), Checkpointer::start().unwrap()).unwrap();
-        // Open the replica first, so the groups below do nothing but their commands.
-        store.get(1, vec![Uuid::new_v4()]).await.unwrap();
+    /// Two creates into account 1: `a` queued while the worker is held, so it is one group
+    /// with a second hold, and `b` sent while that group is applied; `meanwhile` runs just
+    /// before the worker is let go on. The answers of both.
+    async fn create_mid_group(
+        store: &TaskStore,
+        (a, b): (Uuid, Uuid),
+        meanwhile: impl FnOnce(),
+    ) -> (Result<Vec<Snapshot>>, Result<Vec<Snapshot>>) {
         let create = |uuid: Uuid, description: &str| {
             let (tx, rx) = oneshot::channel();
             store
@@ -576,9 +602,6 @@ mod tests {
                 .unwrap();
             rx
         };
-        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        // The first create and a second hold queue up while the worker is held, so they are
-        // one group; the second create is sent while that group is being applied.
         let (hold1, applying1, release1) = hold();
         store.tx.send(hold1).unwrap();
         applying1.recv().unwrap();
@@ -588,13 +611,57 @@ mod tests {
         release1.send(()).unwrap();
         applying2.recv().unwrap();
         let second = create(b, "second");
+        meanwhile();
         release2.send(()).unwrap();
-        first.await.unwrap().unwrap();
-        second.await.unwrap().unwrap();
+        (first.await.unwrap(), second.await.unwrap())
+    }
+
+    /// A store in a temp dir with account 1's replica open, so the groups of a test do nothing
+    /// but its commands.
+    async fn opened() -> (tempfile::TempDir, TaskStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::start(dir.path().into(), Checkpointer::start().unwrap()).unwrap();
+        store.get(1, vec![Uuid::new_v4()]).await.unwrap();
+        (dir, store)
+    }
+
+    /// A create sent while the worker applies a group's commands joins that group's commit
+    /// instead of waiting for the next one.
+    #[tokio::test]
+    async fn a_command_sent_while_a_group_is_applied_joins_its_commit() {
+        let (_dir, store) = opened().await;
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let (first, second) = create_mid_group(&store, (a, b), || {}).await;
+        first.unwrap();
+        second.unwrap();
         let commits = store.group_commits();
         assert_eq!(commits.commits.get(), 1, "both creates in one commit");
         assert_eq!(commits.jobs.get(), 2);
         let got = store.get(1, vec![a, b]).await.unwrap();
         assert!(got.iter().all(Option::is_some), "both tasks stored");
+    }
+
+    /// G3 for a command that joined late: when the group's commit fails, it is answered with
+    /// the error like the rest of the group, and none of the group is stored.
+    #[tokio::test]
+    async fn a_command_that_joined_a_group_whose_commit_fails_gets_the_error() {
+        let (dir, store) = opened().await;
+        let replica = dir
+            .path()
+            .join("accounts/1")
+            .join(callsign_tcstore::FILE_NAME);
+        let other = rusqlite::Connection::open(&replica).unwrap();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        // Another connection takes the write lock once both creates are in the group, so the
+        // commit fails (after the store's busy timeout).
+        let (first, second) = create_mid_group(&store, (a, b), || {
+            other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        })
+        .await;
+        assert!(first.is_err() && second.is_err(), "{first:?} {second:?}");
+        assert_eq!(store.group_commits().commits.get(), 0);
+        drop(other);
+        let got = store.get(1, vec![a, b]).await.unwrap();
+        assert!(got.iter().all(Option::is_none), "nothing of the group kept");
     }
 }
