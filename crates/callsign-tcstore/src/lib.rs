@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use taskchampion::storage::{AccessMode, Storage, StorageTxn, TaskMap};
 use taskchampion::{Error, Operation, SqliteStorage};
 use uuid::Uuid;
@@ -60,7 +60,8 @@ impl InlineStorage {
     /// upgrades an older one exactly as TaskChampion does; then this storage takes over.
     pub async fn open(dir: &Path) -> Result<InlineStorage> {
         drop(SqliteStorage::new(dir, AccessMode::ReadWrite, true).await?);
-        let con = Connection::open(dir.join(FILE_NAME))?;
+        // A commit's WAL frames reach the kernel as one write (`callsign-walvfs`).
+        let con = callsign_walvfs::open(&dir.join(FILE_NAME), OpenFlags::default())?;
         con.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
         con.busy_timeout(BUSY_TIMEOUT)?;
         con.set_prepared_statement_cache_capacity(32);

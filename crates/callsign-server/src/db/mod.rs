@@ -68,7 +68,8 @@ fn migrations() -> Migrations<'static> {
 }
 
 fn open_conn(path: &Path) -> Result<Connection> {
-    let conn = Connection::open_with_flags(
+    // A commit's WAL frames reach the kernel as one write (`callsign-walvfs`).
+    let conn = callsign_walvfs::open(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
