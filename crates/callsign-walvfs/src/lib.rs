@@ -230,8 +230,11 @@ fn flush(w: &mut WalFile) -> c_int {
 }
 
 /// Adds a write to the buffer: in place where it overlaps or continues what is buffered,
-/// otherwise after writing the buffer out. Returns whether a commit frame is now complete.
+/// otherwise after writing the buffer out; written out at once when it completes a commit
+/// frame.
 fn buffer(w: &mut WalFile, bytes: &[u8], offset: i64) -> c_int {
+    // Taken before any flush below, which clears it.
+    let commit_page = w.commit_frame;
     let end = w.start + w.buf.len() as i64;
     let joins = !w.buf.is_empty() && offset >= w.start && offset <= end;
     if !joins || (offset - w.start) as usize + bytes.len() > MAX_BUFFER {
@@ -247,7 +250,7 @@ fn buffer(w: &mut WalFile, bytes: &[u8], offset: i64) -> c_int {
     let overlap = (w.buf.len() - at).min(bytes.len());
     w.buf[at..at + overlap].copy_from_slice(&bytes[..overlap]);
     w.buf.extend_from_slice(&bytes[overlap..]);
-    if w.commit_frame {
+    if commit_page {
         // The commit frame's page: the transaction's frames are all here.
         return flush(w);
     }
@@ -426,6 +429,31 @@ mod tests {
                 .unwrap();
             assert_eq!(n, (round + 1) * 50);
         }
+    }
+
+    #[test]
+    fn without_a_sync_at_commit_every_commit_of_every_size_is_in_the_file() {
+        // Commits of 1 to 120 rows (1 to ≈ 40 frames), so the commit frame falls at every
+        // place in the buffer, also where its page no longer fits and the buffer is written
+        // out first. With no sync at commit, only the commit-frame flush puts it in the file.
+        let dir = tempfile::tempdir().unwrap();
+        let c = wal_db(dir.path());
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        let plain = Connection::open(dir.path().join("t.db")).unwrap();
+        let mut rows = 0;
+        for n in 1..=120 {
+            insert(&c, rows, n);
+            rows += n;
+            let seen: i64 = plain
+                .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(seen, rows, "after the commit of {n} rows");
+        }
+        let ok: String = plain
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok");
     }
 
     #[test]
