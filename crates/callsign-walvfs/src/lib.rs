@@ -10,7 +10,10 @@
 //! - when the frame that commits a transaction has been written (the frame header's "database
 //!   size after commit" field is not zero; the WAL format is SQLite's documented file format),
 //!   so a commit's frames are in the file before SQLite syncs it or publishes them to readers,
-//!   whatever the `synchronous` setting;
+//!   whatever the `synchronous` setting; what SQLite still writes for that commit after its
+//!   commit frame (the rest of a frame split at the sync when it pads a commit to a sector,
+//!   checksums rewritten after a spill) goes straight to the file, until the next
+//!   transaction's first frame;
 //! - before anything that looks at the file: a read, a sync, a truncate, its size, a file
 //!   control, closing it;
 //! - when a write does not continue (or overwrite) what is buffered, or the buffer reaches
@@ -25,7 +28,7 @@
 //! carries it. With spilling on, a transaction rolled back after SQLite spilled pages into the
 //! WAL would leave those uncommitted frames in the buffer until the connection's next use of
 //! the file, and writing them then is harmless only if no other connection wrote the WAL since
-//! (the spill test below covers the one-writer case).
+//! (the spill tests below cover the one-writer case).
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::mem::size_of;
@@ -133,6 +136,10 @@ struct WalFile {
     buf: Vec<u8>,
     /// The last write was the header of a commit frame: flush once its page is written.
     commit_frame: bool,
+    /// `Some(end)` from a commit frame's flush until the next transaction's first frame:
+    /// writes go straight to the file meanwhile, `end` being where the commit (and anything
+    /// written after it) ends. See [`buffer_or_write`].
+    after_commit: Option<i64>,
 }
 
 // `real` is placed right after the `WalFile`, so that must keep it aligned.
@@ -159,7 +166,11 @@ unsafe extern "C" fn x_open(
         let rc = open(base, name, real, flags, out_flags);
         if rc != ffi::SQLITE_OK || (*real).pMethods.is_null() {
             (*file).pMethods = ptr::null();
-            return rc;
+            return if rc == ffi::SQLITE_OK {
+                ffi::SQLITE_CANTOPEN
+            } else {
+                rc
+            };
         }
         ptr::write(
             file.cast::<WalFile>(),
@@ -171,6 +182,7 @@ unsafe extern "C" fn x_open(
                 start: 0,
                 buf: Vec::new(),
                 commit_frame: false,
+                after_commit: None,
             },
         );
         rc
@@ -220,13 +232,53 @@ fn flush(w: &mut WalFile) -> c_int {
     if w.buf.is_empty() {
         return ffi::SQLITE_OK;
     }
-    let write = methods(w).xWrite.expect("the default VFS writes");
-    count_write();
     // SAFETY: `buf` is valid for its length, which `MAX_BUFFER` keeps within `c_int`.
-    let rc = unsafe { write(w.real, w.buf.as_ptr().cast(), w.buf.len() as c_int, w.start) };
+    let rc = unsafe { write_through(w, w.buf.as_ptr().cast(), w.buf.len() as c_int, w.start) };
     w.buf.clear();
     w.commit_frame = false;
     rc
+}
+
+/// One write to the default VFS's file.
+///
+/// # Safety
+/// `data` must be valid for `amount` bytes.
+unsafe fn write_through(w: &WalFile, data: *const c_void, amount: c_int, offset: i64) -> c_int {
+    let Some(write) = methods(w).xWrite else {
+        return ffi::SQLITE_IOERR_WRITE;
+    };
+    count_write();
+    // SAFETY: the caller's contract; `real` is open.
+    unsafe { write(w.real, data, amount, offset) }
+}
+
+/// A frame header with its "database size after commit" field (SQLite's file format, 4.1):
+/// `Some(true)` for a commit frame's, `Some(false)` for another frame's, `None` if `bytes`
+/// is not a frame header.
+fn frame_header(bytes: &[u8]) -> Option<bool> {
+    (bytes.len() == FRAME_HEADER).then(|| bytes[4..8] != [0; 4])
+}
+
+/// A write, once a commit frame has been written out: SQLite may still write to the WAL for
+/// that commit (the rest of a frame split at the sync point when it pads the commit to a
+/// sector, headers rewritten with new checksums after it spilled pages), and those writes must
+/// reach the file before SQLite publishes the commit, so they go straight to it. Buffering
+/// starts again with the next transaction: its first frame header (not a commit's) appended
+/// past the commit, or a new WAL header at offset 0. A transaction of a single frame stays
+/// unbuffered (its header is a commit's), as SQLite alone writes it.
+fn buffer_or_write(w: &mut WalFile, bytes: &[u8], offset: i64) -> c_int {
+    if let Some(end) = w.after_commit {
+        let next_transaction = offset == 0 || (offset >= end && frame_header(bytes) == Some(false));
+        if !next_transaction {
+            w.after_commit = Some(end.max(offset + bytes.len() as i64));
+            // SAFETY: `bytes` is valid for its length.
+            return unsafe {
+                write_through(w, bytes.as_ptr().cast(), bytes.len() as c_int, offset)
+            };
+        }
+        w.after_commit = None;
+    }
+    buffer(w, bytes, offset)
 }
 
 /// Adds a write to the buffer: in place where it overlaps or continues what is buffered,
@@ -252,10 +304,10 @@ fn buffer(w: &mut WalFile, bytes: &[u8], offset: i64) -> c_int {
     w.buf.extend_from_slice(&bytes[overlap..]);
     if commit_page {
         // The commit frame's page: the transaction's frames are all here.
+        w.after_commit = Some(offset + bytes.len() as i64);
         return flush(w);
     }
-    // A frame header whose "database size after commit" is not zero starts the commit frame.
-    w.commit_frame = bytes.len() == FRAME_HEADER && bytes[4..8] != [0; 4];
+    w.commit_frame = frame_header(bytes) == Some(true);
     ffi::SQLITE_OK
 }
 
@@ -265,24 +317,25 @@ unsafe extern "C" fn x_write(
     amount: c_int,
     offset: i64,
 ) -> c_int {
+    let Ok(len) = usize::try_from(amount) else {
+        return ffi::SQLITE_IOERR_WRITE;
+    };
     // SAFETY: SQLite passes one of our WAL files and `amount` readable bytes at `data`.
     let (w, bytes) = unsafe {
         (
             wal(file),
-            std::slice::from_raw_parts(data.cast::<u8>(), amount as usize),
+            std::slice::from_raw_parts(data.cast::<u8>(), len),
         )
     };
-    if bytes.len() > MAX_BUFFER {
+    if len > MAX_BUFFER {
         let rc = flush(w);
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        count_write();
-        let write = methods(w).xWrite.expect("the default VFS writes");
         // SAFETY: forwarding SQLite's own arguments to the default VFS's file.
-        return unsafe { write(w.real, data, amount, offset) };
+        return unsafe { write_through(w, data, amount, offset) };
     }
-    buffer(w, bytes, offset)
+    buffer_or_write(w, bytes, offset)
 }
 
 /// Flushes, then forwards a call to the default VFS's file.
@@ -294,7 +347,9 @@ macro_rules! flush_then {
         if rc != ffi::SQLITE_OK {
             return rc;
         }
-        let f = methods(w).$method.expect("the default VFS has every version-1 method");
+        let Some(f) = methods(w).$method else {
+            return ffi::SQLITE_IOERR;
+        };
         unsafe { f(w.real $(, $arg)*) }
     }};
 }
@@ -304,7 +359,9 @@ macro_rules! forward {
     ($file:ident, $method:ident ( $($arg:expr),* )) => {{
         // SAFETY: SQLite passes one of our WAL files; the arguments are SQLite's own.
         let w = unsafe { wal($file) };
-        let f = methods(w).$method.expect("the default VFS has every version-1 method");
+        let Some(f) = methods(w).$method else {
+            return ffi::SQLITE_IOERR;
+        };
         unsafe { f(w.real $(, $arg)*) }
     }};
 }
@@ -364,8 +421,10 @@ unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
     unsafe {
         let w = wal(file);
         let flushed = flush(w);
-        let close = methods(w).xClose.expect("the default VFS closes");
-        let closed = close(w.real);
+        let closed = match methods(w).xClose {
+            Some(close) => close(w.real),
+            None => ffi::SQLITE_IOERR_CLOSE,
+        };
         ptr::drop_in_place(file.cast::<WalFile>());
         (*file).pMethods = ptr::null();
         if flushed != ffi::SQLITE_OK {
@@ -431,19 +490,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn without_a_sync_at_commit_every_commit_of_every_size_is_in_the_file() {
-        // Commits of 1 to 120 rows (1 to ≈ 40 frames), so the commit frame falls at every
-        // place in the buffer, also where its page no longer fits and the buffer is written
-        // out first. With no sync at commit, only the commit-frame flush puts it in the file.
-        let dir = tempfile::tempdir().unwrap();
-        let c = wal_db(dir.path());
+    /// Commits of 1 to 120 rows (1 to ≈ 40 frames) on `c`, so the commit frame falls at every
+    /// place in the buffer (also where its page no longer fits and the buffer is written out
+    /// first); after each, a connection on the default VFS must see all the rows.
+    fn commits_of_every_size_are_read_whole(dir: &Path, c: &Connection) {
         c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
-        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
-        let plain = Connection::open(dir.path().join("t.db")).unwrap();
+        let plain = Connection::open(dir.join("t.db")).unwrap();
         let mut rows = 0;
         for n in 1..=120 {
-            insert(&c, rows, n);
+            insert(c, rows, n);
             rows += n;
             let seen: i64 = plain
                 .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
@@ -454,6 +509,64 @@ mod tests {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .unwrap();
         assert_eq!(ok, "ok");
+    }
+
+    #[test]
+    fn without_a_sync_at_commit_every_commit_of_every_size_is_in_the_file() {
+        // With no sync at commit, only the commit-frame flush puts a commit in the file.
+        let dir = tempfile::tempdir().unwrap();
+        let c = wal_db(dir.path());
+        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        commits_of_every_size_are_read_whole(dir.path(), &c);
+    }
+
+    #[test]
+    fn commits_padded_to_a_sector_are_in_the_file_before_they_are_published() {
+        // Without power-safe overwrite SQLite pads a synced commit to the sector with copies of
+        // the commit frame, and splits the last one at the sync: part before the sync, the rest
+        // after it, before publishing the commit. That rest must not wait in the buffer.
+        let dir = tempfile::tempdir().unwrap();
+        let uri = format!("file:{}?psow=0", dir.path().join("t.db").display());
+        let c = open(Path::new(&uri), rw() | OpenFlags::SQLITE_OPEN_URI).unwrap();
+        c.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+            .unwrap();
+        c.pragma_update(None, "synchronous", "FULL").unwrap();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)")
+            .unwrap();
+        commits_of_every_size_are_read_whole(dir.path(), &c);
+    }
+
+    #[test]
+    fn a_commit_whose_checksums_were_rewritten_after_a_spill_survives_a_crash() {
+        // With spilling on (what `open` turns off), a page spilled to the WAL and changed again
+        // is rewritten in place, and SQLite rewrites the checksums of the frames from there on
+        // after writing the commit frame. With no sync at commit, those headers must reach the
+        // file before the commit is published, or recovery stops at the first stale checksum.
+        let dir = tempfile::tempdir().unwrap();
+        let c = wal_db(dir.path());
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        c.pragma_update(None, "cache_spill", true).unwrap();
+        c.pragma_update(None, "cache_size", 5).unwrap();
+        c.execute_batch("CREATE INDEX t_v ON t (v)").unwrap();
+        insert(&c, 0, 10);
+        c.execute_batch("BEGIN").unwrap();
+        for round in 0..10 {
+            insert(&c, 1000 + round * 30, 30);
+            c.execute("UPDATE t SET v = randomblob(1024) WHERE id < 10", [])
+                .unwrap();
+        }
+        c.execute_batch("COMMIT").unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        for name in ["t.db", "t.db-wal"] {
+            std::fs::copy(dir.path().join(name), copy.path().join(name)).unwrap();
+        }
+        let recovered = Connection::open(copy.path().join("t.db")).unwrap();
+        let n: i64 = recovered
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 310);
+        drop(c);
     }
 
     #[test]
