@@ -463,6 +463,28 @@ mod tests {
         .unwrap();
     }
 
+    /// `wal_db` with no checkpoints and no sync at commit: what reaches the file is what this
+    /// VFS wrote before SQLite published each commit.
+    fn unsynced_wal_db(dir: &Path) -> Connection {
+        let c = wal_db(dir);
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        c
+    }
+
+    /// Rows in a copy of the database and its WAL taken now, as a crash would leave them,
+    /// opened (and so recovered) by a connection on the default VFS.
+    fn rows_after_a_crash(dir: &Path) -> i64 {
+        let copy = tempfile::tempdir().unwrap();
+        for name in ["t.db", "t.db-wal"] {
+            std::fs::copy(dir.join(name), copy.path().join(name)).unwrap();
+        }
+        Connection::open(copy.path().join("t.db"))
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
     /// Frames in the WAL file (which only grows while nothing checkpoints it).
     fn wal_frames(dir: &Path) -> u64 {
         let len = std::fs::metadata(dir.join("t.db-wal")).map_or(0, |m| m.len());
@@ -515,8 +537,7 @@ mod tests {
     fn without_a_sync_at_commit_every_commit_of_every_size_is_in_the_file() {
         // With no sync at commit, only the commit-frame flush puts a commit in the file.
         let dir = tempfile::tempdir().unwrap();
-        let c = wal_db(dir.path());
-        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        let c = unsynced_wal_db(dir.path());
         commits_of_every_size_are_read_whole(dir.path(), &c);
     }
 
@@ -543,9 +564,7 @@ mod tests {
         // after writing the commit frame. With no sync at commit, those headers must reach the
         // file before the commit is published, or recovery stops at the first stale checksum.
         let dir = tempfile::tempdir().unwrap();
-        let c = wal_db(dir.path());
-        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
-        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        let c = unsynced_wal_db(dir.path());
         c.pragma_update(None, "cache_spill", true).unwrap();
         c.pragma_update(None, "cache_size", 5).unwrap();
         c.execute_batch("CREATE INDEX t_v ON t (v)").unwrap();
@@ -557,15 +576,7 @@ mod tests {
                 .unwrap();
         }
         c.execute_batch("COMMIT").unwrap();
-        let copy = tempfile::tempdir().unwrap();
-        for name in ["t.db", "t.db-wal"] {
-            std::fs::copy(dir.path().join(name), copy.path().join(name)).unwrap();
-        }
-        let recovered = Connection::open(copy.path().join("t.db")).unwrap();
-        let n: i64 = recovered
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 310);
+        assert_eq!(rows_after_a_crash(dir.path()), 310);
         drop(c);
     }
 
@@ -607,22 +618,11 @@ mod tests {
         // The process dies without closing: the WAL file is all there is. Copying the files
         // while the writer is still open is what a crash leaves on disk.
         let dir = tempfile::tempdir().unwrap();
-        let c = wal_db(dir.path());
-        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
-        // No sync at commit: what reaches the file is what the commit frame's flush wrote.
-        c.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        let c = unsynced_wal_db(dir.path());
         for round in 0..5 {
             insert(&c, round * 100, 100);
         }
-        let copy = tempfile::tempdir().unwrap();
-        for name in ["t.db", "t.db-wal"] {
-            std::fs::copy(dir.path().join(name), copy.path().join(name)).unwrap();
-        }
-        let recovered = Connection::open(copy.path().join("t.db")).unwrap();
-        let n: i64 = recovered
-            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(n, 500);
+        assert_eq!(rows_after_a_crash(dir.path()), 500);
         drop(c);
     }
 }
