@@ -29,7 +29,6 @@
 //! WAL would leave those uncommitted frames in the buffer until the connection's next use of
 //! the file, and writing them then is harmless only if no other connection wrote the WAL since
 //! (the spill tests below cover the one-writer case).
-use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::mem::size_of;
 use std::path::Path;
@@ -53,9 +52,10 @@ const FRAME_HEADER: usize = 24;
 /// The default VFS this one hands everything to.
 static BASE: AtomicPtr<ffi::sqlite3_vfs> = AtomicPtr::new(ptr::null_mut());
 
+#[cfg(test)]
 thread_local! {
     /// `pwrite`s this VFS has made to WAL files on this thread (what the tests count).
-    static WAL_WRITES: Cell<u64> = const { Cell::new(0) };
+    static WAL_WRITES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// SQLite's result code when registering the VFS failed.
@@ -98,11 +98,14 @@ pub fn open(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
 }
 
 /// How many `pwrite`s this VFS has made to WAL files on the calling thread so far.
-pub fn wal_writes() -> u64 {
+#[cfg(test)]
+fn wal_writes() -> u64 {
     WAL_WRITES.get()
 }
 
+/// Counts a write for the tests; nothing outside them.
 fn count_write() {
+    #[cfg(test)]
     WAL_WRITES.set(WAL_WRITES.get() + 1);
 }
 
@@ -338,22 +341,6 @@ unsafe extern "C" fn x_write(
     buffer_or_write(w, bytes, offset)
 }
 
-/// Flushes, then forwards a call to the default VFS's file.
-macro_rules! flush_then {
-    ($file:ident, $method:ident ( $($arg:expr),* )) => {{
-        // SAFETY: SQLite passes one of our WAL files; the arguments are SQLite's own.
-        let w = unsafe { wal($file) };
-        let rc = flush(w);
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        let Some(f) = methods(w).$method else {
-            return ffi::SQLITE_IOERR;
-        };
-        unsafe { f(w.real $(, $arg)*) }
-    }};
-}
-
 /// Forwards a call to the default VFS's file.
 macro_rules! forward {
     ($file:ident, $method:ident ( $($arg:expr),* )) => {{
@@ -363,6 +350,18 @@ macro_rules! forward {
             return ffi::SQLITE_IOERR;
         };
         unsafe { f(w.real $(, $arg)*) }
+    }};
+}
+
+/// Writes the buffer out, then forwards a call to the default VFS's file.
+macro_rules! flush_then {
+    ($file:ident, $($call:tt)*) => {{
+        // SAFETY: SQLite passes one of our WAL files.
+        let rc = flush(unsafe { wal($file) });
+        if rc != ffi::SQLITE_OK {
+            return rc;
+        }
+        forward!($file, $($call)*)
     }};
 }
 
