@@ -19,7 +19,7 @@ use callsign_core::dto::TaskPatch;
 use crate::crash;
 use crate::db::{now_ms, slots, Slot};
 use crate::error::ApiResult;
-use crate::protocol::{commit_create, commit_update, write_keys};
+use crate::protocol::{commit_create, commit_update, write_keys, Reserved};
 use crate::AppState;
 
 /// Pending slots younger than this are left to the request that made them.
@@ -92,6 +92,10 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
         .flatten();
     crash::point(crash::REAPER_AFTER_TASK_CHECK);
     let idem = slot.idem_key.clone();
+    let at = Some(Reserved {
+        slot: slot.id,
+        project: None,
+    });
     let now = now_ms();
     let ready = match (&snap, slot.op.as_str()) {
         (Some(_), "create") => true,
@@ -107,9 +111,9 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
             .db
             .write(move |c| {
                 if is_create {
-                    commit_create(c, account, &idem, &snap, now)
+                    commit_create(c, account, &idem, at, &snap, now)
                 } else {
-                    commit_update(c, account, &idem, &snap, now)
+                    commit_update(c, account, &idem, at, &snap, now)
                 }
             })
             .await?;

@@ -26,6 +26,9 @@ impl SlotState {
 
 #[derive(Debug, Clone)]
 pub struct Slot {
+    /// The row id: phase 2 finds and commits the slot phase 1 made by it, without searching
+    /// the `(account, idempotency key)` index again.
+    pub id: i64,
     pub account_id: AccountId,
     pub idem_key: String,
     pub fingerprint: Vec<u8>,
@@ -39,23 +42,24 @@ pub struct Slot {
     pub created_at: i64,
 }
 
-const SLOT_COLS: &str = "account_id, idem_key, fingerprint, op, task_uuid, request, state, \
+const SLOT_COLS: &str = "id, account_id, idem_key, fingerprint, op, task_uuid, request, state, \
                          response_status, response_body, attempts, created_at";
 
 fn slot_from_row(r: &Row<'_>) -> rusqlite::Result<Slot> {
-    let state: String = r.get(6)?;
+    let state: String = r.get(7)?;
     Ok(Slot {
-        account_id: r.get(0)?,
-        idem_key: r.get(1)?,
-        fingerprint: r.get(2)?,
-        op: r.get(3)?,
-        task_uuid: r.get(4)?,
-        request: r.get(5)?,
+        id: r.get(0)?,
+        account_id: r.get(1)?,
+        idem_key: r.get(2)?,
+        fingerprint: r.get(3)?,
+        op: r.get(4)?,
+        task_uuid: r.get(5)?,
+        request: r.get(6)?,
         state: SlotState::parse(&state),
-        response_status: r.get(7)?,
-        response_body: r.get(8)?,
-        attempts: r.get(9)?,
-        created_at: r.get(10)?,
+        response_status: r.get(8)?,
+        response_body: r.get(9)?,
+        attempts: r.get(10)?,
+        created_at: r.get(11)?,
     })
 }
 
@@ -65,6 +69,27 @@ pub fn get_slot(conn: &Connection, account: AccountId, idem: &str) -> Result<Opt
         .prepare_cached(&sql)?
         .query_row(params![account, idem], slot_from_row)
         .optional()?)
+}
+
+/// The slot of `(account, idem)`, read by its row id when the caller knows it (phase 1 made or
+/// found it); by the key otherwise, or if the row id no longer holds that slot.
+pub fn get_slot_at(
+    conn: &Connection,
+    account: AccountId,
+    idem: &str,
+    id: Option<i64>,
+) -> Result<Option<Slot>> {
+    if let Some(id) = id {
+        let sql = format!("SELECT {SLOT_COLS} FROM slots WHERE id = ?1");
+        let slot = conn
+            .prepare_cached(&sql)?
+            .query_row([id], slot_from_row)
+            .optional()?;
+        if let Some(slot) = slot.filter(|s| s.account_id == account && s.idem_key == idem) {
+            return Ok(Some(slot));
+        }
+    }
+    get_slot(conn, account, idem)
 }
 
 /// Records another attempt with this key (for the retry-span metric).
@@ -95,21 +120,21 @@ pub fn insert_pending_slot(
     uuid: Uuid,
     request: &str,
     now: i64,
-) -> Result<()> {
+) -> Result<i64> {
     conn.prepare_cached(
         "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request, state,
                             created_at, last_seen_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7)",
     )?
     .execute(params![account, idem, fingerprint, op, uuid, request, now])?;
-    Ok(())
+    Ok(conn.last_insert_rowid())
 }
 
-/// Marks a pending slot committed with its response. Returns false if it was not pending.
+/// Marks the pending slot with row id `id` (from [`Slot::id`]) committed with its response.
+/// Returns false if it was not pending.
 pub fn commit_slot(
     conn: &Connection,
-    account: AccountId,
-    idem: &str,
+    id: i64,
     number: Option<i64>,
     status: u16,
     body: &str,
@@ -117,11 +142,11 @@ pub fn commit_slot(
 ) -> Result<bool> {
     let n = conn
         .prepare_cached(
-            "UPDATE slots SET state = 'committed', number = ?3, response_status = ?4,
-                              response_body = ?5, settled_at = ?6
-             WHERE account_id = ?1 AND idem_key = ?2 AND state = 'pending'",
+            "UPDATE slots SET state = 'committed', number = ?2, response_status = ?3,
+                              response_body = ?4, settled_at = ?5
+             WHERE id = ?1 AND state = 'pending'",
         )?
-        .execute(params![account, idem, number, status, body, now])?;
+        .execute(params![id, number, status, body, now])?;
     Ok(n == 1)
 }
 

@@ -5,7 +5,7 @@ use callsign_core::dto::Task;
 use rusqlite::{params, Connection, OptionalExtension};
 use uuid::Uuid;
 
-use super::Reply;
+use super::{Reply, Reserved};
 use crate::db::{self, changes, slots, AccountId, DbError, KeyRow};
 use crate::store::Snapshot;
 use crate::AppState;
@@ -29,25 +29,42 @@ fn json(task: &Task) -> db::Result<String> {
     serde_json::to_string(task).map_err(|e| DbError::CommitFailed(e.to_string()))
 }
 
+/// The slot of `(account, idem)` (by the row id phase 1 passed on, if any).
+fn slot(
+    conn: &Connection,
+    account: AccountId,
+    idem: &str,
+    at: Option<Reserved>,
+) -> db::Result<slots::Slot> {
+    slots::get_slot_at(conn, account, idem, at.map(|r| r.slot))?
+        .ok_or_else(|| DbError::CommitFailed("slot vanished".into()))
+}
+
 /// Settles a pending create slot whose task is in TaskChampion: the number is taken from the
 /// counter here and only here, in the transaction that commits the slot (G2). A UUID that has
 /// a key keeps it (G1), and the answer is then `200` instead of `201`. A slot no longer pending
-/// answers with what it stored.
+/// answers with what it stored. `at` is what phase 1 passed on (`None` from the reaper).
 pub fn commit_create(
     conn: &Connection,
     account: AccountId,
     idem: &str,
+    at: Option<Reserved>,
     snapshot: &Snapshot,
     now: i64,
 ) -> db::Result<Reply> {
-    let slot = slots::get_slot(conn, account, idem)?
-        .ok_or_else(|| DbError::CommitFailed("slot vanished".into()))?;
+    let slot = slot(conn, account, idem, at)?;
     if slot.state != slots::SlotState::Pending {
         return stored(slot);
     }
     let uuid = slot.task_uuid;
-    let (project_id, _) = slots::task_row(conn, account, uuid)?
-        .ok_or_else(|| DbError::CommitFailed("task reservation vanished".into()))?;
+    let project_id = match at.and_then(|r| r.project) {
+        Some(p) => p,
+        None => {
+            slots::task_row(conn, account, uuid)?
+                .ok_or_else(|| DbError::CommitFailed("task reservation vanished".into()))?
+                .0
+        }
+    };
     let (status, number, key) = match slots::current_key(conn, account, uuid)? {
         Some(k) => (200, None, k),
         None => {
@@ -65,7 +82,7 @@ pub fn commit_create(
         }
     };
     let body = json(&to_task(snapshot, &key.prefix, Some(&key)))?;
-    slots::commit_slot(conn, account, idem, number, status, &body, now)?;
+    slots::commit_slot(conn, slot.id, number, status, &body, now)?;
     let change = changes::append(conn, account, uuid, now)?;
     Ok(Reply {
         status,
@@ -80,18 +97,18 @@ pub fn commit_update(
     conn: &Connection,
     account: AccountId,
     idem: &str,
+    at: Option<Reserved>,
     snapshot: &Snapshot,
     now: i64,
 ) -> db::Result<Reply> {
-    let slot = slots::get_slot(conn, account, idem)?
-        .ok_or_else(|| DbError::CommitFailed("slot vanished".into()))?;
+    let slot = slot(conn, account, idem, at)?;
     if slot.state != slots::SlotState::Pending {
         return stored(slot);
     }
     let key = slots::current_key(conn, account, slot.task_uuid)?;
     let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
     let body = json(&to_task(snapshot, &prefix, key.as_ref()))?;
-    slots::commit_slot(conn, account, idem, None, 200, &body, now)?;
+    slots::commit_slot(conn, slot.id, None, 200, &body, now)?;
     let change = changes::append(conn, account, slot.task_uuid, now)?;
     Ok(Reply {
         status: 200,

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{
     commit_create, existing_slot, fingerprint, in_one_transaction, write_keys_later, Batch, Item,
-    Phase1, Reply,
+    Phase1, Reply, Reserved,
 };
 use crate::crash;
 use crate::db::{self, accounts, now_ms, slots, AccountId};
@@ -66,13 +66,16 @@ pub async fn create_many(
 
     // Phase 2b: numbers and slot commits, one transaction for all.
     let now = now_ms();
-    let work: Vec<(String, crate::store::Snapshot)> =
-        go.iter().map(|it| it.idem.clone()).zip(snapshots).collect();
+    let work: Vec<(String, Option<Reserved>, crate::store::Snapshot)> = go
+        .iter()
+        .zip(snapshots)
+        .map(|(it, snap)| (it.idem.clone(), it.reserved, snap))
+        .collect();
     let committed = state
         .db
         .write(move |c| {
-            db::each_item(c, &work, |c, (idem, snap)| {
-                commit_create(c, account, idem, snap, now)
+            db::each_item(c, &work, |c, (idem, at, snap)| {
+                commit_create(c, account, idem, *at, snap, now)
             })
         })
         .await;
@@ -117,17 +120,20 @@ fn phase1(c: &Connection, account: AccountId, it: &Item, now: i64) -> db::Result
             format!("this account has no project with prefix {}", body.project),
         ))));
     };
-    match slots::task_row(c, account, it.uuid)? {
+    let project = match slots::task_row(c, account, it.uuid)? {
         Some((_, fp)) if fp != it.fp => {
             return Ok(Phase1::Done(Err(ApiError::new(
                 ErrorCode::TaskExists,
                 format!("task {} was created by a different request", it.uuid),
             ))))
         }
-        Some(_) => {}
-        None => slots::insert_task_row(c, account, it.uuid, project, &it.fp, now)?,
-    }
-    slots::insert_pending_slot(
+        Some((reserved_in, _)) => reserved_in,
+        None => {
+            slots::insert_task_row(c, account, it.uuid, project, &it.fp, now)?;
+            project
+        }
+    };
+    let slot = slots::insert_pending_slot(
         c,
         account,
         &it.idem,
@@ -137,5 +143,8 @@ fn phase1(c: &Connection, account: AccountId, it: &Item, now: i64) -> db::Result
         &it.request,
         now,
     )?;
-    Ok(Phase1::Proceed)
+    Ok(Phase1::Proceed(Reserved {
+        slot,
+        project: Some(project),
+    }))
 }

@@ -20,6 +20,7 @@ mod create;
 mod update;
 
 pub use commit::{commit_create, commit_update, load_tasks};
+
 pub use create::{create_many, CreateReq};
 pub use update::{update_many, UpdateReq};
 
@@ -64,7 +65,18 @@ enum Phase1 {
     /// Answered already (a replay or an error).
     Done(ApiResult<Reply>),
     /// Go on to phase 2.
-    Proceed,
+    Proceed(Reserved),
+}
+
+/// What phase 1 made or found for a mutation that goes on, so that phase 2 does not look it up
+/// again: its slot's row id and, for a create, the project of the task's reservation. Phase 2
+/// still reads the slot (by this row id) and settles nothing unless it is still the same
+/// pending slot; while it is pending, its reservation cannot be released (the reaper releases
+/// only reservations no pending slot needs), so the project read in phase 1 still holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reserved {
+    pub slot: i64,
+    pub project: Option<i64>,
 }
 
 /// One mutation of a batch on its way through the phases.
@@ -75,6 +87,8 @@ struct Item {
     uuid: Uuid,
     fp: Vec<u8>,
     request: String,
+    /// Set when phase 1 lets it go on.
+    reserved: Option<Reserved>,
 }
 
 /// The answers of a batch being built, and the idempotency keys it holds.
@@ -120,6 +134,7 @@ impl Batch {
                         uuid,
                         fp,
                         request,
+                        reserved: None,
                     });
                 }
                 None => batch.out[pos] = Some(Err(ApiError::in_progress())),
@@ -133,7 +148,10 @@ impl Batch {
         let mut go = Vec::new();
         for (it, r) in items.into_iter().zip(phase1) {
             match r {
-                Ok(Phase1::Proceed) => go.push(it),
+                Ok(Phase1::Proceed(r)) => go.push(Item {
+                    reserved: Some(r),
+                    ..it
+                }),
                 Ok(Phase1::Done(answer)) => self.set(it.pos, answer),
                 Err(e) => self.set(it.pos, Err(e)),
             }
@@ -206,7 +224,10 @@ fn existing_slot(
         }
         SlotState::Pending => {
             slots::touch_slot(c, account, &item.idem, now)?;
-            Ok(Some(Phase1::Proceed))
+            Ok(Some(Phase1::Proceed(Reserved {
+                slot: slot.id,
+                project: None,
+            })))
         }
         SlotState::Failed => {
             slots::delete_slot(c, account, &item.idem)?;
@@ -244,6 +265,7 @@ impl Item {
             uuid: self.uuid,
             fp: self.fp.clone(),
             request: self.request.clone(),
+            reserved: self.reserved,
         }
     }
 }

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::{
     commit_update, existing_slot, fingerprint, in_one_transaction, Batch, Item, Phase1, Reply,
+    Reserved,
 };
 use crate::crash;
 use crate::db::{self, now_ms, slots, AccountId};
@@ -67,19 +68,19 @@ pub async fn update_many(
     let mut commits = Vec::new();
     for (it, snap) in go.iter().zip(snapshots) {
         match snap {
-            Some(s) => commits.push((it.pos, it.idem.clone(), s)),
+            Some(s) => commits.push((it.pos, it.idem.clone(), it.reserved, s)),
             None => batch.set(
                 it.pos,
                 Err(ApiError::unavailable("task missing from the store")),
             ),
         }
     }
-    let positions: Vec<usize> = commits.iter().map(|(p, _, _)| *p).collect();
+    let positions: Vec<usize> = commits.iter().map(|(p, ..)| *p).collect();
     let committed = state
         .db
         .write(move |c| {
-            db::each_item(c, &commits, |c, (_, idem, snap)| {
-                commit_update(c, account, idem, snap, now)
+            db::each_item(c, &commits, |c, (_, idem, at, snap)| {
+                commit_update(c, account, idem, *at, snap, now)
             })
         })
         .await;
@@ -123,7 +124,7 @@ fn phase1(c: &Connection, account: AccountId, it: &Item, now: i64) -> db::Result
         }
         return Ok(Phase1::Done(Err(e)));
     }
-    slots::insert_pending_slot(
+    let slot = slots::insert_pending_slot(
         c,
         account,
         &it.idem,
@@ -133,5 +134,8 @@ fn phase1(c: &Connection, account: AccountId, it: &Item, now: i64) -> db::Result
         &it.request,
         now,
     )?;
-    Ok(Phase1::Proceed)
+    Ok(Phase1::Proceed(Reserved {
+        slot,
+        project: None,
+    }))
 }

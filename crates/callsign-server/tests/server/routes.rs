@@ -428,6 +428,82 @@ async fn health_openapi_and_retry_metrics() {
 
 /// Phase 1 and the task write happened, the commit did not (as after a crash): the reaper
 /// commits it, twice-run and concurrent runs agree, and the client's retry replays that key.
+/// Phase 2 reads the slot phase 1 made by the row id it was handed, but settles only that
+/// slot: a row id that holds another slot is not trusted, and the slot of the request's own
+/// idempotency key is found and committed instead; the other stays pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed() {
+    let app = TestApp::new("SYN").await;
+    let account = app.account.account_id;
+    let body = |d: &str| NewTask {
+        project: "SYN".into(),
+        description: d.into(),
+        notes: String::new(),
+        status: None,
+        tags: vec![],
+        created_at: None,
+    };
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let now = now_ms();
+    let ids = app
+        .state
+        .db
+        .write(move |c| {
+            let mut ids = Vec::new();
+            for (u, idem) in [(a, "a"), (b, "b")] {
+                slots::insert_task_row(c, account, u, 1, b"fp", now)?;
+                ids.push(slots::insert_pending_slot(
+                    c, account, idem, b"fp", "create", u, "{}", now,
+                )?);
+            }
+            Ok(ids)
+        })
+        .await
+        .unwrap();
+    assert_ne!(ids[0], ids[1]);
+    let snap = app
+        .state
+        .store
+        .create(account, vec![(a, body("A"))])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let wrong = protocol::Reserved {
+        slot: ids[1],
+        project: Some(1),
+    };
+    let reply = app
+        .state
+        .db
+        .write(move |c| protocol::commit_create(c, account, "a", Some(wrong), &snap, now))
+        .await
+        .unwrap();
+    let answered: Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(reply.status, 201);
+    assert_eq!(answered["uuid"], a.to_string());
+    assert_eq!(answered["key"], "SYN-1");
+    let (sa, sb) = app
+        .state
+        .db
+        .write(move |c| {
+            Ok((
+                slots::get_slot(c, account, "a")?,
+                slots::get_slot(c, account, "b")?,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!(sa.unwrap().state, slots::SlotState::Committed);
+    let sb = sb.unwrap();
+    assert_eq!(
+        sb.state,
+        slots::SlotState::Pending,
+        "the other slot is untouched"
+    );
+    assert_eq!(sb.id, ids[1]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
     let app = TestApp::new("SYN").await;
