@@ -20,7 +20,6 @@ mod create;
 mod update;
 
 pub use commit::{commit_create, commit_update, load_tasks};
-
 pub use create::{create_many, CreateReq};
 pub use update::{update_many, UpdateReq};
 
