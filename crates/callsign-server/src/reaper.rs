@@ -92,10 +92,10 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
         .flatten();
     crash::point(crash::REAPER_AFTER_TASK_CHECK);
     let idem = slot.idem_key.clone();
-    let at = Some(Reserved {
+    let at = Reserved {
         slot: slot.id,
         project: None,
-    });
+    };
     let now = now_ms();
     let ready = match (&snap, slot.op.as_str()) {
         (Some(_), "create") => true,

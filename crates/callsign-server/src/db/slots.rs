@@ -42,8 +42,14 @@ pub struct Slot {
     pub created_at: i64,
 }
 
-const SLOT_COLS: &str = "id, account_id, idem_key, fingerprint, op, task_uuid, request, state, \
-                         response_status, response_body, attempts, created_at";
+/// The columns [`slot_from_row`] reads, as a literal so the queries below are constants (no
+/// `format!` on the writer's path).
+macro_rules! slot_cols {
+    () => {
+        "id, account_id, idem_key, fingerprint, op, task_uuid, request, state, \
+         response_status, response_body, attempts, created_at"
+    };
+}
 
 fn slot_from_row(r: &Row<'_>) -> rusqlite::Result<Slot> {
     let state: String = r.get(7)?;
@@ -64,32 +70,34 @@ fn slot_from_row(r: &Row<'_>) -> rusqlite::Result<Slot> {
 }
 
 pub fn get_slot(conn: &Connection, account: AccountId, idem: &str) -> Result<Option<Slot>> {
-    let sql = format!("SELECT {SLOT_COLS} FROM slots WHERE account_id = ?1 AND idem_key = ?2");
+    const SQL: &str = concat!(
+        "SELECT ",
+        slot_cols!(),
+        " FROM slots WHERE account_id = ?1 AND idem_key = ?2"
+    );
     Ok(conn
-        .prepare_cached(&sql)?
+        .prepare_cached(SQL)?
         .query_row(params![account, idem], slot_from_row)
         .optional()?)
 }
 
-/// The slot of `(account, idem)`, read by its row id when the caller knows it (phase 1 made or
-/// found it); by the key otherwise, or if the row id no longer holds that slot.
+/// The slot of `(account, idem)`, read by the row id phase 1 found or made it at; by the key
+/// if that row no longer holds this slot.
 pub fn get_slot_at(
     conn: &Connection,
     account: AccountId,
     idem: &str,
-    id: Option<i64>,
+    id: i64,
 ) -> Result<Option<Slot>> {
-    if let Some(id) = id {
-        let sql = format!("SELECT {SLOT_COLS} FROM slots WHERE id = ?1");
-        let slot = conn
-            .prepare_cached(&sql)?
-            .query_row([id], slot_from_row)
-            .optional()?;
-        if let Some(slot) = slot.filter(|s| s.account_id == account && s.idem_key == idem) {
-            return Ok(Some(slot));
-        }
+    const SQL: &str = concat!("SELECT ", slot_cols!(), " FROM slots WHERE id = ?1");
+    let slot = conn
+        .prepare_cached(SQL)?
+        .query_row([id], slot_from_row)
+        .optional()?;
+    match slot.filter(|s| s.account_id == account && s.idem_key == idem) {
+        Some(slot) => Ok(Some(slot)),
+        None => get_slot(conn, account, idem),
     }
-    get_slot(conn, account, idem)
 }
 
 /// Records another attempt with this key (for the retry-span metric).
@@ -286,11 +294,12 @@ pub fn uuid_for_key(
 
 /// Pending slots created before `before`, oldest first.
 pub fn pending_slots(conn: &Connection, before: i64, limit: usize) -> Result<Vec<Slot>> {
-    let sql = format!(
-        "SELECT {SLOT_COLS} FROM slots WHERE state = 'pending' AND created_at < ?1
-         ORDER BY created_at LIMIT ?2"
+    const SQL: &str = concat!(
+        "SELECT ",
+        slot_cols!(),
+        " FROM slots WHERE state = 'pending' AND created_at < ?1 ORDER BY created_at LIMIT ?2"
     );
-    let mut st = conn.prepare_cached(&sql)?;
+    let mut st = conn.prepare_cached(SQL)?;
     let rows = st.query_map(params![before, limit as i64], slot_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -29,26 +29,27 @@ fn json(task: &Task) -> db::Result<String> {
     serde_json::to_string(task).map_err(|e| DbError::CommitFailed(e.to_string()))
 }
 
-/// The slot of `(account, idem)` (by the row id phase 1 passed on, if any).
+/// The slot of `(account, idem)`, by the row id phase 1 (or the reaper) passed on.
 fn slot(
     conn: &Connection,
     account: AccountId,
     idem: &str,
-    at: Option<Reserved>,
+    at: Reserved,
 ) -> db::Result<slots::Slot> {
-    slots::get_slot_at(conn, account, idem, at.map(|r| r.slot))?
+    slots::get_slot_at(conn, account, idem, at.slot)?
         .ok_or_else(|| DbError::CommitFailed("slot vanished".into()))
 }
 
 /// Settles a pending create slot whose task is in TaskChampion: the number is taken from the
 /// counter here and only here, in the transaction that commits the slot (G2). A UUID that has
 /// a key keeps it (G1), and the answer is then `200` instead of `201`. A slot no longer pending
-/// answers with what it stored. `at` is what phase 1 passed on (`None` from the reaper).
+/// answers with what it stored. `at` is what phase 1 reserved (the reaper passes the slot it
+/// read, with no project).
 pub fn commit_create(
     conn: &Connection,
     account: AccountId,
     idem: &str,
-    at: Option<Reserved>,
+    at: Reserved,
     snapshot: &Snapshot,
     now: i64,
 ) -> db::Result<Reply> {
@@ -57,7 +58,7 @@ pub fn commit_create(
         return stored(slot);
     }
     let uuid = slot.task_uuid;
-    let project_id = match at.and_then(|r| r.project) {
+    let project_id = match at.project {
         Some(p) => p,
         None => {
             slots::task_row(conn, account, uuid)?
@@ -97,7 +98,7 @@ pub fn commit_update(
     conn: &Connection,
     account: AccountId,
     idem: &str,
-    at: Option<Reserved>,
+    at: Reserved,
     snapshot: &Snapshot,
     now: i64,
 ) -> db::Result<Reply> {

@@ -55,7 +55,7 @@ pub async fn create_many(
     // Phase 2a: the tasks into TaskChampion, one commit for all.
     let tasks = go
         .iter()
-        .map(|it| (it.uuid, bodies.remove(&it.idem).expect("one body per key")))
+        .map(|(it, _)| (it.uuid, bodies.remove(&it.idem).expect("one body per key")))
         .collect();
     let snapshots = match state.store.create(account, tasks).await {
         Ok(s) => s,
@@ -66,10 +66,10 @@ pub async fn create_many(
 
     // Phase 2b: numbers and slot commits, one transaction for all.
     let now = now_ms();
-    let work: Vec<(String, Option<Reserved>, crate::store::Snapshot)> = go
+    let work: Vec<(String, Reserved, crate::store::Snapshot)> = go
         .iter()
         .zip(snapshots)
-        .map(|(it, snap)| (it.idem.clone(), it.reserved, snap))
+        .map(|((it, at), snap)| (it.idem.clone(), *at, snap))
         .collect();
     let committed = state
         .db
@@ -87,7 +87,7 @@ pub async fn create_many(
     crash::point(crash::PHASE2_AFTER_COMMIT);
 
     let mut keys = Vec::new();
-    for (it, r) in go.iter().zip(committed) {
+    for ((it, _), r) in go.iter().zip(committed) {
         let r = r.map_err(ApiError::from);
         if let Ok(reply) = &r {
             state.metrics.created(reply.status == 201);

@@ -86,8 +86,6 @@ struct Item {
     uuid: Uuid,
     fp: Vec<u8>,
     request: String,
-    /// Set when phase 1 lets it go on.
-    reserved: Option<Reserved>,
 }
 
 /// The answers of a batch being built, and the idempotency keys it holds.
@@ -133,7 +131,6 @@ impl Batch {
                         uuid,
                         fp,
                         request,
-                        reserved: None,
                     });
                 }
                 None => batch.out[pos] = Some(Err(ApiError::in_progress())),
@@ -142,15 +139,17 @@ impl Batch {
         (batch, items)
     }
 
-    /// Records the answers phase 1 decided; returns the items that go on to phase 2.
-    fn proceeding(&mut self, items: Vec<Item>, phase1: Vec<ApiResult<Phase1>>) -> Vec<Item> {
+    /// Records the answers phase 1 decided; returns the items that go on to phase 2, each with
+    /// what phase 1 reserved for it.
+    fn proceeding(
+        &mut self,
+        items: Vec<Item>,
+        phase1: Vec<ApiResult<Phase1>>,
+    ) -> Vec<(Item, Reserved)> {
         let mut go = Vec::new();
         for (it, r) in items.into_iter().zip(phase1) {
             match r {
-                Ok(Phase1::Proceed(r)) => go.push(Item {
-                    reserved: Some(r),
-                    ..it
-                }),
+                Ok(Phase1::Proceed(r)) => go.push((it, r)),
                 Ok(Phase1::Done(answer)) => self.set(it.pos, answer),
                 Err(e) => self.set(it.pos, Err(e)),
             }
@@ -159,8 +158,8 @@ impl Batch {
     }
 
     /// A step of phase 2 failed for all of `items`: each answers `e` (their slots stay pending).
-    fn fail_all(mut self, items: &[Item], e: ApiError) -> Vec<ApiResult<Reply>> {
-        for it in items {
+    fn fail_all(mut self, items: &[(Item, Reserved)], e: ApiError) -> Vec<ApiResult<Reply>> {
+        for (it, _) in items {
             self.set(it.pos, Err(e.clone()));
         }
         self.finish()
@@ -264,7 +263,6 @@ impl Item {
             uuid: self.uuid,
             fp: self.fp.clone(),
             request: self.request.clone(),
-            reserved: self.reserved,
         }
     }
 }

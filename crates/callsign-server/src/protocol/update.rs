@@ -51,7 +51,7 @@ pub async fn update_many(
 
     let work = go
         .iter()
-        .map(|it| {
+        .map(|(it, _)| {
             (
                 it.uuid,
                 patches.remove(&it.idem).expect("one patch per key"),
@@ -66,9 +66,9 @@ pub async fn update_many(
 
     let now = now_ms();
     let mut commits = Vec::new();
-    for (it, snap) in go.iter().zip(snapshots) {
+    for ((it, at), snap) in go.iter().zip(snapshots) {
         match snap {
-            Some(s) => commits.push((it.pos, it.idem.clone(), it.reserved, s)),
+            Some(s) => commits.push((it.pos, it.idem.clone(), *at, s)),
             None => batch.set(
                 it.pos,
                 Err(ApiError::unavailable("task missing from the store")),

@@ -476,7 +476,7 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
     let reply = app
         .state
         .db
-        .write(move |c| protocol::commit_create(c, account, "a", Some(wrong), &snap, now))
+        .write(move |c| protocol::commit_create(c, account, "a", wrong, &snap, now))
         .await
         .unwrap();
     let answered: Value = serde_json::from_str(&reply.body).unwrap();
