@@ -1,12 +1,14 @@
 //! The Tauri commands: each one is a short adapter that calls the engine and maps the error.
 //! Nothing here decides anything the engine or the UI should decide.
 use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_core::TaskKey;
+use callsign_core::{TaskKey, LOCAL_PROJECT};
+use callsign_sync::settings::load_token;
 use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token};
 use tauri::State;
 
 use crate::dto::{
-    CreateInput, EditInput, ListFilter, SettingsInput, UiProject, UiSettings, UiStatus, UiTask,
+    CreateInput, EditInput, ListFilter, SettingsInput, UiPage, UiProject, UiSettings, UiStatus,
+    UiTask,
 };
 use crate::error::{CmdError, CmdResult};
 
@@ -69,6 +71,24 @@ pub fn list_tasks(
     tasks.reverse();
     view(&engine.0, tasks)
 }
+
+/// One page of every task, newest first (the order `list_tasks` gives), and the total: the UI
+/// paints its first screenful from a small first page, then loads the rest.
+#[tauri::command]
+pub fn list_tasks_page(
+    engine: State<'_, AppEngine>,
+    offset: usize,
+    limit: usize,
+) -> CmdResult<UiPage> {
+    let (tasks, total) = engine.0.page(offset, limit.min(PAGE_MAX))?;
+    Ok(UiPage {
+        tasks: view(&engine.0, tasks)?,
+        total,
+    })
+}
+
+/// The largest page `list_tasks_page` answers.
+const PAGE_MAX: usize = 10_000;
 
 #[tauri::command]
 pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResult<UiTask> {
@@ -135,9 +155,35 @@ pub fn retry_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask>
     one(&engine.0, task)
 }
 
+/// Gives a task the server has not numbered another project (a refused one is sent again).
+#[tauri::command]
+pub fn set_task_project(
+    engine: State<'_, AppEngine>,
+    id: String,
+    project: String,
+) -> CmdResult<UiTask> {
+    let task = engine.0.set_project(&id, &project)?;
+    one(&engine.0, task)
+}
+
+/// `null` when the task is gone from this device (a `task-removed` event follows).
+#[tauri::command]
+pub fn discard_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<Option<UiTask>> {
+    match engine.0.discard(&id)? {
+        Some(task) => one(&engine.0, task).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Sends the local inbox's tasks to a server project; how many were queued.
+#[tauri::command]
+pub fn send_inbox(engine: State<'_, AppEngine>, project: String) -> CmdResult<usize> {
+    Ok(engine.0.send_inbox(&project)?)
+}
+
 fn settings_view(engine: &Engine) -> CmdResult<UiSettings> {
     let s = engine.settings()?;
-    let token = callsign_sync::settings::load_token(engine.data_dir())?;
+    let token = load_token(engine.data_dir())?;
     let hint = token.map(|t| {
         let t = t.expose();
         let tail: String = t
@@ -164,13 +210,18 @@ pub fn get_settings(engine: State<'_, AppEngine>) -> CmdResult<UiSettings> {
     settings_view(&engine.0)
 }
 
-/// Saves what is given; a JSON `null` server URL makes the app local-only.
+/// Saves what is given; a JSON `null` server URL makes the app local-only. When a server and a
+/// token are set and either changed, this logs in as `callsign login` does (the change cursor
+/// starts over, the account's projects are fetched and the first becomes the default project
+/// if none is set); an unreachable server does not stop the settings from being saved.
 #[tauri::command]
-pub fn save_settings(
+pub async fn save_settings(
     engine: State<'_, AppEngine>,
     settings: SettingsInput,
 ) -> CmdResult<UiSettings> {
-    let mut s: Settings = engine.0.settings()?;
+    let engine = &engine.0;
+    let mut s: Settings = engine.settings()?;
+    let before = (s.server_url.clone(), load_token(engine.data_dir())?);
     if let Some(url) = settings.server_url {
         let url = url
             .map(|u| u.trim().trim_end_matches('/').to_owned())
@@ -195,16 +246,26 @@ pub fn save_settings(
             .map_err(|e| CmdError::new("invalid", e.to_string()))?;
         s.project = Some(p.to_string());
     }
-    if let Some(t) = settings.token {
-        let t = t.trim();
-        if t.is_empty() || t.contains(char::is_whitespace) {
-            return Err(CmdError::new("invalid", "the token is empty or has spaces"));
+    let token = match settings.token {
+        Some(t) => {
+            let t = t.trim();
+            if t.is_empty() || t.contains(char::is_whitespace) {
+                return Err(CmdError::new("invalid", "the token is empty or has spaces"));
+            }
+            Some(Token::new(t))
         }
-        engine.0.set_token(&Token::new(t))?;
+        None => before.1.clone(),
+    };
+    engine.set_settings(&s)?;
+    match (&s.server_url, token) {
+        (Some(url), Some(token)) if (Some(url.clone()), Some(token.clone())) != before => {
+            engine.login(url, token, s.device_name.clone()).await?;
+        }
+        (_, Some(token)) => engine.set_token(&token)?,
+        _ => {}
     }
-    engine.0.set_settings(&s)?;
-    engine.0.network_up();
-    settings_view(&engine.0)
+    engine.network_up();
+    settings_view(engine)
 }
 
 #[tauri::command]
@@ -218,35 +279,45 @@ pub fn sync_status(engine: State<'_, AppEngine>) -> CmdResult<UiStatus> {
     Ok(UiStatus::read(&engine.0)?)
 }
 
-/// The server's projects when it answers; otherwise the prefixes known on this device.
+/// The account's projects (fresh from the server, else as last seen; before the server has
+/// ever listed them, the prefixes of this device's tasks), and this device's inbox when there is
+/// no server or tasks wait in it. No prefix twice.
 #[tauri::command]
 pub async fn list_projects(engine: State<'_, AppEngine>) -> CmdResult<Vec<UiProject>> {
-    if let Ok(client) = engine.0.client() {
-        if let Ok(list) = client.projects().await {
-            return Ok(list
-                .projects
-                .into_iter()
-                .map(|p| UiProject {
-                    prefix: p.prefix,
-                    name: p.name,
-                })
-                .collect());
+    let engine = &engine.0;
+    let mut listed: Vec<(String, String)> = engine
+        .projects()
+        .await?
+        .into_iter()
+        .map(|p| (p.prefix, p.name))
+        .collect();
+    if listed.is_empty() {
+        listed = engine
+            .list(TaskFilter { all: true })?
+            .into_iter()
+            .filter(|t| !t.is_local())
+            .map(|t| (t.project.clone(), t.project))
+            .chain(engine.settings()?.project.map(|p| (p.clone(), p)))
+            .collect();
+        listed.sort();
+    }
+    let mut out: Vec<UiProject> = Vec::new();
+    for (prefix, name) in listed {
+        if prefix != LOCAL_PROJECT && !out.iter().any(|o| o.prefix == prefix) {
+            out.push(UiProject {
+                prefix,
+                name,
+                local: false,
+            });
         }
     }
-    let mut prefixes: Vec<String> = engine
-        .0
-        .list(TaskFilter { all: true })?
-        .into_iter()
-        .map(|t| t.project)
-        .chain(engine.0.settings()?.project)
-        .collect();
-    prefixes.sort();
-    prefixes.dedup();
-    Ok(prefixes
-        .into_iter()
-        .map(|p| UiProject {
-            name: p.clone(),
-            prefix: p,
-        })
-        .collect())
+    let status = UiStatus::read(engine)?;
+    if !status.configured || status.local > 0 || out.is_empty() {
+        out.push(UiProject {
+            prefix: LOCAL_PROJECT.to_owned(),
+            name: "Inbox (this device)".to_owned(),
+            local: true,
+        });
+    }
+    Ok(out)
 }

@@ -1,5 +1,6 @@
 //! What the UI sees: the engine's types with the few view facts the UI needs added.
-use callsign_sync::reason::waiting_reason;
+use callsign_sync::events::Plain;
+use callsign_sync::reason::{task_failure, waiting_reason, TaskFailure};
 use callsign_sync::{Engine, LocalTask, SyncState, SyncStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,10 @@ pub struct UiTask {
     #[serde(flatten)]
     pub task: LocalTask,
     pub waiting: Option<Waiting>,
+    /// In the local inbox: kept on this device until sent to a server project.
+    pub local: bool,
+    /// What the server refused and what to do, in plain words; `None` unless it refused.
+    pub failure: Option<TaskFailure>,
 }
 
 impl UiTask {
@@ -36,7 +41,12 @@ impl UiTask {
                     .and_then(DateTime::from_timestamp_millis),
                 reason: waiting_reason(&task, status, logged_in, Utc::now()),
             });
-        UiTask { task, waiting }
+        UiTask {
+            local: task.is_local(),
+            failure: task_failure(&task),
+            task,
+            waiting,
+        }
     }
 }
 
@@ -49,8 +59,13 @@ pub struct UiStatus {
     pub pending: u64,
     pub failed: u64,
     pub in_flight: u64,
+    /// Tasks in the local inbox.
+    pub local: u64,
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The technical detail of the last sync error.
     pub last_error: Option<String>,
+    /// The same in plain words (what the header shows).
+    pub problem: Option<Plain>,
     pub last_sync_at: Option<DateTime<Utc>>,
     pub server_url: Option<String>,
 }
@@ -63,8 +78,10 @@ impl UiStatus {
             pending: s.pending,
             failed: s.failed,
             in_flight: s.in_flight,
+            local: s.local,
             next_attempt_at: s.next_attempt_at,
             last_error: s.last_error,
+            problem: s.problem,
             last_sync_at: s.last_sync_at,
             server_url,
         }
@@ -133,6 +150,21 @@ pub struct SettingsInput {
 pub struct UiProject {
     pub prefix: String,
     pub name: String,
+    /// This device's inbox, not a server project.
+    pub local: bool,
+}
+
+/// A page of the list, newest first, and how many tasks there are in all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiPage {
+    pub tasks: Vec<UiTask>,
+    pub total: u64,
+}
+
+/// The payload of `task-removed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Removed {
+    pub uuid: uuid::Uuid,
 }
 
 /// Tells a missing field from an explicit `null`.

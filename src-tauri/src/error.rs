@@ -20,20 +20,7 @@ impl CmdError {
 
 impl From<Error> for CmdError {
     fn from(e: Error) -> Self {
-        let code = match &e {
-            Error::NotFound(_) => "not_found",
-            Error::Ambiguous(_) => "ambiguous",
-            Error::Invalid(_) => "invalid",
-            Error::NotLoggedIn => "not_logged_in",
-            Error::Unreachable { .. } => "unreachable",
-            Error::Server(p) => p.code.as_str(),
-            Error::Protocol(_) => "protocol",
-            Error::Busy { .. } => "busy",
-            Error::StillQueued { .. } => "still_queued",
-            Error::LoopStopped => "loop_stopped",
-            Error::Db(_) | Error::Migration(_) | Error::Io { .. } => "storage",
-        };
-        CmdError::new(code, e.to_string())
+        CmdError::new(e.code(), e.to_string())
     }
 }
 

@@ -1,6 +1,7 @@
 //! The Callsign desktop app: the engine from `callsign-sync`, thin commands over it
 //! ([`commands`]), and the engine's events forwarded to the UI as Tauri events
-//! (`task-changed` with the task, `sync-status` with the indicator's facts). The UI never polls.
+//! (`task-changed` with the task, `task-removed` with its uuid, `sync-status` with the
+//! indicator's facts). The UI never polls.
 #![forbid(unsafe_code)]
 
 pub mod commands;
@@ -52,6 +53,10 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::sync_now,
         commands::sync_status,
         commands::list_projects,
+        commands::list_tasks_page,
+        commands::set_task_project,
+        commands::discard_task,
+        commands::send_inbox,
     ]
 }
 
@@ -72,6 +77,9 @@ pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 };
                 let logged_in = settings.server_url.is_some() && token;
                 let _ = app.emit("task-changed", UiTask::new(task, &status, logged_in));
+            }
+            Ok(Event::TaskRemoved { uuid }) => {
+                let _ = app.emit("task-removed", dto::Removed { uuid });
             }
             Ok(Event::SyncStatus(_)) => {
                 if let Ok(s) = UiStatus::read(&engine) {

@@ -102,8 +102,6 @@ fn create_refuses_a_blank_description_or_bad_project() {
     );
     assert_eq!(e["code"], "invalid");
     assert!(e["message"].as_str().unwrap().contains("description"));
-    let e = ui.err("create_task", json!({"input": {"description": "x"}}));
-    assert_eq!(e["code"], "invalid", "no project and no default: {e}");
     let e = ui.err(
         "create_task",
         json!({"input": {"description": "x", "project": "1x"}}),
@@ -116,6 +114,60 @@ fn create_refuses_a_blank_description_or_bad_project() {
             .is_empty(),
         "nothing stored"
     );
+}
+
+#[test]
+fn with_no_server_a_capture_goes_to_the_local_inbox_and_waits_there() {
+    let ui = ui();
+    let t = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Offline idea"}}),
+    );
+    assert_eq!(
+        (t["project"].as_str(), t["local"].as_bool()),
+        (Some("INBOX"), Some(true))
+    );
+    assert_eq!(t["waiting"]["reason"], "on this device (local only)");
+    let s = ui.ok("sync_status", json!({}));
+    assert_eq!(
+        (s["local"].as_u64(), s["pending"].as_u64()),
+        (Some(1), Some(0))
+    );
+    let p = ui.ok("list_projects", json!({}));
+    assert_eq!(
+        p,
+        json!([{"prefix": "INBOX", "name": "Inbox (this device)", "local": true}])
+    );
+    // Sent to a server project: queued there, no longer local.
+    assert_eq!(ui.ok("send_inbox", json!({"project": "dev"})), json!(1));
+    let t = ui.ok("resolve_task", json!({"query": t["uuid"]}));
+    assert_eq!(
+        (t["project"].as_str(), t["local"].as_bool()),
+        (Some("DEV"), Some(false))
+    );
+    let s = ui.ok("sync_status", json!({}));
+    assert_eq!(
+        (s["local"].as_u64(), s["pending"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let e = ui.err("send_inbox", json!({"project": "inbox"}));
+    assert_eq!(e["code"], "invalid");
+}
+
+#[test]
+fn a_page_is_newest_first_with_the_total() {
+    let ui = ui();
+    for d in ["a", "b", "c"] {
+        ui.add(d);
+    }
+    let page = ui.ok("list_tasks_page", json!({"offset": 1, "limit": 5}));
+    let got: Vec<&str> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["description"].as_str().unwrap())
+        .collect();
+    assert_eq!((got, page["total"].as_u64()), (vec!["b", "a"], Some(3)));
 }
 
 #[test]
@@ -275,6 +327,10 @@ fn projects_offline_come_from_this_device() {
     let p = ui.ok("list_projects", json!({}));
     assert_eq!(
         p,
-        json!([{"prefix": "OPS", "name": "OPS"}, {"prefix": "SYN", "name": "SYN"}])
+        json!([
+            {"prefix": "OPS", "name": "OPS", "local": false},
+            {"prefix": "SYN", "name": "SYN", "local": false},
+            {"prefix": "INBOX", "name": "Inbox (this device)", "local": true}
+        ])
     );
 }

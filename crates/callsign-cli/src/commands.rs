@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use callsign_core::dto::TaskPatch;
+use callsign_core::LOCAL_PROJECT;
 use callsign_sync::paths::default_data_dir;
-use callsign_sync::{Engine, NewTaskInput, TaskQuery, Token};
+use callsign_sync::{Engine, NewTaskInput, SyncState, TaskQuery, Token};
 
 use crate::render::{self, Out};
 use crate::{Cli, Command};
@@ -42,8 +43,17 @@ pub async fn run(cli: Cli) -> Result<()> {
             })?;
             out.task(&engine, &task)
         }
-        Command::List { all, project, text } => {
-            let tasks = engine.query(&TaskQuery { all, project, text })?;
+        Command::List {
+            all,
+            failed,
+            project,
+            text,
+        } => {
+            let all = all || failed;
+            let mut tasks = engine.query(&TaskQuery { all, project, text })?;
+            if failed {
+                tasks.retain(|t| t.sync_state == SyncState::Failed);
+            }
             out.list(&engine, &tasks)
         }
         Command::Import { jsonl, project } => {
@@ -62,18 +72,47 @@ pub async fn run(cli: Cli) -> Result<()> {
             task,
             description,
             notes,
+            project,
         } => {
             let patch = TaskPatch {
                 description,
                 notes,
                 ..TaskPatch::default()
             };
-            if patch.is_empty() {
-                return Err(anyhow!("nothing to change: pass --description or --notes"));
+            if patch.is_empty() && project.is_none() {
+                return Err(anyhow!(
+                    "nothing to change: pass --description, --notes or --project"
+                ));
             }
-            out.task(&engine, &engine.edit(&task, patch)?)
+            let mut t = engine.get(&task)?;
+            if let Some(p) = project {
+                t = engine.set_project(&task, &p)?;
+            }
+            if !patch.is_empty() {
+                t = engine.edit(&t.uuid.to_string(), patch)?;
+            }
+            out.task(&engine, &t)
         }
         Command::Retry { task } => out.task(&engine, &engine.retry(&task)?),
+        Command::Discard { task } => {
+            let before = engine.get(&task)?;
+            let after = engine.discard(&task)?;
+            out.discarded(&engine, &before, after.as_ref())
+        }
+        Command::Inbox { send_to: None } => {
+            let tasks = engine.query(&TaskQuery {
+                all: false,
+                project: Some(LOCAL_PROJECT.into()),
+                text: None,
+            })?;
+            out.list(&engine, &tasks)
+        }
+        Command::Inbox {
+            send_to: Some(project),
+        } => {
+            let n = engine.send_inbox(&project)?;
+            out.inbox_sent(n, &project)
+        }
         Command::Sync { timeout } => {
             let status = engine
                 .sync_until_drained(Duration::from_secs(timeout))

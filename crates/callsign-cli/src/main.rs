@@ -46,7 +46,7 @@ pub enum Command {
     Add {
         #[arg(required = true, num_args = 1..)]
         text: Vec<String>,
-        /// Project prefix (default: the one saved at login).
+        /// Project prefix (default: the one saved at login; with no server, the local INBOX).
         #[arg(long)]
         project: Option<String>,
         #[arg(long = "tag")]
@@ -58,6 +58,9 @@ pub enum Command {
     List {
         #[arg(long)]
         all: bool,
+        /// Only tasks the server refused (any status): fix them with `edit` or `discard`.
+        #[arg(long)]
+        failed: bool,
         /// Only this project (prefix).
         #[arg(long)]
         project: Option<String>,
@@ -80,16 +83,29 @@ pub enum Command {
     Done { task: String },
     /// Mark a task deleted (its key stays taken: keys are never reused).
     Delete { task: String },
-    /// Change a task's description or notes.
+    /// Change a task's description, notes or (before it has a key) project. A task the server
+    /// refused is sent again with the change.
     Edit {
         task: String,
         #[arg(long)]
         description: Option<String>,
         #[arg(long)]
         notes: Option<String>,
+        /// Another project, for a task without a key (a refused one, or one in the local INBOX).
+        #[arg(long)]
+        project: Option<String>,
     },
     /// Send a failed task again (with a new idempotency key).
     Retry { task: String },
+    /// Drop what the server refused: a task it never accepted is removed from this device; a
+    /// task with a key loses its refused changes.
+    Discard { task: String },
+    /// List the local INBOX (tasks captured before there was a server), or send them all to a
+    /// server project with `--send-to PFX`.
+    Inbox {
+        #[arg(long, value_name = "PFX")]
+        send_to: Option<String>,
+    },
     /// Push the outbox and pull changes; exit 0 once nothing is pending.
     Sync {
         /// Give up waiting for retried requests after this many seconds.

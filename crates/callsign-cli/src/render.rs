@@ -4,8 +4,9 @@
 use std::io::Write;
 
 use anyhow::Result;
+use callsign_core::LOCAL_PROJECT;
 use callsign_sync::lock::SyncLock;
-use callsign_sync::reason::waiting_reason;
+use callsign_sync::reason::{task_failure, waiting_reason};
 use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
 use chrono::Utc;
 use serde_json::{json, Value};
@@ -47,6 +48,8 @@ impl Ctx {
     fn task_json(&self, t: &LocalTask) -> Result<Value> {
         let mut v = serde_json::to_value(t)?;
         v["waiting"] = json!(self.reason(t));
+        v["failure"] = json!(task_failure(t));
+        v["local"] = json!(t.is_local());
         Ok(v)
     }
 }
@@ -121,6 +124,7 @@ impl Out {
                 "projects": r.projects.as_ref().ok(),
                 "error": r.projects.as_ref().err(),
                 "project": r.project,
+                "local": r.local,
             }));
         }
         println!("logged in to {server}");
@@ -137,6 +141,51 @@ impl Out {
         if let Some(p) = &r.project {
             println!("new tasks go to {p}");
         }
+        if r.local > 0 {
+            let to = r.project.as_deref().unwrap_or("PFX");
+            println!(
+                "{} task(s) captured before there was a server wait in this device's {} \
+                 (`callsign inbox`); send them with `callsign inbox --send-to {to}`",
+                r.local, LOCAL_PROJECT
+            );
+        }
+        Ok(())
+    }
+
+    /// `discard`: what went (`after` is `None` when the task left this device).
+    pub fn discarded(
+        &self,
+        engine: &Engine,
+        before: &LocalTask,
+        after: Option<&LocalTask>,
+    ) -> Result<()> {
+        match after {
+            Some(t) if self.json => {
+                print_json(&json!({"removed": false, "task": Ctx::read(engine)?.task_json(t)?}))
+            }
+            None if self.json => print_json(&json!({"removed": true, "uuid": before.uuid})),
+            Some(t) => {
+                println!("{}: the refused changes are dropped; the server's values come back with the next sync", t.label());
+                Ok(())
+            }
+            None => {
+                println!(
+                    "{}: removed from this device (the server never had it)",
+                    before.label()
+                );
+                Ok(())
+            }
+        }
+    }
+
+    pub fn inbox_sent(&self, n: usize, project: &str) -> Result<()> {
+        if self.json {
+            return print_json(&json!({"sent": n, "project": project.to_ascii_uppercase()}));
+        }
+        println!(
+            "{n} task(s) queued for {}; they get keys at the next sync",
+            project.to_ascii_uppercase()
+        );
         Ok(())
     }
 
@@ -147,8 +196,15 @@ impl Out {
         println!("synced: nothing pending");
         if s.failed > 0 {
             println!(
-                "{} request(s) refused by the server; see `callsign list` and `callsign retry`",
+                "{} task(s) refused by the server: `callsign list --failed` shows why; fix one \
+                 with `callsign edit` (or `retry`), or `callsign discard` it",
                 s.failed
+            );
+        }
+        if s.local > 0 {
+            println!(
+                "{} task(s) wait in this device's {LOCAL_PROJECT}: `callsign inbox --send-to PFX`",
+                s.local
             );
         }
         Ok(())
@@ -176,13 +232,18 @@ impl Out {
         println!("connection: {online}");
         println!("pending:    {}", s.pending + s.in_flight);
         println!("failed:     {}", s.failed);
+        println!(
+            "local:      {} (in {LOCAL_PROJECT}, kept on this device)",
+            s.local
+        );
         let last = s
             .last_sync_at
             .map(|t| t.to_rfc3339())
             .unwrap_or_else(|| "never".into());
         println!("last sync:  {last}");
-        if let Some(e) = &s.last_error {
-            println!("last error: {e}");
+        if let Some(p) = &s.problem {
+            println!("problem:    {}", p.summary);
+            println!("  detail:   {}", p.detail);
         }
         if let Some(h) = holder {
             println!("sync loop:  PID {}", h.pid);

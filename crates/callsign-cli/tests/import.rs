@@ -115,12 +115,12 @@ fn import_lines_then_json_lines_and_list_them_in_order() {
 #[test]
 fn a_bad_line_imports_nothing_and_names_the_line() {
     let dir = DataDir::new("bad");
-    let jsonl =
-        "{\"description\": \"fine\", \"project\": \"BEN\"}\n{\"description\": \"fine too\"}\n";
+    let jsonl = "{\"description\": \"fine\", \"project\": \"BEN\"}\n\
+                 {\"description\": \"fine too\", \"project\": \"1x\"}\n";
     let out = callsign(&dir.0, &["import", "--jsonl"], jsonl);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("task 2: no project"), "{err}");
+    assert!(err.contains("line 2: project: invalid prefix"), "{err}");
     assert!(listed(&dir.0).is_empty(), "nothing imported");
 
     let out = callsign(

@@ -20,3 +20,8 @@ pub use task_ref::{RefError, TaskRef};
 
 /// The largest task number a key may carry (SQLite's INTEGER is a signed 64-bit value).
 pub const MAX_NUMBER: u64 = i64::MAX as u64;
+
+/// The local inbox's prefix. A task captured with no project and no default (no server yet)
+/// goes here and stays on the device until the user sends it to a server project; a server
+/// never has a project with this prefix (it refuses to create one).
+pub const LOCAL_PROJECT: &str = "INBOX";

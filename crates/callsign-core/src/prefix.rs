@@ -37,6 +37,11 @@ impl Prefix {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The local inbox, [`crate::LOCAL_PROJECT`]: a device's own project, never a server's.
+    pub fn is_local(&self) -> bool {
+        self.0 == crate::LOCAL_PROJECT
+    }
 }
 
 impl FromStr for Prefix {
@@ -90,5 +95,14 @@ mod tests {
     #[case("sÿn")]
     fn rejects(#[case] input: &str) {
         assert!(Prefix::parse(input).is_err(), "{input:?} accepted");
+    }
+
+    #[rstest]
+    #[case("inbox", true)]
+    #[case("INBOX", true)]
+    #[case("INBOX2", false)]
+    #[case("SYN", false)]
+    fn local_inbox(#[case] input: &str, #[case] local: bool) {
+        assert_eq!(Prefix::parse(input).unwrap().is_local(), local);
     }
 }

@@ -133,6 +133,9 @@ async fn main() -> anyhow::Result<()> {
                 },
         } => {
             let prefix = Prefix::parse(prefix.trim())?;
+            if prefix.is_local() {
+                bail!("{}", callsign_server::api::projects::RESERVED);
+            }
             let project_name = project_name.unwrap_or_else(|| prefix.to_string());
             let db = open_db(&data_dir)?;
             let made = db

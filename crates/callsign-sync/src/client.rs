@@ -1,4 +1,5 @@
-//! The HTTP side: `POST /v1/sync`, `GET /v1/changes`, `GET /v1/projects`, with the bearer token.
+//! The HTTP side: `POST /v1/sync`, `GET /v1/changes`, `GET /v1/projects`, with the bearer token,
+//! and the reconnect probe `GET /healthz`.
 //!
 //! Every failure comes back as a [`CallError`] that says whether to retry and honours the
 //! server's `Retry-After`. No request waits longer than [`REQUEST_TIMEOUT`]; connecting gives up
@@ -15,6 +16,8 @@ use crate::settings::Token;
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the reconnect probe waits for `/healthz`.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 pub struct CallError {
@@ -80,6 +83,13 @@ impl Client {
     pub async fn projects(&self) -> Result<ProjectList, CallError> {
         let rb = self.http.get(format!("{}/v1/projects", self.base));
         self.send(rb).await
+    }
+
+    /// The cheap reconnect probe: does the server answer `GET /healthz` with a success within
+    /// [`PROBE_TIMEOUT`]? No token is sent (the route needs none).
+    pub async fn reachable(&self) -> bool {
+        let rb = self.http.get(format!("{}/healthz", self.base));
+        matches!(rb.timeout(PROBE_TIMEOUT).send().await, Ok(r) if r.status().is_success())
     }
 
     async fn send<T: DeserializeOwned>(&self, rb: reqwest::RequestBuilder) -> Result<T, CallError> {

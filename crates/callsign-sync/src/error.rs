@@ -55,6 +55,25 @@ impl Error {
         }
     }
 
+    /// A stable code for the kind of error, for callers that show it (the desktop app's
+    /// `{code, message}`) or explain it ([`crate::reason::sync_problem`]). The server's own code
+    /// when it refused the request.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound(_) => "not_found",
+            Error::Ambiguous(_) => "ambiguous",
+            Error::Invalid(_) => "invalid",
+            Error::NotLoggedIn => "not_logged_in",
+            Error::Unreachable { .. } => "unreachable",
+            Error::Server(p) => p.code.as_str(),
+            Error::Protocol(_) => "protocol",
+            Error::Busy { .. } => "busy",
+            Error::StillQueued { .. } => "still_queued",
+            Error::LoopStopped => "loop_stopped",
+            Error::Db(_) | Error::Migration(_) | Error::Io { .. } => "storage",
+        }
+    }
+
     /// Worth trying again later without any change by the user.
     pub fn is_transient(&self) -> bool {
         match self {

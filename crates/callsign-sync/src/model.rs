@@ -32,6 +32,8 @@ pub struct LocalTask {
     pub sync_state: SyncState,
     /// The server's message for a failed request, or the last transient error while waiting.
     pub last_error: Option<String>,
+    /// The server's stable code for `last_error`, when it sent one (`project_not_found`, ...).
+    pub error_code: Option<String>,
     /// Outbox rows for this task not yet done (pending, in progress or failed).
     #[serde(skip)]
     pub open_rows: u32,
@@ -44,6 +46,12 @@ impl LocalTask {
     /// A short provisional id for display: `~` and the first 8 hex digits of the UUID.
     pub fn short_id(&self) -> String {
         format!("~{}", &self.uuid.simple().to_string()[..8])
+    }
+
+    /// In the local inbox: captured with no server project, kept on this device (never sent)
+    /// until the user sends it to one.
+    pub fn is_local(&self) -> bool {
+        self.key.is_none() && self.project == callsign_core::LOCAL_PROJECT
     }
 
     /// The key, or the provisional short id.
@@ -65,6 +73,7 @@ impl LocalTask {
             modified_at: t.modified_at,
             sync_state: SyncState::Synced,
             last_error: None,
+            error_code: None,
             open_rows: 0,
             next_attempt_at: None,
         }

@@ -49,8 +49,38 @@ pub enum Outcome {
     Done(Option<Task>),
     /// Try again later with the same key and body.
     Retry(String),
-    /// Refused for good; the server's message.
-    Fail(String),
+    /// Refused for good; the server's code and message.
+    Fail(Refusal),
+}
+
+/// Why the server refused a request for good: its stable code (when it sent a problem body)
+/// and its message. The engine explains the code in plain words ([`crate::reason`]); nobody
+/// reads the message to decide anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: Option<ErrorCode>,
+    pub message: String,
+}
+
+impl From<&str> for Refusal {
+    fn from(message: &str) -> Self {
+        Refusal {
+            code: None,
+            message: message.to_owned(),
+        }
+    }
+}
+
+impl From<&crate::error::Error> for Refusal {
+    fn from(e: &crate::error::Error) -> Self {
+        Refusal {
+            code: match e {
+                crate::error::Error::Server(p) => Some(p.code),
+                _ => None,
+            },
+            message: e.to_string(),
+        }
+    }
 }
 
 impl Outcome {
@@ -69,17 +99,18 @@ pub fn classify(r: &MutationResult) -> Outcome {
     if (200..300).contains(&r.status) {
         return Outcome::Done(r.task.clone());
     }
-    let (message, transient) = match &r.error {
+    let (message, code, transient) = match &r.error {
         Some(p) => (
             p.to_string(),
+            Some(p.code),
             p.code.is_transient() || p.code == ErrorCode::TaskNotCommitted,
         ),
-        None => (format!("HTTP status {}", r.status), false),
+        None => (format!("HTTP status {}", r.status), None, false),
     };
     if transient || r.status >= 500 || r.status == 429 {
         Outcome::Retry(message)
     } else {
-        Outcome::Fail(message)
+        Outcome::Fail(Refusal { code, message })
     }
 }
 
@@ -141,8 +172,13 @@ mod tests {
     ) {
         let outcome = classify(&answer(status, code));
         assert_eq!(transition(InProgress, outcome.event()), Some(want));
-        if let Outcome::Fail(m) | Outcome::Retry(m) = outcome {
-            assert!(code.is_none() || m.contains("because"), "{m}");
+        match outcome {
+            Outcome::Fail(r) => {
+                assert_eq!(r.code, code);
+                assert!(code.is_none() || r.message.contains("because"), "{r:?}");
+            }
+            Outcome::Retry(m) => assert!(code.is_none() || m.contains("because"), "{m}"),
+            Outcome::Done(_) => {}
         }
     }
 }

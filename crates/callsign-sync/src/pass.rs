@@ -159,8 +159,7 @@ impl Syncer {
                         continue;
                     }
                     if too_big {
-                        let answers =
-                            vec![(claimed[0].clone(), Outcome::Fail(e.error.to_string()))];
+                        let answers = vec![(claimed[0].clone(), Outcome::Fail((&e.error).into()))];
                         lock(&self.store)
                             .record_answers(&answers, |_| now, now)
                             .map_err(local)?;
@@ -323,9 +322,16 @@ impl Syncer {
         }
     }
 
+    /// Tasks changed: tell subscribers, then the counts, so the indicator keeps up with the
+    /// rows during a long pass (not only at its end).
     fn changed(&self, uuids: &[uuid::Uuid]) {
         for &uuid in uuids {
             let _ = self.events.send(Event::TaskChanged { uuid });
+        }
+        if !uuids.is_empty() {
+            if let Ok(s) = status::read(&lock(&self.store)) {
+                let _ = self.events.send(Event::SyncStatus(s));
+            }
         }
     }
 }

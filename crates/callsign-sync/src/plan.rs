@@ -3,7 +3,8 @@
 //! The batch is the longest prefix of the queue (rows in id order, i.e. capture order) that may go
 //! now, so the server numbers tasks in the order they were captured:
 //! - `done` and `failed` rows are skipped; so are the rows of a task whose create failed (they wait
-//!   for the user to edit or retry it, and would only be refused);
+//!   for the user to edit or retry it, and would only be refused), and the rows of a task in the
+//!   local inbox (`INBOX`: its create waits for the user to send it to a server project);
 //! - the batch stops at the first row that must wait: one in backoff (`next_attempt_at` later than
 //!   now) or one still `in_progress`;
 //! - it stops before a second row of the same task, so each task's requests reach the server one
@@ -26,18 +27,23 @@ pub struct Plan {
 
 pub fn plan(rows: &[OutboxRow], now_ms: i64, max: usize) -> Plan {
     let mut out = Plan::default();
-    let mut failed_creates: HashSet<Uuid> = HashSet::new();
+    // Tasks whose later rows wait: their create failed, or is held in the local inbox.
+    let mut held: HashSet<Uuid> = HashSet::new();
     let mut in_batch: HashSet<Uuid> = HashSet::new();
     for r in rows {
         match r.state {
             RowState::Done => continue,
             RowState::Failed => {
                 if r.op == MutationOp::Create {
-                    failed_creates.insert(r.uuid);
+                    held.insert(r.uuid);
                 }
                 continue;
             }
-            _ if failed_creates.contains(&r.uuid) => continue,
+            _ if held.contains(&r.uuid) => continue,
+            RowState::Pending if r.op == MutationOp::Create && is_local(&r.body) => {
+                held.insert(r.uuid);
+                continue;
+            }
             RowState::InProgress => break,
             RowState::Pending => {}
         }
@@ -53,6 +59,11 @@ pub fn plan(rows: &[OutboxRow], now_ms: i64, max: usize) -> Plan {
     out
 }
 
+/// A create body for the local inbox.
+fn is_local(body: &serde_json::Value) -> bool {
+    body.get("project").and_then(|p| p.as_str()) == Some(callsign_core::LOCAL_PROJECT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,13 +74,14 @@ mod tests {
         OutboxRow {
             id,
             uuid: Uuid::from_u128(task),
-            op: if op == 'c' {
-                MutationOp::Create
-            } else {
+            op: if op == 'u' {
                 MutationOp::Update
+            } else {
+                MutationOp::Create
             },
             idempotency_key: format!("k{id}"),
-            body: serde_json::Value::Null,
+            // 'l': a create in the local inbox.
+            body: serde_json::json!({"project": if op == 'l' { "INBOX" } else { "SYN" }}),
             state,
             sent: false,
             try_count: 0,
@@ -93,6 +105,7 @@ mod tests {
     #[case::done_and_failed_skipped(vec![(1,'c',Done,None),(2,'c',Failed,None),(3,'c',Pending,None)], 10, vec![3], None)]
     #[case::failed_create_holds_its_updates(vec![(1,'c',Failed,None),(1,'u',Pending,None),(2,'c',Pending,None)], 10, vec![3], None)]
     #[case::failed_update_does_not_hold(vec![(1,'u',Failed,None),(1,'u',Pending,None)], 10, vec![2], None)]
+    #[case::local_inbox_held(vec![(1,'l',Pending,None),(1,'u',Pending,None),(2,'c',Pending,None)], 10, vec![3], None)]
     #[case::one_row_per_task(vec![(1,'c',Pending,None),(2,'c',Pending,None),(1,'u',Pending,None),(3,'c',Pending,None)], 10, vec![1,2], None)]
     fn batches(
         #[case] spec: Vec<(u128, char, RowState, Option<i64>)>,
@@ -112,7 +125,7 @@ mod tests {
         use proptest::prelude::*;
         (
             0u128..5,
-            prop_oneof![Just('c'), Just('u')],
+            prop_oneof![Just('c'), Just('u'), Just('l')],
             prop_oneof![
                 Just(Pending),
                 Just(Pending),
@@ -126,8 +139,8 @@ mod tests {
 
     proptest::proptest! {
         /// Whatever the queue: the batch is an in-order run of due pending rows, one per task,
-        /// at most `max`, never a row of a task whose create failed, and it skips no row it
-        /// could have sent (capture order is kept).
+        /// at most `max`, never a row of a task whose create failed or waits in the local
+        /// inbox, and it skips no row it could have sent (capture order is kept).
         #[test]
         fn a_batch_is_an_ordered_prefix_of_sendable_rows(
             spec in proptest::collection::vec(any_row(), 0..30),
@@ -143,7 +156,9 @@ mod tests {
             let mut failed = HashSet::new();
             let last = p.send.last().copied().unwrap_or(0);
             for r in &rows {
-                if r.state == Failed && r.op == MutationOp::Create {
+                if (r.state == Failed && r.op == MutationOp::Create)
+                    || (r.state == Pending && r.op == MutationOp::Create && is_local(&r.body))
+                {
                     failed.insert(r.uuid);
                 }
                 let in_batch = p.send.contains(&r.id);

@@ -1,7 +1,12 @@
-//! Why a task is not (fully) synced yet, in words for the list and the provisional marker.
+//! What a task's or the loop's state means, in words for a person: why a task is not synced
+//! yet (the list and the provisional marker), what the server refused and what to do about it,
+//! and what a failed sync means for the user's tasks. The CLI and the desktop app show these
+//! as they are; decisions never read them.
+use callsign_core::ErrorCode;
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 
-use crate::events::SyncStatus;
+use crate::events::{Plain, SyncStatus};
 use crate::model::{LocalTask, SyncState};
 
 /// `None` when the task has nothing waiting. `logged_in`: a server and token are saved.
@@ -11,12 +16,15 @@ pub fn waiting_reason(
     logged_in: bool,
     now: DateTime<Utc>,
 ) -> Option<String> {
-    if task.sync_state == SyncState::Failed {
-        let why = task
-            .last_error
-            .as_deref()
-            .unwrap_or("refused by the server");
-        return Some(format!("failed: {why}"));
+    if let Some(f) = task_failure(task) {
+        return Some(format!("failed: {}", f.summary));
+    }
+    if task.is_local() {
+        return Some(if logged_in {
+            "on this device: waiting to be sent to a server project".into()
+        } else {
+            "on this device (local only)".into()
+        });
     }
     if task.open_rows == 0 {
         return None;
@@ -48,6 +56,110 @@ pub fn waiting_reason(
     }
 }
 
+/// What would make the server accept a refused task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fix {
+    /// Choose another project (the server has no such project).
+    Project,
+    /// Change the task's fields (the server refused its content).
+    Fields,
+    /// Send it again as it is.
+    Retry,
+}
+
+/// A refused task, explained: what the server refused and what to do, the server's own
+/// message as the detail, its code, and the kind of fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskFailure {
+    pub summary: String,
+    pub detail: String,
+    pub code: Option<String>,
+    pub fix: Fix,
+}
+
+/// `None` unless the server refused a request for the task.
+pub fn task_failure(task: &LocalTask) -> Option<TaskFailure> {
+    if task.sync_state != SyncState::Failed {
+        return None;
+    }
+    let detail = task
+        .last_error
+        .clone()
+        .unwrap_or_else(|| "refused by the server".into());
+    let code = task.error_code.as_deref().and_then(parse_code);
+    let project = &task.project;
+    let (summary, fix) = match code {
+        Some(ErrorCode::ProjectNotFound | ErrorCode::UnknownPrefix) => (
+            format!(
+                "the server has no project {project}. Choose one of its projects to send it \
+                 there, or discard it"
+            ),
+            Fix::Project,
+        ),
+        Some(ErrorCode::InvalidBody | ErrorCode::PayloadTooLarge) => (
+            "the server refused what the task says (see details). Edit the task and save to \
+             send it again, or discard it"
+                .into(),
+            Fix::Fields,
+        ),
+        Some(ErrorCode::TaskExists) => (
+            "the server already has a different task with this task's ID. Send it again or \
+             discard this copy"
+                .into(),
+            Fix::Retry,
+        ),
+        Some(ErrorCode::TaskNotFound) => (
+            "the server does not know this task. Send it again or discard the change".into(),
+            Fix::Retry,
+        ),
+        _ => (
+            "the server refused it (see details). Send it again or discard it".into(),
+            Fix::Retry,
+        ),
+    };
+    Some(TaskFailure {
+        summary,
+        detail,
+        code: task.error_code.clone(),
+        fix,
+    })
+}
+
+fn parse_code(s: &str) -> Option<ErrorCode> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+}
+
+/// A failed sync pass in plain words: what happened and what it means for the user's tasks.
+/// `code` is [`crate::Error::code`] of the error recorded; `detail` its message.
+pub fn sync_problem(code: Option<&str>, detail: &str) -> Plain {
+    const SAFE: &str = "your tasks are saved here";
+    let summary = match code {
+        Some("unreachable") => {
+            format!("Can't reach the server — {SAFE} and will sync when it's back")
+        }
+        Some("unauthorized") => format!(
+            "The server does not accept this device's token — {SAFE}; set a new token in \
+             Settings (or `callsign login`)"
+        ),
+        Some("not_logged_in") => format!("No server is set up — {SAFE} (local only)"),
+        Some("protocol") => {
+            format!("The server's answer was not Callsign's — {SAFE}; check the server URL")
+        }
+        Some("storage") => "This device's task database could not be written — check the \
+             disk; nothing already saved is lost"
+            .to_string(),
+        Some(c) if parse_code(c).is_some_and(ErrorCode::is_transient) => {
+            format!("The server is having trouble — {SAFE} and will be sent when it recovers")
+        }
+        _ => format!("Sync stopped: the server refused the request — {SAFE}"),
+    };
+    Plain {
+        summary,
+        detail: detail.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +181,7 @@ mod tests {
             modified_at: DateTime::default(),
             sync_state: state,
             last_error: next.map(|_| "Temporarily unavailable".into()),
+            error_code: None,
             open_rows: open,
             next_attempt_at: next,
         }
@@ -127,14 +240,56 @@ mod tests {
         assert_eq!(waiting_reason(&t, &status, logged_in, now).as_deref(), want);
     }
 
-    #[test]
-    fn failed_shows_the_server_message() {
+    #[rstest]
+    #[case::no_project(Some("project_not_found"), Fix::Project, "has no project SYN")]
+    #[case::unknown_prefix(Some("unknown_prefix"), Fix::Project, "Choose one of its projects")]
+    #[case::bad_body(Some("invalid_body"), Fix::Fields, "Edit the task")]
+    #[case::too_big(Some("payload_too_large"), Fix::Fields, "Edit the task")]
+    #[case::exists(Some("task_exists"), Fix::Retry, "different task")]
+    #[case::no_code(None, Fix::Retry, "refused it")]
+    #[case::unknown_code(Some("from_the_future"), Fix::Retry, "refused it")]
+    fn failures_say_what_to_do(#[case] code: Option<&str>, #[case] fix: Fix, #[case] says: &str) {
         let mut t = task(None, Failed, 1, None);
-        t.last_error = Some("Invalid request body (invalid_body): tag \"BAD\" is invalid".into());
+        t.last_error = Some("No such project (project_not_found): SYN".into());
+        t.error_code = code.map(str::to_owned);
+        let f = task_failure(&t).unwrap();
+        assert_eq!(f.fix, fix);
+        assert!(f.summary.contains(says), "{}", f.summary);
+        assert_eq!(f.detail, "No such project (project_not_found): SYN");
         let r = waiting_reason(&t, &SyncStatus::default(), true, DateTime::default()).unwrap();
+        assert_eq!(r, format!("failed: {}", f.summary));
+        t.sync_state = Provisional;
+        assert_eq!(task_failure(&t), None);
+    }
+
+    #[rstest]
+    #[case(false, "on this device (local only)")]
+    #[case(true, "on this device: waiting to be sent to a server project")]
+    fn the_local_inbox_says_it_stays_here(#[case] logged_in: bool, #[case] want: &str) {
+        let mut t = task(None, Provisional, 1, None);
+        t.project = callsign_core::LOCAL_PROJECT.into();
+        let r = waiting_reason(&t, &SyncStatus::default(), logged_in, DateTime::default());
+        assert_eq!(r.as_deref(), Some(want));
+    }
+
+    #[rstest]
+    #[case(
+        Some("unreachable"),
+        "Can't reach the server — your tasks are saved here"
+    )]
+    #[case(Some("unauthorized"), "does not accept this device's token")]
+    #[case(Some("unavailable"), "having trouble")]
+    #[case(Some("internal"), "having trouble")]
+    #[case(Some("protocol"), "check the server URL")]
+    #[case(Some("invalid_body"), "refused the request")]
+    #[case(None, "refused the request")]
+    fn sync_problems_in_plain_words(#[case] code: Option<&str>, #[case] says: &str) {
+        let p = sync_problem(code, "tcp connect error: Connection refused (os error 111)");
+        assert!(p.summary.contains(says), "{}", p.summary);
+        assert!(!p.summary.contains("os error"), "{}", p.summary);
         assert_eq!(
-            r,
-            "failed: Invalid request body (invalid_body): tag \"BAD\" is invalid"
+            p.detail,
+            "tcp connect error: Connection refused (os error 111)"
         );
     }
 }

@@ -6,15 +6,18 @@ use chrono::{DateTime, Utc};
 use crate::clock::from_ms;
 use crate::error::{Error, Result};
 use crate::events::SyncStatus;
+use crate::reason::sync_problem;
 use crate::store::Store;
 
 const ONLINE: &str = "sync.online";
 const LAST_ERROR: &str = "sync.last_error";
+const LAST_ERROR_CODE: &str = "sync.last_error_code";
 const LAST_SYNC_AT: &str = "sync.last_sync_at";
 
 pub fn record_success(store: &Store, now: DateTime<Utc>) -> Result<()> {
     store.set(ONLINE, Some("1"))?;
     store.set(LAST_ERROR, None)?;
+    store.set(LAST_ERROR_CODE, None)?;
     store.set(LAST_SYNC_AT, Some(&now.to_rfc3339()))
 }
 
@@ -22,18 +25,29 @@ pub fn record_success(store: &Store, now: DateTime<Utc>) -> Result<()> {
 pub fn record_failure(store: &Store, e: &Error) -> Result<()> {
     let online = !matches!(e, Error::Unreachable { .. });
     store.set(ONLINE, Some(if online { "1" } else { "0" }))?;
-    store.set(LAST_ERROR, Some(&e.to_string()))
+    store.set(LAST_ERROR, Some(&e.to_string()))?;
+    store.set(LAST_ERROR_CODE, Some(e.code()))
 }
 
 pub fn read(store: &Store) -> Result<SyncStatus> {
     let counts = store.counts()?;
+    let last_error = store.get(LAST_ERROR)?;
+    let problem = match &last_error {
+        Some(detail) => {
+            let code = store.get(LAST_ERROR_CODE)?;
+            Some(sync_problem(code.as_deref(), detail))
+        }
+        None => None,
+    };
     Ok(SyncStatus {
         online: store.get(ONLINE)?.map(|v| v == "1"),
         pending: counts.pending,
         in_flight: counts.in_flight,
         failed: counts.failed,
+        local: counts.local,
         next_attempt_at: store.next_attempt_at()?.map(from_ms),
-        last_error: store.get(LAST_ERROR)?,
+        last_error,
+        problem,
         last_sync_at: store
             .get(LAST_SYNC_AT)?
             .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())

@@ -3,7 +3,10 @@
 //! It wakes at once on a local write (the engine's `Notify`), on a command (`SyncNow`,
 //! `NetworkUp`), when the outbox's first waiting row is due, every [`PERIOD`] to pull other
 //! devices' changes, and on a [`TICK`] when another process (the CLI beside the app) has
-//! committed to the store (`PRAGMA data_version` moved). The tick also refreshes the lock's
+//! committed to the store (`PRAGMA data_version` moved). While the server cannot be reached it
+//! probes `/healthz` every [`PROBE_EVERY`] and, the moment the server answers, passes at once
+//! (backoff lifted) instead of waiting out the backoff: tasks captured offline get their keys
+//! within about a second of the server's return. The tick also refreshes the lock's
 //! heartbeat, or tries to take the lock while another live process holds it: only the lock
 //! holder sends, everyone else only queues.
 use std::path::PathBuf;
@@ -20,6 +23,8 @@ use crate::store::Store;
 
 pub const TICK: Duration = Duration::from_millis(250);
 pub const PERIOD: Duration = Duration::from_secs(30);
+/// How often the loop asks an unreachable server whether it is back.
+pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
 pub enum Command {
     SyncNow(oneshot::Sender<Result<PassReport>>),
@@ -42,6 +47,8 @@ struct State {
     lock: Option<SyncLock>,
     failures: u32,
     next_run: Instant,
+    /// The last pass could not reach the server: the next probe is due then.
+    probe_at: Option<Instant>,
 }
 
 pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
@@ -50,6 +57,7 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
         lock: None,
         failures: 0,
         next_run: Instant::now(),
+        probe_at: None,
     };
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -71,6 +79,14 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
             _ = tokio::time::sleep_until(st.next_run) => {
                 let _ = st.pass(false).await;
             }
+            _ = sleep_until_some(st.probe_at) => {
+                if st.server_is_back().await {
+                    tracing::info!("the server answers again: syncing now");
+                    let _ = st.pass(true).await;
+                } else {
+                    st.probe_at = Some(Instant::now() + PROBE_EVERY);
+                }
+            }
             _ = tick.tick() => {
                 st.heartbeat();
                 let v = st.version();
@@ -82,6 +98,14 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
         }
     }
     tracing::debug!("sync loop stopped");
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 impl State {
@@ -131,6 +155,14 @@ impl State {
         Ok(true)
     }
 
+    /// The reconnect probe (see the module doc).
+    async fn server_is_back(&self) -> bool {
+        match (self.ctx.syncer)() {
+            Ok(s) => s.client.reachable().await,
+            Err(_) => false,
+        }
+    }
+
     async fn pass(&mut self, force: bool) -> Result<PassReport> {
         if !self.acquire()? {
             let pid = SyncLock::holder(&self.ctx.data_dir).map(|h| h.pid);
@@ -149,6 +181,7 @@ impl State {
         match syncer.run(force).await {
             Ok(report) => {
                 self.failures = 0;
+                self.probe_at = None;
                 self.next_run = report.wake_at.map_or(Instant::now() + PERIOD, until);
                 Ok(report)
             }
@@ -157,6 +190,8 @@ impl State {
                     let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
                     store.next_attempt_at().ok().flatten()
                 };
+                self.probe_at = matches!(e.error, Error::Unreachable { .. })
+                    .then(|| Instant::now() + PROBE_EVERY);
                 let backoff = after_failure(&syncer.backoff, self.failures, (syncer.jitter)(), &e);
                 self.failures = self.failures.saturating_add(1);
                 self.next_run = match waiting {

@@ -6,7 +6,7 @@ pub mod auth;
 mod changes;
 mod extract;
 mod ops;
-mod projects;
+pub mod projects;
 pub mod resolve;
 mod sync;
 mod tasks;

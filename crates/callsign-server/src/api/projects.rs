@@ -23,6 +23,10 @@ pub async fn list(
     Ok(Json(ProjectList { projects }))
 }
 
+/// Why `INBOX` is refused: clients keep tasks captured before they had a server there.
+pub const RESERVED: &str =
+    "INBOX is reserved for the tasks a device keeps before it has a server: choose another prefix";
+
 #[utoipa::path(post, path = "/v1/projects", request_body = NewProject, responses(
     (status = 201, body = Project),
     (status = 409, description = "prefix_taken", body = callsign_core::Problem),
@@ -34,6 +38,9 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<Project>)> {
     let prefix = Prefix::parse(body.prefix.trim())
         .map_err(|e| ApiError::new(ErrorCode::InvalidPrefix, e.to_string()))?;
+    if prefix.is_local() {
+        return Err(ApiError::new(ErrorCode::InvalidPrefix, RESERVED));
+    }
     let name = body.name.trim().to_owned();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(ApiError::new(

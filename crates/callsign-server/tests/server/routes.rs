@@ -312,6 +312,20 @@ async fn projects_have_unique_upper_case_prefixes() {
         (bad.status, code(&bad)),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_prefix")
     );
+    // The clients' local inbox is never a server project.
+    let inbox = app
+        .call(
+            &t,
+            "POST",
+            "/v1/projects",
+            None,
+            Some(json!({"name": "Inbox", "prefix": "inbox"})),
+        )
+        .await;
+    assert_eq!(
+        (inbox.status, code(&inbox)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_prefix")
+    );
     let list = app.call(&t, "GET", "/v1/projects", None, None).await;
     let prefixes: Vec<&str> = list.body["projects"]
         .as_array()

@@ -17,6 +17,8 @@ use crate::settings::Token;
 
 /// How long `login` waits for the project list (the login itself is saved regardless).
 const LOGIN_WAIT: Duration = Duration::from_secs(5);
+/// The account's projects as the server last listed them (JSON).
+const PROJECTS: &str = "server.projects";
 
 /// What `login` learned from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +27,9 @@ pub struct LoginReport {
     pub projects: std::result::Result<Vec<Project>, String>,
     /// The default project after login.
     pub project: Option<String>,
+    /// Tasks waiting in the local inbox (captured before there was a server): they stay on
+    /// this device until the user sends them to a server project ([`Engine::send_inbox`]).
+    pub local: u64,
 }
 
 impl Engine {
@@ -46,9 +51,8 @@ impl Engine {
         // A cursor means something only to the server (and account) that gave it out: after a
         // login, read the whole feed again (reconciling a task twice is harmless).
         self.store().set(crate::store::CURSOR, None)?;
-        let projects = match tokio::time::timeout(LOGIN_WAIT, self.client()?.projects()).await {
-            Ok(Ok(list)) => Ok(list.projects),
-            Ok(Err(e)) => Err(e.error.to_string()),
+        let projects = match tokio::time::timeout(LOGIN_WAIT, self.fetch_projects()).await {
+            Ok(r) => r,
             Err(_) => Err(format!("no answer within {} s", LOGIN_WAIT.as_secs())),
         };
         if let (Ok(list), None) = (&projects, &s.project) {
@@ -58,7 +62,31 @@ impl Engine {
         Ok(LoginReport {
             projects,
             project: s.project,
+            local: self.status()?.local,
         })
+    }
+
+    /// The account's projects from the server, remembered for when it cannot be reached.
+    async fn fetch_projects(&self) -> std::result::Result<Vec<Project>, String> {
+        let client = self.client().map_err(|e| e.to_string())?;
+        let list = client.projects().await.map_err(|e| e.error.to_string())?;
+        let json = serde_json::to_string(&list.projects).map_err(|e| e.to_string())?;
+        self.store()
+            .set(PROJECTS, Some(&json))
+            .map_err(|e| e.to_string())?;
+        Ok(list.projects)
+    }
+
+    /// The account's projects: fresh from the server when it answers, else as last seen
+    /// (empty before the first answer, or with no server).
+    pub async fn projects(&self) -> Result<Vec<Project>> {
+        if let Ok(Ok(list)) = tokio::time::timeout(LOGIN_WAIT, self.fetch_projects()).await {
+            return Ok(list);
+        }
+        let cached = self.store().get(PROJECTS)?;
+        Ok(cached
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default())
     }
 
     /// Syncs until the outbox has nothing pending or in flight, or `deadline` passes.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
-use callsign_core::Prefix;
+use callsign_core::{Prefix, LOCAL_PROJECT};
 use tokio::sync::{broadcast, mpsc, Notify};
 use uuid::Uuid;
 
@@ -20,10 +20,10 @@ use crate::backoff::Backoff;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::events::{Event, SyncStatus};
-use crate::model::LocalTask;
+use crate::model::{LocalTask, SyncState};
 use crate::pass::DEFAULT_BATCH;
 use crate::settings::{load_token, save_token, Settings, Token};
-use crate::store::{Store, TaskFilter, TaskQuery};
+use crate::store::{Discarded, Store, TaskFilter, TaskQuery};
 use crate::sync_loop::Command;
 
 /// Tunables; the defaults are the product's.
@@ -109,9 +109,26 @@ impl Engine {
         self.inner.store.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn touched(&self, uuid: Uuid) {
-        let _ = self.inner.events.send(Event::TaskChanged { uuid });
+    /// Local writes changed these tasks: tell subscribers (the tasks, then the counts, so the
+    /// indicator never lags the rows) and wake the loop.
+    fn touched(&self, uuids: &[Uuid]) {
+        for &uuid in uuids {
+            let _ = self.inner.events.send(Event::TaskChanged { uuid });
+        }
+        self.status_changed();
         self.inner.wake.notify_one();
+    }
+
+    fn removed(&self, uuids: &[Uuid]) {
+        for &uuid in uuids {
+            let _ = self.inner.events.send(Event::TaskRemoved { uuid });
+        }
+    }
+
+    fn status_changed(&self) {
+        if let Ok(s) = self.status() {
+            let _ = self.inner.events.send(Event::SyncStatus(s));
+        }
     }
 
     /// Captures a task: a fresh UUID v4 and idempotency key, task row and outbox row in one
@@ -124,7 +141,7 @@ impl Engine {
         let uuid = Uuid::new_v4();
         self.store()
             .create_local(uuid, &Uuid::new_v4().to_string(), &body, now)?;
-        self.touched(uuid);
+        self.touched(&[uuid]);
         self.get_uuid(uuid)
     }
 
@@ -151,14 +168,14 @@ impl Engine {
             return Ok(Vec::new());
         }
         self.store().create_local_many(&items, now)?;
-        for (uuid, ..) in &items {
-            self.touched(*uuid);
-        }
-        Ok(items.into_iter().map(|(uuid, ..)| uuid).collect())
+        let uuids: Vec<Uuid> = items.into_iter().map(|(uuid, ..)| uuid).collect();
+        self.touched(&uuids);
+        Ok(uuids)
     }
 
     /// The local checks of a capture, and the request body it becomes. `default_project`
-    /// caches the saved default project (`None` until it is first needed).
+    /// caches the saved default project (`None` until it is first needed). With no project
+    /// and no default (no server yet), the task goes to the local inbox.
     fn checked(
         &self,
         input: NewTaskInput,
@@ -174,11 +191,10 @@ impl Engine {
                 if default_project.is_none() {
                     *default_project = Some(self.settings()?.project);
                 }
-                default_project.clone().flatten().ok_or_else(|| {
-                    Error::Invalid(
-                        "no project: pass --project PREFIX (or log in to set a default)".into(),
-                    )
-                })?
+                default_project
+                    .clone()
+                    .flatten()
+                    .unwrap_or_else(|| LOCAL_PROJECT.to_owned())
             }
         };
         let prefix =
@@ -194,6 +210,8 @@ impl Engine {
     }
 
     /// Changes fields locally and queues the change (folded into an unsent request if possible).
+    /// A task the server refused is sent again with the change: editing is how its fields are
+    /// fixed.
     pub fn edit(&self, task_ref: &str, patch: TaskPatch) -> Result<LocalTask> {
         if patch.is_empty() {
             return Err(Error::Invalid("nothing to change".into()));
@@ -205,19 +223,39 @@ impl Engine {
         {
             return Err(Error::Invalid("the description must not be empty".into()));
         }
-        let uuid = self.get(task_ref)?.uuid;
+        let task = self.get(task_ref)?;
         let now = self.inner.opts.clock.now();
-        self.store()
-            .edit_local(uuid, patch, &Uuid::new_v4().to_string(), now)?;
-        self.touched(uuid);
-        self.get_uuid(uuid)
+        {
+            let mut store = self.store();
+            store.edit_local(task.uuid, patch, &Uuid::new_v4().to_string(), now)?;
+            if task.sync_state == SyncState::Failed {
+                store.retry_failed(
+                    task.uuid,
+                    || Uuid::new_v4().to_string(),
+                    now.timestamp_millis(),
+                )?;
+            }
+        }
+        self.touched(&[task.uuid]);
+        self.get_uuid(task.uuid)
     }
 
     pub fn complete(&self, task_ref: &str) -> Result<LocalTask> {
         self.set_status(task_ref, TaskStatus::Completed)
     }
 
+    /// Marks a task deleted. A task whose create the server refused never existed there, so it
+    /// is discarded instead (gone from this device); the task is returned as it was, marked
+    /// deleted.
     pub fn delete(&self, task_ref: &str) -> Result<LocalTask> {
+        let task = self.get(task_ref)?;
+        if task.key.is_none() && self.store().create_refused(task.uuid)? {
+            self.discard(&task.uuid.to_string())?;
+            return Ok(LocalTask {
+                status: TaskStatus::Deleted,
+                ..task
+            });
+        }
         self.set_status(task_ref, TaskStatus::Deleted)
     }
 
@@ -235,8 +273,56 @@ impl Engine {
         let now = self.inner.opts.clock.now_ms();
         self.store()
             .retry_failed(uuid, || Uuid::new_v4().to_string(), now)?;
-        self.touched(uuid);
+        self.touched(&[uuid]);
         self.get_uuid(uuid)
+    }
+
+    /// Gives a task the server has not numbered another project: a local-inbox task goes to a
+    /// server project, a refused one is sent again there. See [`Store::set_project`].
+    pub fn set_project(&self, task_ref: &str, project: &str) -> Result<LocalTask> {
+        let prefix = project_prefix(project)?;
+        let uuid = self.get(task_ref)?.uuid;
+        let now = self.inner.opts.clock.now();
+        self.store()
+            .set_project(uuid, &prefix, || Uuid::new_v4().to_string(), now)?;
+        self.touched(&[uuid]);
+        self.get_uuid(uuid)
+    }
+
+    /// Sends every task of the local inbox to the server project `project`; returns how many
+    /// were queued (deleted inbox tasks are removed instead).
+    pub fn send_inbox(&self, project: &str) -> Result<usize> {
+        let prefix = project_prefix(project)?;
+        let now = self.inner.opts.clock.now();
+        let sent = self
+            .store()
+            .send_inbox(&prefix, || Uuid::new_v4().to_string(), now)?;
+        self.removed(&sent.removed);
+        self.touched(&sent.moved);
+        Ok(sent.moved.len())
+    }
+
+    /// Discards what the server refused or never saw: `None` when the task is gone from this
+    /// device, else the task without its refused changes. See [`Store::discard`].
+    pub fn discard(&self, task_ref: &str) -> Result<Option<LocalTask>> {
+        let uuid = self.get(task_ref)?.uuid;
+        let done = self.store().discard(uuid)?;
+        match done {
+            Discarded::Removed => {
+                self.removed(&[uuid]);
+                self.status_changed();
+                Ok(None)
+            }
+            Discarded::Changes(_) => {
+                self.touched(&[uuid]);
+                self.get_uuid(uuid).map(Some)
+            }
+        }
+    }
+
+    /// One page of every task, newest first, and the number of tasks in all.
+    pub fn page(&self, offset: usize, limit: usize) -> Result<(Vec<LocalTask>, u64)> {
+        self.store().page(offset, limit)
     }
 
     pub fn list(&self, filter: TaskFilter) -> Result<Vec<LocalTask>> {
@@ -289,6 +375,11 @@ impl Engine {
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }
+}
+
+/// A project the user names for a task: a valid prefix (any case).
+fn project_prefix(project: &str) -> Result<Prefix> {
+    Prefix::parse(project.trim()).map_err(|e| Error::Invalid(format!("project: {e}")))
 }
 
 #[cfg(test)]

@@ -78,7 +78,6 @@ fn one_bad_input_refuses_the_whole_import_and_names_its_position() {
             "task 3: the description must not be empty",
         ),
         (input("bad project", Some("1X")), "task 3: project"),
-        (input("no project", None), "task 3: no project"),
     ] {
         let inputs = vec![
             input("fine", Some("BEN")),
@@ -120,4 +119,178 @@ fn an_empty_import_saves_nothing() {
     let (_dir, e) = engine();
     assert!(e.create_many(vec![]).unwrap().is_empty());
     assert!(all(&e).is_empty());
+}
+
+#[test]
+fn with_no_server_and_no_default_a_capture_goes_to_the_local_inbox_and_is_held() {
+    let (_dir, e) = engine();
+    let t = e.create(input("captured offline", None)).unwrap();
+    assert_eq!((t.project.as_str(), t.is_local()), ("INBOX", true));
+    let s = e.status().unwrap();
+    assert_eq!(
+        (s.local, s.pending, s.in_flight),
+        (1, 0, 0),
+        "held, not queued to send"
+    );
+    assert!(
+        e.store().open_rows(10).unwrap().is_empty(),
+        "the sync loop is never offered an inbox task"
+    );
+    // Sent to a server project: queued in capture order, no longer local.
+    let later = e.create(input("captured later", None)).unwrap();
+    assert_eq!(e.send_inbox("dev").unwrap(), 2);
+    let rows = e.store().open_rows(10).unwrap();
+    let order: Vec<_> = rows
+        .iter()
+        .map(|r| (r.uuid, r.body["project"].clone()))
+        .collect();
+    assert_eq!(order, [(t.uuid, "DEV".into()), (later.uuid, "DEV".into())]);
+    let s = e.status().unwrap();
+    assert_eq!((s.local, s.pending), (0, 2));
+    assert!(matches!(e.send_inbox("inbox"), Err(Error::Invalid(_))));
+}
+
+#[test]
+fn a_deleted_inbox_task_is_removed_not_sent() {
+    let (_dir, e) = engine();
+    let keep = e.create(input("keep", None)).unwrap();
+    let gone = e.create(input("gone", None)).unwrap();
+    e.delete(&gone.uuid.to_string()).unwrap();
+    assert_eq!(
+        e.status().unwrap().local,
+        1,
+        "a deleted inbox task is not counted"
+    );
+    let mut events = e.subscribe();
+    assert_eq!(e.send_inbox("DEV").unwrap(), 1);
+    assert!(matches!(
+        e.get(&gone.uuid.to_string()),
+        Err(Error::NotFound(_))
+    ));
+    assert_eq!(e.get(&keep.uuid.to_string()).unwrap().project, "DEV");
+    let removed = std::iter::from_fn(|| events.try_recv().ok())
+        .any(|ev| ev == crate::Event::TaskRemoved { uuid: gone.uuid });
+    assert!(removed, "subscribers hear that the task left");
+}
+
+/// Refuses the task's create as the server would have (claim, then a refusal with a code).
+fn refuse(e: &Engine, uuid: uuid::Uuid, code: callsign_core::ErrorCode) {
+    let mut store = e.store();
+    let id = store
+        .open_rows(100)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.uuid == uuid)
+        .unwrap()
+        .id;
+    let rows = store.claim(&[id], 1).unwrap();
+    let refusal = crate::outbox_state::Refusal {
+        code: Some(code),
+        message: format!("{} ({code}): ZZZ", code.title()),
+    };
+    store
+        .record_answers(
+            &[(rows[0].clone(), crate::outbox_state::Outcome::Fail(refusal))],
+            |_| 0,
+            2,
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_task_refused_for_its_project_is_fixed_by_choosing_another_and_goes_again() {
+    let (_dir, e) = engine();
+    let t = e.create(input("wrong project", Some("ZZZ"))).unwrap();
+    refuse(&e, t.uuid, callsign_core::ErrorCode::ProjectNotFound);
+    let failed = e.get(&t.uuid.to_string()).unwrap();
+    let why = crate::reason::task_failure(&failed).unwrap();
+    assert_eq!(why.fix, crate::reason::Fix::Project);
+    assert!(why.summary.contains("no project ZZZ"), "{}", why.summary);
+    assert_eq!(e.status().unwrap().failed, 1);
+
+    let fixed = e.set_project(&t.uuid.to_string(), "dev").unwrap();
+    assert_eq!(
+        (fixed.project.as_str(), fixed.sync_state),
+        ("DEV", SyncState::Provisional)
+    );
+    let s = e.status().unwrap();
+    assert_eq!(
+        (s.failed, s.pending),
+        (0, 1),
+        "the failed count follows the task"
+    );
+    let rows = e.store().open_rows(10).unwrap();
+    let row = &rows[0];
+    assert_eq!(
+        (row.body["project"].as_str(), row.sent),
+        (Some("DEV"), false)
+    );
+    // Once its create is on the wire, the project stays until the server answers.
+    let mut store = e.store();
+    store.claim(&[row.id], 3).unwrap();
+    drop(store);
+    assert!(matches!(
+        e.set_project(&t.uuid.to_string(), "OPS"),
+        Err(Error::Invalid(_))
+    ));
+}
+
+#[test]
+fn editing_a_refused_task_sends_it_again_and_discarding_removes_it() {
+    let (_dir, e) = engine();
+    let t = e.create(input("bad body", Some("DEV"))).unwrap();
+    refuse(&e, t.uuid, callsign_core::ErrorCode::InvalidBody);
+    let key_before = e.store().rows_for_test(t.uuid)[0].idempotency_key.clone();
+    let patch = callsign_core::dto::TaskPatch {
+        description: Some("good body".into()),
+        ..Default::default()
+    };
+    let edited = e.edit(&t.uuid.to_string(), patch).unwrap();
+    assert_eq!(edited.sync_state, SyncState::Provisional, "sent again");
+    let rows = e.store().rows_for_test(t.uuid);
+    assert_eq!(rows.len(), 1, "the edit is folded into the create");
+    assert_eq!(rows[0].body["description"], "good body");
+    assert_ne!(
+        rows[0].idempotency_key, key_before,
+        "under a new idempotency key"
+    );
+
+    let other = e.create(input("refused again", Some("ZZZ"))).unwrap();
+    refuse(&e, other.uuid, callsign_core::ErrorCode::ProjectNotFound);
+    assert_eq!(e.status().unwrap().failed, 1);
+    assert_eq!(e.discard(&other.uuid.to_string()).unwrap(), None);
+    assert!(matches!(
+        e.get(&other.uuid.to_string()),
+        Err(Error::NotFound(_))
+    ));
+    assert_eq!(
+        e.status().unwrap().failed,
+        0,
+        "a discarded task is not counted"
+    );
+    assert!(
+        matches!(e.discard(&t.uuid.to_string()), Ok(None)),
+        "a task never sent is discarded too"
+    );
+}
+
+#[test]
+fn deleting_a_refused_task_discards_it_so_the_failed_count_returns_to_zero() {
+    let (_dir, e) = engine();
+    let t = e.create(input("refused", Some("ZZZ"))).unwrap();
+    refuse(&e, t.uuid, callsign_core::ErrorCode::ProjectNotFound);
+    let deleted = e.delete(&t.uuid.to_string()).unwrap();
+    assert_eq!(deleted.status, TaskStatus::Deleted);
+    assert!(matches!(
+        e.get(&t.uuid.to_string()),
+        Err(Error::NotFound(_))
+    ));
+    assert_eq!(e.status().unwrap().failed, 0);
+    // A task the server has not refused is deleted as before (kept, marked deleted).
+    let ok = e.create(input("fine", Some("DEV"))).unwrap();
+    e.delete(&ok.uuid.to_string()).unwrap();
+    assert_eq!(
+        e.get(&ok.uuid.to_string()).unwrap().status,
+        TaskStatus::Deleted
+    );
 }

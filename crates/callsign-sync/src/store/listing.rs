@@ -25,16 +25,23 @@ struct Open {
 
 impl Open {
     /// `state` is not `done` (the query reads open rows only).
-    fn add(&mut self, id: i64, state: &str, last_error: Option<String>, next_at: Option<i64>) {
+    fn add(
+        &mut self,
+        id: i64,
+        state: &str,
+        error: Option<(String, Option<String>)>,
+        next_at: Option<i64>,
+    ) {
         let f = &mut self.facts;
         f.open_rows += 1;
         if state == "failed" {
             f.failed += 1;
         }
-        if let Some(e) = last_error {
+        if let Some((e, code)) = error {
             let rank = (state == "failed", id);
             if f.last_error.is_none() || rank > self.last_error_rank {
                 f.last_error = Some(e);
+                f.error_code = code;
                 self.last_error_rank = rank;
             }
         }
@@ -58,16 +65,18 @@ impl Store {
             // The open states by name (the CHECK allows no others), so the search runs on
             // `outbox_by_state` and skips the done rows, which grow with the store's history.
             let mut stmt = tx.prepare_cached(
-                "SELECT uuid, id, state, last_error, next_attempt_at FROM outbox
+                "SELECT uuid, id, state, last_error, next_attempt_at, error_code FROM outbox
                  WHERE state IN ('pending', 'in_progress', 'failed')",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
                 let state = r.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?;
-                let (id, last_error, next_at) = (r.get(1)?, r.get(3)?, r.get(4)?);
+                let last_error: Option<String> = r.get(3)?;
+                let error = last_error.map(|e| Ok::<_, rusqlite::Error>((e, r.get(5)?)));
+                let (id, next_at) = (r.get(1)?, r.get(4)?);
                 open.entry(r.get(0)?)
                     .or_default()
-                    .add(id, state, last_error, next_at);
+                    .add(id, state, error.transpose()?, next_at);
             }
         }
         let sql = format!(

@@ -4,6 +4,7 @@
 //! task row and its outbox row at once), with `synchronous = FULL`, so a task the user has seen
 //! is on disk. Several processes may open the same store (the app and the CLI); SQLite's locking
 //! and a busy timeout serialise them.
+mod fix;
 mod listing;
 mod outbox;
 mod reconcile;
@@ -18,6 +19,7 @@ use rusqlite_migration::{Migrations, M};
 
 use crate::error::Result;
 
+pub use fix::{Discarded, SentInbox};
 pub use outbox::Counts;
 pub use reconcile::CURSOR;
 pub use tasks::{TaskFilter, TaskQuery};
@@ -26,6 +28,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
         M::up(include_str!("migrations/001_init.sql")),
         M::up(include_str!("migrations/002_tasks_by_created.sql")),
+        M::up(include_str!("migrations/003_failures_and_inbox.sql")),
     ])
 });
 

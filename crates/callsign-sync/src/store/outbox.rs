@@ -76,25 +76,37 @@ pub(super) fn set_body(
     Ok(())
 }
 
-/// Outbox counts for status displays.
+/// What the sync indicator counts, in tasks (not outbox rows), so the header and the rows say
+/// the same thing: each task is counted once, by what its open rows say.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
+    /// Tasks with a change queued to be sent and none on the wire.
     pub pending: u64,
+    /// Tasks with a request on the wire.
     pub in_flight: u64,
+    /// Tasks with a request the server refused (they wait for the user).
     pub failed: u64,
+    /// Tasks in the local inbox (kept on this device until sent to a server project).
+    pub local: u64,
 }
+
+/// The uuids of the local inbox's tasks: their rows stay queued, unsent, until the user sends
+/// the task to a server project.
+pub(super) const HELD: &str = "SELECT uuid FROM tasks WHERE project = 'INBOX' AND key IS NULL";
 
 impl Store {
     /// The first `limit` rows the plan needs, in capture order: the input of
     /// [`crate::plan::plan`] (a prefix is enough, since a plan is a prefix of the queue). Those
     /// are the pending and in-progress rows, and the failed creates of tasks that still have
-    /// pending rows (they hold those rows back). Other failed rows are left out, so any number of
-    /// them cannot push the sendable rows past the limit.
+    /// pending rows (they hold those rows back). Other failed rows, and the rows of the local
+    /// inbox's tasks (held until the user sends them to a server project), are left out, so any
+    /// number of them cannot push the sendable rows past the limit.
     pub fn open_rows(&self, limit: usize) -> Result<Vec<OutboxRow>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM outbox o WHERE o.state IN ('pending', 'in_progress')
+            "SELECT {COLUMNS} FROM outbox o WHERE (o.state IN ('pending', 'in_progress')
                 OR (o.state = 'failed' AND o.op = 'create' AND EXISTS (SELECT 1 FROM outbox p
-                    WHERE p.uuid = o.uuid AND p.state = 'pending'))
+                    WHERE p.uuid = o.uuid AND p.state = 'pending')))
+                AND o.uuid NOT IN ({HELD})
              ORDER BY o.id LIMIT ?1"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
@@ -182,63 +194,95 @@ impl Store {
         now_ms: i64,
     ) -> Result<usize> {
         let tx = self.conn.transaction()?;
-        let rows: Vec<(i64, String, String)> = {
-            let mut stmt = tx.prepare(
-                "SELECT id, op, body FROM outbox WHERE uuid = ?1 AND state = 'failed' ORDER BY id",
-            )?;
-            let rows = stmt
-                .query_map([uuid.to_string()], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            rows
-        };
-        for (id, op, body) in &rows {
-            let body = if op == "update" {
-                current_values(&tx, uuid, body)?
-            } else {
-                body.clone()
-            };
-            tx.execute(
-                "UPDATE outbox SET state = 'pending', idempotency_key = ?2, sent = 0, try_count = 0,
-                    last_error = NULL, next_attempt_at = NULL, last_touch = ?3, body = ?4
-                 WHERE id = ?1",
-                params![id, new_key(), now_ms, body],
-            )?;
-        }
+        let n = retry_failed_in(&tx, uuid, &mut new_key, now_ms)?;
         tx.commit()?;
-        if rows.is_empty() {
+        if n == 0 {
             return Err(Error::Invalid(format!(
                 "task {uuid} has no failed request to retry"
             )));
         }
-        Ok(rows.len())
+        Ok(n)
+    }
+
+    /// Every outbox row of a task, in order (tests look at what a change queued).
+    #[cfg(test)]
+    pub fn rows_for_test(&self, uuid: Uuid) -> Vec<OutboxRow> {
+        let tx = self.conn.unchecked_transaction().unwrap();
+        rows_of(&tx, uuid).unwrap()
     }
 
     pub fn counts(&self) -> Result<Counts> {
-        Ok(self.conn.query_row(
-            "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
-                    COUNT(*) FILTER (WHERE state = 'in_progress'),
-                    COUNT(*) FILTER (WHERE state = 'failed') FROM outbox WHERE state <> 'done'",
-            [],
-            |r| {
-                Ok(Counts {
-                    pending: r.get::<_, i64>(0)? as u64,
-                    in_flight: r.get::<_, i64>(1)? as u64,
-                    failed: r.get::<_, i64>(2)? as u64,
-                })
-            },
-        )?)
+        let sql = format!(
+            "SELECT
+                COUNT(*) FILTER (WHERE flight = 0 AND waiting = 1 AND blocked = 0
+                    AND uuid NOT IN ({HELD})),
+                COUNT(*) FILTER (WHERE flight = 1),
+                COUNT(*) FILTER (WHERE failed = 1),
+                (SELECT COUNT(*) FROM tasks WHERE project = 'INBOX' AND key IS NULL
+                    AND status <> 'deleted')
+             FROM (SELECT uuid, MAX(state = 'in_progress') AS flight,
+                    MAX(state = 'pending') AS waiting, MAX(state = 'failed') AS failed,
+                    MAX(state = 'failed' AND op = 'create') AS blocked
+                FROM outbox WHERE state IN ('pending', 'in_progress', 'failed') GROUP BY uuid)"
+        );
+        Ok(self.conn.prepare_cached(&sql)?.query_row([], |r| {
+            let n = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+            Ok(Counts {
+                pending: n(0)?,
+                in_flight: n(1)?,
+                failed: n(2)?,
+                local: n(3)?,
+            })
+        })?)
     }
 
     /// The earliest time a pending row waits for (Unix ms), if any waits.
     pub fn next_attempt_at(&self) -> Result<Option<i64>> {
-        Ok(self.conn.query_row(
-            "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'",
-            [],
-            |r| r.get(0),
-        )?)
+        let sql = format!(
+            "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'
+                AND uuid NOT IN ({HELD})"
+        );
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([], |r| r.get(0))?)
     }
+}
+
+/// [`Store::retry_failed`] inside the caller's transaction; returns how many rows went back to
+/// `pending` (0 when none had failed).
+pub(super) fn retry_failed_in(
+    tx: &Transaction<'_>,
+    uuid: Uuid,
+    new_key: &mut dyn FnMut() -> String,
+    now_ms: i64,
+) -> Result<usize> {
+    let rows: Vec<(i64, String, String)> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT id, op, body FROM outbox WHERE uuid = ?1 AND state = 'failed' ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([uuid.to_string()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        rows
+    };
+    for (id, op, body) in &rows {
+        let body = if op == "update" {
+            current_values(tx, uuid, body)?
+        } else {
+            body.clone()
+        };
+        tx.execute(
+            "UPDATE outbox SET state = 'pending', idempotency_key = ?2, sent = 0, try_count = 0,
+                last_error = NULL, error_code = NULL, next_attempt_at = NULL, last_touch = ?3,
+                body = ?4
+             WHERE id = ?1",
+            params![id, new_key(), now_ms, body],
+        )?;
+    }
+    Ok(rows.len())
 }
 
 /// An update body whose fields take the task's current local values.

@@ -382,7 +382,11 @@ impl World {
                                     }
                                     Answer::Permanent => {
                                         self.server.refused.insert(r.idempotency_key.clone());
-                                        Outcome::Fail(format!("refused {}", r.idempotency_key))
+                                        Outcome::Fail(
+                                            format!("refused {}", r.idempotency_key)
+                                                .as_str()
+                                                .into(),
+                                        )
                                     }
                                     _ => Outcome::Retry("busy".into()),
                                 };

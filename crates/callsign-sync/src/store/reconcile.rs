@@ -109,16 +109,21 @@ impl Store {
         let tx = self.conn.transaction()?;
         let mut changed = Vec::new();
         for (row, outcome) in answers {
-            let (state, error, next) = match outcome {
-                Outcome::Done(_) => ("done", None, None),
-                Outcome::Retry(m) => ("pending", Some(m.as_str()), Some(retry_at(row))),
-                Outcome::Fail(m) => ("failed", Some(m.as_str()), None),
+            let (state, error, code, next) = match outcome {
+                Outcome::Done(_) => ("done", None, None, None),
+                Outcome::Retry(m) => ("pending", Some(m.as_str()), None, Some(retry_at(row))),
+                Outcome::Fail(r) => (
+                    "failed",
+                    Some(r.message.as_str()),
+                    r.code.map(|c| c.as_str()),
+                    None,
+                ),
             };
             tx.prepare_cached(
-                "UPDATE outbox SET state = ?2, last_error = ?3, next_attempt_at = ?4,
-                    last_touch = ?5 WHERE id = ?1 AND state = 'in_progress'",
+                "UPDATE outbox SET state = ?2, last_error = ?3, error_code = ?4,
+                    next_attempt_at = ?5, last_touch = ?6 WHERE id = ?1 AND state = 'in_progress'",
             )?
-            .execute(params![row.id, state, error, next, now_ms])?;
+            .execute(params![row.id, state, error, code, next, now_ms])?;
             if !matches!(outcome, Outcome::Done(_)) {
                 changed.push(row.uuid);
             }

@@ -23,7 +23,9 @@ const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, 
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
         AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
-    (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending')
+    (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending'),
+    (SELECT o.error_code FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
+        AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1)
     FROM tasks t";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,9 +57,11 @@ pub(super) struct OutboxFacts {
     pub last_error: Option<String>,
     /// The earliest `next_attempt_at` of the pending rows.
     pub next_attempt_at: Option<i64>,
+    /// The server's error code on the row `last_error` comes from.
+    pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-9 are [`TASK_COLUMNS`], 10-13 the facts in
+/// A task row with its outbox facts: columns 0-9 are [`TASK_COLUMNS`], 10-14 the facts in
 /// [`OutboxFacts`] order.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let facts = OutboxFacts {
@@ -65,6 +69,7 @@ fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         failed: r.get::<_, i64>(11)? as u32,
         last_error: r.get(12)?,
         next_attempt_at: r.get(13)?,
+        error_code: r.get(14)?,
     };
     Ok(with_facts(task_row(r)?, facts))
 }
@@ -95,6 +100,7 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         modified_at: time(9)?,
         open_rows: 0,
         last_error: None,
+        error_code: None,
         next_attempt_at: None,
     })
 }
@@ -109,6 +115,7 @@ pub(super) fn with_facts(mut task: LocalTask, facts: OutboxFacts) -> LocalTask {
     };
     task.open_rows = facts.open_rows;
     task.last_error = facts.last_error;
+    task.error_code = facts.error_code;
     task.next_attempt_at = facts.next_attempt_at;
     task
 }
@@ -259,6 +266,20 @@ impl Store {
             1 => Ok(found.into_iter().next().expect("one")),
             _ => Err(Error::Ambiguous(input.to_owned())),
         }
+    }
+
+    /// One page of every task (any status), newest first (the reverse of capture order), each
+    /// with its facts computed for it alone, and how many tasks there are in all; one read
+    /// transaction. The desktop app paints its first screenful from the first page.
+    pub fn page(&self, offset: usize, limit: usize) -> Result<(Vec<LocalTask>, u64)> {
+        let tx = self.conn.unchecked_transaction()?;
+        let sql = format!("{SELECT} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?1 OFFSET ?2");
+        let tasks = tx
+            .prepare_cached(&sql)?
+            .query_map(params![limit as i64, offset as i64], map_task)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let total: i64 = tx.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))?;
+        Ok((tasks, total as u64))
     }
 
     /// The listing as it was before [`super::listing`]: every task's facts computed for it

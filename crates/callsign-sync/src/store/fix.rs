@@ -1,0 +1,201 @@
+//! Getting a task unstuck: giving a provisional task another project (a refused one is sent
+//! again; the local inbox's go to a server project), and discarding what the server never
+//! accepted. Each is one transaction, and each re-checks the outbox inside it, so a row the
+//! sync loop claimed meanwhile is never rewritten (a sent request stays frozen).
+use callsign_core::dto::{MutationOp, NewTask};
+use callsign_core::{Prefix, LOCAL_PROJECT};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension, Transaction};
+use uuid::Uuid;
+
+use super::outbox::{retry_failed_in, rows_of, set_body};
+use super::{Store, CURSOR};
+use crate::error::{Error, Result};
+use crate::model::{OutboxRow, RowState};
+
+/// What [`Store::discard`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discarded {
+    /// The server never accepted anything of the task: it is gone from this device.
+    Removed,
+    /// The task keeps its key; its refused changes were dropped (the server's values come back
+    /// with the next pull, which starts over).
+    Changes(usize),
+}
+
+/// What [`Store::send_inbox`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SentInbox {
+    /// Tasks now queued for the server project.
+    pub moved: Vec<Uuid>,
+    /// Deleted inbox tasks, removed instead of being sent.
+    pub removed: Vec<Uuid>,
+}
+
+/// The task's key and project, or `NotFound`.
+fn key_and_project(tx: &Transaction<'_>, uuid: Uuid) -> Result<(Option<String>, String)> {
+    tx.query_row(
+        "SELECT key, project FROM tasks WHERE uuid = ?1",
+        [uuid.to_string()],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()?
+    .ok_or_else(|| Error::NotFound(uuid.to_string()))
+}
+
+/// The server has never accepted a request of this task: no key, and every open row is either
+/// unsent or refused (none is on the wire or waiting for a retry of a sent request).
+fn never_accepted(key: &Option<String>, rows: &[OutboxRow]) -> bool {
+    key.is_none()
+        && rows
+            .iter()
+            .all(|r| r.state == RowState::Failed || (r.state == RowState::Pending && !r.sent))
+}
+
+/// Moves a provisional task to `project` inside the caller's transaction: the task row and its
+/// create's body; a refused create goes back to the queue under a new idempotency key.
+fn set_project_in(
+    tx: &Transaction<'_>,
+    uuid: Uuid,
+    project: &Prefix,
+    new_key: &mut dyn FnMut() -> String,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let (key, _) = key_and_project(tx, uuid)?;
+    if let Some(k) = key {
+        return Err(Error::Invalid(format!(
+            "{k} already has its key in its project; moving a numbered task to another project \
+             is not supported yet"
+        )));
+    }
+    let rows = rows_of(tx, uuid)?;
+    let Some(create) = rows.iter().find(|r| r.op == MutationOp::Create) else {
+        return Err(Error::Invalid(format!(
+            "task {uuid} has no create to change"
+        )));
+    };
+    let movable =
+        create.state == RowState::Failed || (create.state == RowState::Pending && !create.sent);
+    if !movable {
+        return Err(Error::Invalid(
+            "this task is on its way to the server; its project can change once the server \
+             has answered"
+                .into(),
+        ));
+    }
+    let mut body: NewTask = serde_json::from_value(create.body.clone())
+        .map_err(|e| Error::Invalid(format!("stored request: {e}")))?;
+    body.project = project.to_string();
+    let body = serde_json::to_value(&body).map_err(|e| Error::Invalid(e.to_string()))?;
+    set_body(tx, create.id, &body, now)?;
+    tx.execute(
+        "UPDATE tasks SET project = ?2 WHERE uuid = ?1",
+        params![uuid.to_string(), project.as_str()],
+    )?;
+    retry_failed_in(tx, uuid, new_key, now.timestamp_millis())?;
+    Ok(())
+}
+
+fn remove_in(tx: &Transaction<'_>, uuid: Uuid) -> Result<()> {
+    let u = uuid.to_string();
+    tx.execute("DELETE FROM outbox WHERE uuid = ?1", [&u])?;
+    tx.execute("DELETE FROM tasks WHERE uuid = ?1", [&u])?;
+    Ok(())
+}
+
+impl Store {
+    /// Gives a task the server has not numbered another project. Refused before it goes:
+    /// a task with a key, or whose create is on the wire (or sent and waiting to be retried).
+    /// A refused create is queued again, under a new idempotency key.
+    pub fn set_project(
+        &mut self,
+        uuid: Uuid,
+        project: &Prefix,
+        mut new_key: impl FnMut() -> String,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        set_project_in(&tx, uuid, project, &mut new_key, now)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Sends every task of the local inbox to the server project `project` (queues them in
+    /// capture order, as they were); inbox tasks the user deleted are removed instead, since the
+    /// server never had them. One transaction.
+    pub fn send_inbox(
+        &mut self,
+        project: &Prefix,
+        mut new_key: impl FnMut() -> String,
+        now: DateTime<Utc>,
+    ) -> Result<SentInbox> {
+        if project.is_local() {
+            return Err(Error::Invalid(format!(
+                "{LOCAL_PROJECT} is this device's inbox: choose a server project"
+            )));
+        }
+        let tx = self.conn.transaction()?;
+        let tasks: Vec<(String, String)> = {
+            let mut stmt = tx.prepare(
+                "SELECT uuid, status FROM tasks WHERE project = ?1 AND key IS NULL
+                 ORDER BY created_at, rowid",
+            )?;
+            let rows = stmt
+                .query_map([LOCAL_PROJECT], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            rows
+        };
+        let mut out = SentInbox::default();
+        for (u, status) in tasks {
+            let uuid = Uuid::parse_str(&u).map_err(|e| Error::Invalid(e.to_string()))?;
+            if status == "deleted" && never_accepted(&None, &rows_of(&tx, uuid)?) {
+                remove_in(&tx, uuid)?;
+                out.removed.push(uuid);
+            } else {
+                set_project_in(&tx, uuid, project, &mut new_key, now)?;
+                out.moved.push(uuid);
+            }
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Discards what the server refused or never saw. A task the server never accepted
+    /// (no key; each request unsent or refused) is removed from this device. A numbered task
+    /// loses its refused changes; the change feed is read again from the start so the server's
+    /// values replace the local ones. Anything else has nothing to discard.
+    pub fn discard(&mut self, uuid: Uuid) -> Result<Discarded> {
+        let tx = self.conn.transaction()?;
+        let (key, _) = key_and_project(&tx, uuid)?;
+        let rows = rows_of(&tx, uuid)?;
+        let failed = rows.iter().filter(|r| r.state == RowState::Failed).count();
+        let done = if never_accepted(&key, &rows) {
+            remove_in(&tx, uuid)?;
+            Discarded::Removed
+        } else if failed > 0 {
+            tx.execute(
+                "DELETE FROM outbox WHERE uuid = ?1 AND state = 'failed'",
+                [uuid.to_string()],
+            )?;
+            tx.execute("DELETE FROM kv WHERE name = ?1", [CURSOR])?;
+            Discarded::Changes(failed)
+        } else {
+            return Err(Error::Invalid(format!(
+                "{} has no refused change to discard",
+                key.unwrap_or_else(|| uuid.to_string())
+            )));
+        };
+        tx.commit()?;
+        Ok(done)
+    }
+
+    /// True when the server refused this task's create (it has no key and waits for the user).
+    pub fn create_refused(&self, uuid: Uuid) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND op = 'create'
+                AND state = 'failed')",
+            [uuid.to_string()],
+            |r| r.get(0),
+        )?)
+    }
+}
