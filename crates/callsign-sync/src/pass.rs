@@ -208,8 +208,8 @@ impl Syncer {
             };
             let recorded = {
                 let mut store = lock(&self.store);
-                store
-                    .record_answers(&answers, delay, now)
+                status::record_answered(&store)
+                    .and_then(|()| store.record_answers(&answers, delay, now))
                     .and_then(|mut changed| {
                         changed.extend(store.apply_changes(&resp.changes, &resp.cursor)?);
                         Ok(changed)

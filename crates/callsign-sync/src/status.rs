@@ -21,6 +21,14 @@ pub fn record_success(store: &Store, now: DateTime<Utc>) -> Result<()> {
     store.set(LAST_SYNC_AT, Some(&now.to_rfc3339()))
 }
 
+/// The server answered a request mid-pass: it is reachable, and the error the last pass
+/// recorded no longer holds (the indicator says so at once, not when the pass ends).
+pub fn record_answered(store: &Store) -> Result<()> {
+    store.set(ONLINE, Some("1"))?;
+    store.set(LAST_ERROR, None)?;
+    store.set(LAST_ERROR_CODE, None)
+}
+
 /// A pass that failed: offline if the server could not be reached; the message either way.
 pub fn record_failure(store: &Store, e: &Error) -> Result<()> {
     let online = !matches!(e, Error::Unreachable { .. });

@@ -40,6 +40,8 @@ pub struct LoopCtx {
     pub store: Arc<Mutex<Store>>,
     pub wake: Arc<Notify>,
     pub syncer: Box<dyn Fn() -> Result<Syncer> + Send + Sync>,
+    /// How often to probe an unreachable server; `None`: never (wait out the backoff).
+    pub probe_every: Option<Duration>,
 }
 
 struct State {
@@ -84,7 +86,7 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
                     tracing::info!("the server answers again: syncing now");
                     let _ = st.pass(true).await;
                 } else {
-                    st.probe_at = Some(Instant::now() + PROBE_EVERY);
+                    st.probe_at = st.ctx.probe_every.map(|d| Instant::now() + d);
                 }
             }
             _ = tick.tick() => {
@@ -190,8 +192,11 @@ impl State {
                     let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
                     store.next_attempt_at().ok().flatten()
                 };
-                self.probe_at = matches!(e.error, Error::Unreachable { .. })
-                    .then(|| Instant::now() + PROBE_EVERY);
+                self.probe_at = self
+                    .ctx
+                    .probe_every
+                    .filter(|_| matches!(e.error, Error::Unreachable { .. }))
+                    .map(|d| Instant::now() + d);
                 let backoff = after_failure(&syncer.backoff, self.failures, (syncer.jitter)(), &e);
                 self.failures = self.failures.saturating_add(1);
                 self.next_run = match waiting {

@@ -25,6 +25,7 @@ impl Engine {
             store: self.inner.store.clone(),
             wake: self.inner.wake.clone(),
             syncer: Box::new(move || me.syncer()),
+            probe_every: self.inner.opts.probe_every,
         };
         let join = tokio::spawn(sync_loop::run(ctx, rx));
         *running = Some(LoopHandle { tx, join });

@@ -32,6 +32,9 @@ pub struct Options {
     pub clock: Arc<dyn Clock>,
     pub backoff: Backoff,
     pub batch: usize,
+    /// How often the loop probes an unreachable server ([`crate::sync_loop::PROBE_EVERY`]);
+    /// `None` waits out the backoff instead (the baseline the reconnect measurement compares).
+    pub probe_every: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -40,6 +43,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             backoff: Backoff::default(),
             batch: DEFAULT_BATCH,
+            probe_every: Some(crate::sync_loop::PROBE_EVERY),
         }
     }
 }

@@ -1,0 +1,101 @@
+//! The CLI as a new user meets it: capture with no server at all (the local INBOX), log in
+//! later and send the inbox to a server project; a task the server refuses is fixed by giving
+//! it a project the server has, or discarded, and the failed count follows.
+use anyhow::Result;
+
+use crate::fixture::{server_tasks, Cli, TestServer};
+
+#[test]
+fn captured_with_no_server_then_sent_to_a_server_project_after_login() -> Result<()> {
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    let first = cli.add("idea on the train", &[])?;
+    let second = cli.add("another idea", &["--tag", "later"])?;
+    let t = cli.json(&["show", &first])?;
+    assert_eq!(
+        (t["project"].as_str(), t["local"].as_bool()),
+        (Some("INBOX"), Some(true))
+    );
+    let status = cli.json(&["status"])?;
+    assert_eq!(
+        (status["local"].as_u64(), status["pending"].as_u64()),
+        (Some(2), Some(0))
+    );
+    let inbox = cli.ok(&["inbox"])?;
+    assert!(
+        inbox.contains("idea on the train") && inbox.contains("another idea"),
+        "{inbox}"
+    );
+
+    let (server, account) = TestServer::start("DEV")?;
+    let login = cli.ok(&["login", "--server", &server.url, "--token", &account.token])?;
+    assert!(
+        login.contains("2 task(s)") && login.contains("inbox --send-to DEV"),
+        "login proposes where the local tasks go: {login}"
+    );
+    // Logged in but not sent yet: they stay here; a sync does not fail them.
+    cli.ok(&["sync"])?;
+    assert_eq!(cli.json(&["show", &first])?["sync_state"], "provisional");
+    assert!(server_tasks(&server.url, &account.token)?.is_empty());
+
+    let sent = cli.ok(&["inbox", "--send-to", "dev"])?;
+    assert!(sent.contains("2 task(s) queued for DEV"), "{sent}");
+    cli.ok(&["sync"])?;
+    for (u, key) in [(&first, "DEV-1"), (&second, "DEV-2")] {
+        let t = cli.json(&["show", u])?;
+        assert_eq!(
+            (t["key"].as_str(), t["local"].as_bool()),
+            (Some(key), Some(false))
+        );
+    }
+    let status = cli.json(&["status"])?;
+    assert_eq!(
+        (status["local"].as_u64(), status["pending"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // New captures now go to the server's project (the login set it as the default).
+    let third = cli.add("after login", &[])?;
+    cli.ok(&["sync"])?;
+    assert_eq!(cli.json(&["show", &third])?["key"], "DEV-3");
+    Ok(())
+}
+
+#[test]
+fn a_refused_task_is_fixed_with_another_project_or_discarded() -> Result<()> {
+    let (server, account) = TestServer::start("FIX")?;
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    cli.login(&server.url, &account.token)?;
+    let wrong = cli.add("filed under a typo", &["--project", "FXI"])?;
+    let junk = cli.add("not wanted after all", &["--project", "NOPE"])?;
+    cli.ok(&["sync"])?;
+
+    let failed = cli.json(&["list", "--failed"])?;
+    assert_eq!(failed.as_array().map(Vec::len), Some(2), "{failed}");
+    let t = cli.json(&["show", &wrong])?;
+    assert_eq!(t["failure"]["fix"], "project");
+    assert_eq!(t["failure"]["code"], "project_not_found");
+    let summary = t["failure"]["summary"].as_str().unwrap_or_default();
+    assert!(summary.contains("no project FXI"), "{summary}");
+    let text = cli.ok(&["list", "--failed"])?;
+    assert!(text.contains("Choose one of its projects"), "{text}");
+    assert_eq!(cli.json(&["status"])?["failed"], 2);
+
+    // Fixed: the right project, sent again, numbered there.
+    cli.ok(&["edit", &wrong[..8], "--project", "fix"])?;
+    cli.ok(&["sync"])?;
+    let t = cli.json(&["show", &wrong])?;
+    assert_eq!(
+        (t["key"].as_str(), t["sync_state"].as_str()),
+        (Some("FIX-1"), Some("synced"))
+    );
+    assert_eq!(cli.json(&["status"])?["failed"], 1);
+
+    // Discarded: gone from this device, the failed count back to 0; it never reached the server.
+    let out = cli.ok(&["discard", &junk])?;
+    assert!(out.contains("removed from this device"), "{out}");
+    assert!(!cli.output(&["show", &junk])?.status.success());
+    assert_eq!(cli.json(&["status"])?["failed"], 0);
+    assert_eq!(server_tasks(&server.url, &account.token)?.len(), 1);
+    Ok(())
+}
