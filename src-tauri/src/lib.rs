@@ -61,30 +61,36 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
 }
 
 /// Forwards engine events to the UI until the engine's channel closes. A lagging receiver
-/// re-sends the status and asks the UI to reload (`tasks-reload`).
+/// asks the UI to reload (`tasks-reload`). The status a task's view needs (online, logged in)
+/// is the one the last `SyncStatus` event carried, not read again per task: a sync of
+/// thousands of tasks sends as many `TaskChanged` events.
 pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut rx = engine.subscribe();
+    let server_and_token = |engine: &Engine| -> (Option<String>, bool) {
+        let url = engine.settings().ok().and_then(|s| s.server_url);
+        let token = engine.has_token().unwrap_or(false);
+        (url, token)
+    };
+    let mut status = engine.status().unwrap_or_default();
+    let (url, token) = server_and_token(&engine);
+    let mut logged_in = url.is_some() && token;
     loop {
         match rx.recv().await {
             Ok(Event::TaskChanged { uuid }) => {
                 let Ok(task) = engine.get(&uuid.to_string()) else {
                     continue;
                 };
-                let (Ok(status), Ok(settings), Ok(token)) =
-                    (engine.status(), engine.settings(), engine.has_token())
-                else {
-                    continue;
-                };
-                let logged_in = settings.server_url.is_some() && token;
-                let _ = app.emit("task-changed", UiTask::new(task, &status, logged_in));
+                let view = UiTask::new(task, &status, logged_in);
+                let _ = app.emit("task-changed", view);
             }
             Ok(Event::TaskRemoved { uuid }) => {
                 let _ = app.emit("task-removed", dto::Removed { uuid });
             }
-            Ok(Event::SyncStatus(_)) => {
-                if let Ok(s) = UiStatus::read(&engine) {
-                    let _ = app.emit("sync-status", s);
-                }
+            Ok(Event::SyncStatus(s)) => {
+                let (url, token) = server_and_token(&engine);
+                logged_in = url.is_some() && token;
+                status = s.clone();
+                let _ = app.emit("sync-status", UiStatus::new(s, url, token));
             }
             Err(RecvError::Lagged(_)) => {
                 let _ = app.emit("tasks-reload", ());
