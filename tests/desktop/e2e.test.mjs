@@ -1,6 +1,12 @@
 // End-to-end tests of the desktop app in a real WebKitGTK window: Xvfb + WebKitWebDriver,
 // driven through tauri-driver, against a real callsign-server on 127.0.0.1.
 // Run by scripts/test-desktop.sh (which builds everything and starts Xvfb).
+//
+// One story, as a new user meets the app: a fresh data dir with no server; captures saved at
+// once in the local inbox; a server set up in Settings and the inbox sent to its project; a task
+// the server refuses, fixed from the app; an outage and the keys arriving when the server is
+// back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box. Each state
+// is screenshotted into target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -52,9 +58,9 @@ async function eventually(what, ms, f) {
     } catch (e) {
       last = e;
     }
-    await sleep(150);
+    await sleep(100);
   }
-  throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
+  throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
 }
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'callsign-desktop-e2e-'));
@@ -80,6 +86,8 @@ async function stopServer() {
   server = null;
 }
 
+const cli = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir', clientDir, ...args]).toString();
+
 async function shot(name) {
   fs.mkdirSync(SHOTS, { recursive: true });
   await browser.saveScreenshot(path.join(SHOTS, `${name}.png`));
@@ -90,13 +98,46 @@ async function shot(name) {
 const rows = () => browser.execute(() => [...document.querySelectorAll('[data-testid="task-row"]')].map((r) => ({
   uuid: r.dataset.uuid,
   key: r.dataset.key ?? null,
+  state: r.dataset.syncState,
   text: r.textContent,
+  selected: r.getAttribute('aria-selected') === 'true',
   marker: r.querySelector('[data-testid="provisional-marker"]')?.textContent.trim() ?? null,
+  failure: r.querySelector('[data-testid="row-failure"]')?.textContent.trim() ?? null,
 })));
 const textOf = (testid) => browser.execute((id) => document.querySelector(`[data-testid="${id}"]`)?.textContent ?? null, testid);
+const exists = (testid) => browser.execute((id) => document.querySelector(`[data-testid="${id}"]`) !== null, testid);
+const click = (selector) => browser.execute((s) => {
+  const el = document.querySelector(s);
+  if (!el) throw new Error(`no ${s}`);
+  el.click();
+}, selector);
+/** Sets a <select> or <input> by testid as a user would (value, then the input/change events). */
+const setField = (testid, value) => browser.execute((id, v) => {
+  const el = document.querySelector(`[data-testid="${id}"]`);
+  if (!el) throw new Error(`no ${id}`);
+  el.value = v;
+  el.dispatchEvent(new Event('input', { bubbles: true }));
+  el.dispatchEvent(new Event('change', { bubbles: true }));
+}, testid, value);
+const detailUuid = () => browser.execute(() => document.querySelector('[data-testid="task-detail"]')?.dataset.uuid ?? null);
 
 async function rowByText(text) {
   return (await rows()).find((r) => r.text.includes(text)) ?? null;
+}
+
+/** Selects the row holding `text` (a click) and puts the focus on the list, as a user would. */
+async function selectRow(text) {
+  const r = await eventually(`a row with "${text}"`, 10000, () => rowByText(text));
+  await click(`[data-testid="task-row"][data-uuid="${r.uuid}"]`);
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  return r;
+}
+
+async function capture(text) {
+  const input = await browser.$('[data-testid="capture"]');
+  await input.setValue(text);
+  await browser.keys('Enter');
+  await eventually(`"${text}" captured`, 10000, async () => (await textOf('task-list'))?.includes(text.split(' #')[0].split(' +')[0]));
 }
 
 before(async () => {
@@ -104,11 +145,7 @@ before(async () => {
   const acct = JSON.parse(execFileSync(path.join(BIN, 'callsign-server'),
     ['account', 'create', '--data-dir', serverDir, '--name', 'e2e', '--prefix', 'PFX']).toString());
   token = acct.token;
-  // Log in while the server is up (that fetches the default project), then go offline.
-  await startServer();
-  execFileSync(path.join(BIN, 'callsign'), ['--data-dir', clientDir, 'login',
-    '--server', `http://127.0.0.1:${port}`, '--token', token, '--device', 'e2e-desktop']);
-  await stopServer();
+  // A fresh data dir: no login, no server running.
   driver = spawn('tauri-driver', ['--port', String(DRIVER_PORT), '--native-port', '4445'],
     { stdio: 'inherit', env: { ...process.env, CALLSIGN_DATA_DIR: clientDir, RUST_LOG: 'warn' } });
   await waitForPort(DRIVER_PORT, 15000);
@@ -132,63 +169,160 @@ after(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('offline: three tasks captured through the UI show provisional markers saying offline', async () => {
-  const capture = await browser.$('[data-testid="capture"]');
-  await capture.waitForDisplayed({ timeout: 15000 });
+test('no server: a capture is saved at once in the local inbox and the app says so', async () => {
+  const input = await browser.$('[data-testid="capture"]');
+  await input.waitForDisplayed({ timeout: 15000 });
   const focused = await browser.execute(() => document.activeElement?.dataset?.testid ?? null);
   assert.equal(focused, 'capture', 'quick capture is focused on start');
-  for (const d of ['First offline task', 'Second offline task', 'Third offline task']) {
-    await capture.setValue(d);
-    await browser.keys('Enter');
-  }
-  const list = await eventually('three rows saying offline', 10000, async () => {
+  await eventually('the empty list', 10000, () => exists('list-empty'));
+  await shot('01-empty');
+  await capture('Write the docs +docs');
+  await capture('Plan the release');
+  const list = await eventually('two local rows', 10000, async () => {
     const rs = await rows();
-    return rs.length === 3 && rs.every((r) => /offline/i.test(r.marker ?? '')) ? rs : null;
+    return rs.length === 2 && rs.every((r) => /inbox/i.test(r.marker ?? '')) ? rs : null;
   });
-  assert.match(list[0].text, /Third offline task/, 'newest at the top');
-  assert.ok(list.every((r) => r.key === null), 'no keys yet');
-  await shot('1-offline-provisional');
+  assert.match(list[0].text, /Plan the release/, 'newest at the top');
+  assert.equal(await exists('error-banner'), false, 'no "Not saved"');
+  assert.match(await textOf('sync-text'), /local only/i);
+  // Saved in the store, not only shown: the CLI on the same data dir reads them.
+  const saved = JSON.parse(cli('--json', 'list'));
+  assert.deepEqual(saved.map((t) => [t.project, t.local]).sort(), [['INBOX', true], ['INBOX', true]]);
+  await shot('02-local-inbox');
 });
 
-test('server starts: the three tasks get PFX-1..3 in place, without a reload', async () => {
-  const uuids = (await rows()).map((r) => r.uuid);
+test('a server set up in Settings: the inbox goes to its project and gets keys', async () => {
   await startServer();
-  const list = await eventually('keys on all three rows', 30000, async () => {
+  await click('[data-testid="settings-open"]');
+  await eventually('the settings dialog', 5000, () => exists('settings-dialog'));
+  await setField('settings-server-url', `http://127.0.0.1:${port}`);
+  await setField('settings-token', token);
+  await click('[data-testid="settings-save"]');
+  await eventually('the inbox banner', 15000, () => exists('inbox-banner'));
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="inbox-project"]')?.value), 'PFX');
+  await shot('03-inbox-banner');
+  await click('[data-testid="inbox-send"]');
+  const list = await eventually('keys on both rows', 15000, async () => {
     const rs = await rows();
-    return rs.length === 3 && rs.every((r) => r.key && r.key.startsWith('PFX-')) ? rs : null;
+    return rs.length === 2 && rs.every((r) => r.key) ? rs : null;
   });
-  assert.deepEqual(list.map((r) => r.key).sort(), ['PFX-1', 'PFX-2', 'PFX-3']);
-  assert.equal((await rowByText('Third offline task')).key, 'PFX-3', 'numbered in creation order');
-  assert.deepEqual(list.map((r) => r.uuid), uuids, 'same rows, same order: replaced in place');
-  await shot('2-synced-keys');
+  assert.deepEqual(list.map((r) => r.key).sort(), ['PFX-1', 'PFX-2']);
+  assert.equal((await rowByText('Write the docs')).key, 'PFX-1', 'numbered in capture order');
+  await eventually('the banner gone and all synced', 10000, async () =>
+    !(await exists('inbox-banner')) && /all synced/i.test(await textOf('sync-text')));
+  // New captures now go to the server's project.
+  await capture('Captured after login');
+  await eventually('PFX-3', 10000, async () => (await rowByText('Captured after login'))?.key === 'PFX-3');
+  await shot('04-synced');
 });
 
-test('a task added with the CLI on the same data dir appears in the open app', async () => {
-  execFileSync(path.join(BIN, 'callsign'), ['--data-dir', clientDir, 'add', 'Added from the CLI']);
-  await eventually('the CLI task in the list, numbered PFX-4', 20000,
-    async () => (await rowByText('Added from the CLI'))?.key === 'PFX-4');
-  await shot('3-cli-task');
+test('a refused task is fixed by choosing a project the server has, and the failed count returns to 0', async () => {
+  cli('add', 'Filed under a typo', '--project', 'ZZZ');
+  const bad = await eventually('the refused row', 15000, async () => {
+    const r = await rowByText('Filed under a typo');
+    return r?.state === 'failed' ? r : null;
+  });
+  assert.match(bad.failure ?? '', /no project ZZZ/i, 'plain words, not the raw problem');
+  await eventually('1 failed in the header', 5000, async () => /1 failed/i.test(await textOf('sync-indicator')));
+  await shot('05-failed');
+  await selectRow('Filed under a typo');
+  await browser.keys('o');
+  await eventually('its detail with the fix', 5000, () => exists('detail-project'));
+  assert.equal(await detailUuid(), bad.uuid);
+  await setField('detail-project', 'PFX');
+  await click('[data-testid="detail-send"]');
+  const fixed = await eventually('the fixed task keyed', 15000, async () => {
+    const r = await rowByText('Filed under a typo');
+    return r?.key ? r : null;
+  });
+  assert.equal(fixed.key, 'PFX-4');
+  await eventually('no failed count', 10000, async () => !/failed/i.test(await textOf('sync-indicator')));
+  const status = JSON.parse(cli('--json', 'status'));
+  assert.equal(status.failed, 0);
+  await shot('06-fixed');
+  await browser.keys('Escape');
 });
 
-test('jump-to-key: "pfx 2" opens task 2; "pfx 99" says not found', async () => {
+test('server stopped: a capture says offline; started again: its key arrives within seconds', async () => {
+  await stopServer();
+  await capture('Captured in the outage');
+  await eventually('the offline marker', 20000, async () => /offline/i.test((await rowByText('Captured in the outage'))?.marker ?? ''));
+  await eventually('the header says offline', 5000, async () => /offline/i.test(await textOf('sync-text')));
+  const problem = await textOf('sync-problem');
+  assert.match(problem ?? '', /can.t reach the server/i, 'plain words');
+  assert.doesNotMatch(problem ?? '', /os error|tcp connect/i);
+  await shot('07-offline');
+  await sleep(3000); // let the backoff grow
+  await startServer();
+  const back = Date.now();
+  await eventually('the key after the server is back', 15000, async () => (await rowByText('Captured in the outage'))?.key === 'PFX-5');
+  const took = Date.now() - back;
+  console.log(`server back -> key visible in the app: ${took} ms`);
+  await eventually('no problem shown', 5000, async () => !(await exists('sync-problem')));
+  await shot('08-back-online');
+});
+
+test('keyboard: complete moves the highlight and the detail together; Ctrl+Z reopens', async () => {
+  await selectRow('Plan the release');
+  await browser.keys('o');
+  await eventually('the detail', 5000, async () => (await detailUuid()) !== null);
+  const before = (await rows()).map((r) => r.uuid);
+  const done = await rowByText('Plan the release');
+  await browser.keys('x');
+  await eventually('the completed task leaves the pending list', 5000, async () => !(await rowByText('Plan the release')));
+  const sel = (await rows()).find((r) => r.selected);
+  assert.ok(sel, 'a row is highlighted');
+  const shown = await detailUuid();
+  assert.ok(shown === null || shown === sel.uuid, `the detail shows the highlighted task (${shown} vs ${sel.uuid})`);
+  await browser.keys(['Control', 'z']);
+  await eventually('the task back in the list', 5000, async () => (await rowByText('Plan the release'))?.uuid === done.uuid);
+  assert.match(await textOf('notice'), /reopened/i);
+  assert.deepEqual((await rows()).map((r) => r.uuid).sort(), before.sort());
+  await browser.keys('Escape');
+});
+
+test('filter: +tag finds the tagged task and the list starts at the top', async () => {
+  await setField('filter-input', '+docs');
+  const rs = await eventually('one row', 5000, async () => {
+    const r = await rows();
+    return r.length === 1 ? r : null;
+  });
+  assert.match(rs[0].text, /Write the docs/);
+  const top = await browser.execute(() => document.querySelector('[data-testid="task-list"]').scrollTop);
+  assert.equal(top, 0);
+  await shot('09-filter-tag');
+  await setField('filter-input', '');
+});
+
+test('jump: a bare number is the current project\'s key, and text finds tasks', async () => {
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
   await browser.keys(['Control', 'k']);
-  const jump = await browser.$('[data-testid="jump-input"]');
-  await jump.waitForDisplayed({ timeout: 5000 });
-  await jump.setValue('pfx 2');
+  await eventually('the jump box', 5000, () => exists('jump-input'));
+  const placeholder = await browser.execute(() => document.querySelector('[data-testid="jump-input"]').placeholder);
+  assert.match(placeholder, /PFX/, 'examples use the user\'s prefix');
+  await setField('jump-input', '2');
+  await eventually('PFX-2 offered', 5000, async () => /PFX-2/.test((await textOf('jump-result')) ?? ''));
   await browser.keys('Enter');
-  const detail = await eventually('task 2 opened', 5000, async () => {
-    const t = await textOf('task-detail');
-    return t && t.includes('PFX-2') ? t : null;
-  });
-  assert.match(detail, /Second offline task/);
-  await shot('4-jump-found');
+  await eventually('PFX-2 opened', 5000, async () => /PFX-2/.test((await textOf('task-detail')) ?? ''));
+  await shot('10-jump-number');
   await browser.keys('Escape');
   await browser.keys(['Control', 'k']);
-  const jump2 = await browser.$('[data-testid="jump-input"]');
-  await jump2.waitForDisplayed({ timeout: 5000 });
-  await jump2.setValue('pfx 99');
+  await eventually('the jump box', 5000, () => exists('jump-input'));
+  await setField('jump-input', 'outage');
+  await eventually('a text match', 5000, async () => /Captured in the outage/.test((await textOf('jump-result')) ?? ''));
+  await shot('11-jump-text');
+  await setField('jump-input', 'pfx 99');
   await browser.keys('Enter');
-  const nf = await eventually('not found message', 5000, () => textOf('jump-not-found'));
-  assert.match(nf, /PFX-99/i);
-  await shot('5-jump-not-found');
+  const nf = await eventually('not found', 5000, () => textOf('jump-not-found'));
+  assert.match(nf, /PFX-99/);
+  await browser.keys('Escape');
+});
+
+test('a task added with the CLI appears in the open app; the dark theme reads well', async () => {
+  cli('add', 'Added from the CLI');
+  await eventually('the CLI task numbered PFX-6', 20000, async () => (await rowByText('Added from the CLI'))?.key === 'PFX-6');
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  await browser.keys('t');
+  await eventually('dark', 5000, () => browser.execute(() => getComputedStyle(document.body).backgroundColor !== 'rgb(255, 255, 255)'));
+  await shot('12-dark');
 });

@@ -9,9 +9,10 @@ import {
   createFilter,
   filterTasks,
   haystack,
-  markerText,
   orderTasks,
 } from '../src/lib/view';
+import { markerFor } from '../src/lib/status';
+import { planJump } from '../src/lib/jump';
 import { many, NOW, status, task } from '../tests/fixtures';
 
 const N = 50_000;
@@ -100,7 +101,16 @@ describe('windowing and markers', () => {
   });
   const s = status({ online: false });
   const visible = tasks.slice(0, 30);
-  bench('markerText for 30 visible rows (one timer tick)', () => {
-    for (const t of visible) markerText(t, s, NOW);
+  bench('markerFor for 30 visible rows (one timer tick)', () => {
+    for (const t of visible) markerFor(t, s, NOW);
   });
+});
+
+describe(`jump, ${N.toLocaleString()} tasks, per keystroke`, () => {
+  const ctx = { currentProject: 'SYN', knownPrefixes: ['SYN'], examplePrefix: 'SYN' };
+  for (const q of ['42', 'syn 4999', 'deploy', 'task number 4 dep', 'zebra']) {
+    bench(`planJump "${q}"`, () => {
+      planJump(q, tasks, ctx);
+    });
+  }
 });

@@ -1,7 +1,7 @@
 // The preview's fake backend keeps to the command contract the UI relies on.
 import { describe, expect, it } from 'vitest';
 import { FakeBackend } from '../src/dev/fake-backend';
-import type { LocalTask } from '../src/lib/types';
+import type { LocalTask, Project, SyncStatus, TaskPage } from '../src/lib/types';
 
 function fake() {
   const events: [string, unknown][] = [];
@@ -37,5 +37,68 @@ describe('FakeBackend', () => {
     expect(changed.at(-1)).toMatchObject({ uuid: t.uuid, key: 'SYN-1', sync_state: 'synced' });
     expect(f.handle('resolve_task', { query: 'syn1' })).toMatchObject({ uuid: t.uuid });
     expect(f.handle('get_settings', {})).toMatchObject({ token_set: true, token_hint: '…9f3a' });
+  });
+
+  it('list_tasks_page gives the same order as list_tasks, in pages, with the total', () => {
+    const { f } = fake();
+    f.seed(450, 10, 3, 2);
+    const all = f.handle('list_tasks', { filter: { status: 'all' } }) as LocalTask[];
+    const pages: LocalTask[] = [];
+    for (let offset = 0; ; offset += 200) {
+      const p = f.handle('list_tasks_page', { offset, limit: 200 }) as TaskPage;
+      expect(p.total).toBe(455);
+      if (p.tasks.length === 0) break;
+      pages.push(...p.tasks);
+    }
+    expect(pages.map((t) => t.uuid)).toEqual(all.map((t) => t.uuid));
+  });
+
+  it('with no project and no default a task goes to the local inbox; send_inbox moves them all', () => {
+    const { f } = fake();
+    f.settings.project = null;
+    const a = f.handle('create_task', { input: { description: 'a' } }) as LocalTask;
+    f.handle('create_task', { input: { description: 'b #INBOX', project: 'INBOX' } });
+    expect(a).toMatchObject({ project: 'INBOX', local: true, failure: null });
+    expect((f.handle('sync_status', {}) as SyncStatus).local).toBe(2);
+    expect((f.handle('list_projects', {}) as Project[]).map((p) => p.prefix)).toEqual(['INBOX']);
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    expect(f.handle('send_inbox', { project: 'SYN' })).toBe(2);
+    const s = f.handle('sync_status', {}) as SyncStatus;
+    expect([s.local, s.pending]).toEqual([0, 2]);
+  });
+
+  it('status counts tasks: pending, failed, local; a problem in words when offline', () => {
+    const { f } = fake();
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    f.seed(5, 2, 1, 3);
+    const s = f.handle('sync_status', {}) as SyncStatus;
+    expect(s).toMatchObject({ pending: 2, failed: 3, local: 1, in_flight: 0 });
+    expect(s.problem?.summary).toMatch(/^Can't reach the server/);
+  });
+
+  it('the server refuses a task for a project it lacks; set_task_project moves and sends it', async () => {
+    const { f, events } = fake();
+    f.latencyMs = 1;
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    const t = f.handle('create_task', { input: { description: 'x', project: 'ZZZ' } }) as LocalTask;
+    f.setOnline(true);
+    await new Promise((r) => setTimeout(r, 20));
+    const refused = f.handle('resolve_task', { query: t.uuid }) as LocalTask;
+    expect(refused.failure).toMatchObject({ fix: 'project', code: 'project_not_found' });
+    f.handle('set_task_project', { id: t.uuid, project: 'OPS' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(f.handle('resolve_task', { query: t.uuid })).toMatchObject({ key: 'OPS-1', failure: null });
+    expect(events.some(([e]) => e === 'sync-status')).toBe(true);
+  });
+
+  it('discard_task and delete_task of a refused task remove it, with a task-removed event', () => {
+    const { f, events } = fake();
+    for (const cmd of ['discard_task', 'delete_task']) {
+      const t = f.handle('create_task', { input: { description: cmd, project: 'ZZZ' } }) as LocalTask;
+      f.refuse(t.uuid, { summary: 's', detail: 'd', code: null, fix: 'project' });
+      expect(f.handle(cmd, { id: t.uuid })).toBeNull();
+      expect(events.at(-2)).toEqual(['task-removed', { uuid: t.uuid }]);
+      expect(() => f.handle('resolve_task', { query: t.uuid })).toThrow();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import type { LocalTask, SyncStatus } from '../src/lib/types';
+import type { Failure, LocalTask, SyncStatus } from '../src/lib/types';
 
 export const NOW = Date.parse('2026-11-22T12:00:00Z');
 
@@ -17,6 +17,8 @@ export function task(over: Partial<LocalTask> = {}): LocalTask {
     sync_state: 'provisional',
     last_error: null,
     waiting: { state: 'pending', next_attempt_at: null },
+    local: false,
+    failure: null,
     ...over,
   };
 }
@@ -28,10 +30,12 @@ export function status(over: Partial<SyncStatus> = {}): SyncStatus {
     pending: 0,
     failed: 0,
     in_flight: 0,
+    local: 0,
     next_attempt_at: null,
     last_error: null,
     last_sync_at: null,
     server_url: 'http://127.0.0.1:7171',
+    problem: null,
     ...over,
   };
 }
@@ -55,4 +59,15 @@ export function many(n: number): LocalTask[] {
     );
   }
   return out;
+}
+
+/** A refusal, as the backend words it. */
+export function failure(fix: Failure['fix'] = 'project', over: Partial<Failure> = {}): Failure {
+  return {
+    summary: 'The server has no project ZZZ — choose another project',
+    detail: '422 project_not_found: project "ZZZ" does not exist',
+    code: 'project_not_found',
+    fix,
+    ...over,
+  };
 }

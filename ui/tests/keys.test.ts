@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { actionFor, SHORTCUTS, type KeyLike } from '../src/lib/keys';
+import { actionFor, shortcuts, type KeyLike } from '../src/lib/keys';
 
 const k = (key: string, mods: Partial<KeyLike> = {}): KeyLike => ({ key, ctrlKey: false, metaKey: false, altKey: false, ...mods });
 
@@ -45,6 +45,17 @@ describe('actionFor', () => {
     expect(actionFor(k('Escape'), true)).toBe('escape');
   });
 
+  it.each([
+    [k('z', { ctrlKey: true }), false, 'undo'],
+    [k('z', { metaKey: true }), false, 'undo'],
+    [k('z', { ctrlKey: true }), true, null], // the field's own undo
+    [k('Z', { ctrlKey: true }), false, null], // Ctrl+Shift+Z: redo is not ours
+    [k('z', { ctrlKey: true, altKey: true }), false, null],
+    [k('z'), false, null],
+  ] as const)('Ctrl/Cmd+Z undoes outside text fields (%j, in field %s)', (e, inField, want) => {
+    expect(actionFor(e, inField)).toBe(want);
+  });
+
   it('modified letters are left to the system (Ctrl+C copies text, not the key)', () => {
     expect(actionFor(k('c', { ctrlKey: true }), false)).toBeNull();
     expect(actionFor(k('x', { altKey: true }), false)).toBeNull();
@@ -56,6 +67,13 @@ describe('actionFor', () => {
         actionFor(k(key), false),
       ),
     );
-    for (const s of SHORTCUTS) expect(reachable.has(s.action), s.action).toBe(true);
+    reachable.add(actionFor(k('z', { ctrlKey: true }), false));
+    for (const s of shortcuts('DEV')) expect(reachable.has(s.action), s.action).toBe(true);
+  });
+
+  it("the help's examples use the user's prefix", () => {
+    const jump = shortcuts('OPS').find((s) => s.action === 'jump');
+    expect(jump?.label).toMatch(/OPS-42, ops 42, 42/);
+    expect(shortcuts('OPS').some((s) => /SYN/.test(s.label))).toBe(false);
   });
 });

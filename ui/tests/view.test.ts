@@ -1,132 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import type { LocalTask, SyncStatus } from '../src/lib/types';
 import {
   applyTaskEvent,
   computeWindow,
   createFilter,
   filterTasks,
-  markerText,
-  markerTone,
   orderTasks,
   parseCapture,
-  parseJumpQuery,
-  parseKey,
+  parseFilterQuery,
   scrollToRow,
   shortId,
-  statusText,
+  tokenize,
 } from '../src/lib/view';
-import { many, NOW, status, task } from './fixtures';
-
-const inS = (s: number) => new Date(NOW + s * 1000).toISOString();
-
-describe('markerText', () => {
-  const cases: [string, LocalTask, SyncStatus | null, string | null][] = [
-    ['synced task shows its key, no marker', task({ key: 'SYN-1', number: 1, sync_state: 'synced', waiting: null }), status(), null],
-    ['synced task with edits waiting still shows its key', task({ key: 'SYN-1', sync_state: 'synced' }), status({ online: false }), null],
-    ['status not known yet', task(), null, 'waiting'],
-    ['no server configured', task(), status({ configured: false, online: false, server_url: null }), 'local only'],
-    ['offline', task(), status({ online: false }), 'offline'],
-    ['offline and backing off', task({ waiting: { state: 'pending', next_attempt_at: inS(12) } }), status({ online: false }), 'offline, retrying in 12 s'],
-    ['online, backing off (rounds up)', task({ waiting: { state: 'pending', next_attempt_at: inS(19.001) } }), status(), 'retrying in 20 s'],
-    ['offline, the loop retries in 4 s (no per-task time)', task(), status({ online: false, pending: 3, next_attempt_at: inS(3.2) }), 'offline, retrying in 4 s'],
-    ['the task\'s own time wins over the loop\'s', task({ waiting: { state: 'pending', next_attempt_at: inS(9) } }), status({ online: false, next_attempt_at: inS(2) }), 'offline, retrying in 9 s'],
-    ['loop retry time in the past: offline', task(), status({ online: false, next_attempt_at: inS(-1) }), 'offline'],
-    ['retry due now: sending', task({ waiting: { state: 'pending', next_attempt_at: inS(0) } }), status(), 'sending'],
-    ['retry time in the past: sending', task({ waiting: { state: 'pending', next_attempt_at: inS(-5) } }), status(), 'sending'],
-    ['in flight', task({ waiting: { state: 'in_progress', try_count: 1, next_attempt_at: null } }), status(), 'sending'],
-    ['queued, online', task(), status(), 'sending'],
-    ['no outbox detail, online', task({ waiting: null }), status(), 'sending'],
-    ['failed, with the server message', task({ sync_state: 'failed', last_error: 'project ZZZ does not exist', waiting: { state: 'failed', next_attempt_at: null } }), status(), 'failed: project ZZZ does not exist'],
-    ['failed, no message', task({ sync_state: 'failed' }), status(), 'failed: refused by the server'],
-    ['failed wins over offline', task({ sync_state: 'failed', last_error: 'too long' }), status({ online: false }), 'failed: too long'],
-    ['failed edit of a keyed task', task({ key: 'SYN-3', sync_state: 'failed', last_error: 'bad tag' }), status(), 'failed: bad tag'],
-    ['outbox says failed', task({ waiting: { state: 'failed', next_attempt_at: null }, last_error: 'nope' }), status(), 'failed: nope'],
-  ];
-  it.each(cases)('%s', (_name, t, s, want) => {
-    expect(markerText(t, s, NOW)).toBe(want);
-  });
-
-  it.each([
-    ['failed: x', 'failed'],
-    ['local only', 'local'],
-    ['offline', 'offline'],
-    ['offline, retrying in 3 s', 'offline'],
-    ['sending', 'sending'],
-    ['retrying in 3 s', 'sending'],
-  ] as const)('tone of %s is %s', (text, tone) => {
-    expect(markerTone(text)).toBe(tone);
-  });
-});
-
-describe('statusText', () => {
-  it.each([
-    [null, 'starting…'],
-    [status({ configured: false }), 'local only — no server configured'],
-    [status(), 'online · all synced'],
-    [status({ online: false, pending: 3 }), 'offline · 3 pending'],
-    [status({ pending: 2, failed: 1 }), 'online · 2 pending · 1 failed'],
-  ] as const)('%j → %s', (s, want) => {
-    expect(statusText(s)).toBe(want);
-  });
-});
-
-describe('parseJumpQuery', () => {
-  const keys: [string, string][] = [
-    ['SYN-42', 'SYN-42'],
-    ['syn-42', 'SYN-42'],
-    ['syn 42', 'SYN-42'],
-    ['syn42', 'SYN-42'],
-    ['  Syn7 ', 'SYN-7'],
-    ['syn  -  7', 'SYN-7'],
-    ['v2-5', 'V2-5'],
-    ['v2x5', 'V2X-5'],
-    ['SYN-007', 'SYN-7'],
-    ['pfx 2', 'PFX-2'],
-    ['ABCDEFGHIJ-1', 'ABCDEFGHIJ-1'],
-  ];
-  it.each(keys)('key %j → %s', (input, want) => {
-    const q = parseJumpQuery(input);
-    expect(q.kind).toBe('key');
-    if (q.kind === 'key') expect(q.key).toBe(want);
-  });
-
-  it.each([
-    ['67e55044-10b1-426f-9247-bb680e5fe0c8', '67e55044-10b1-426f-9247-bb680e5fe0c8'],
-    ['67E5504410B1426F9247BB680E5FE0C8', '67e55044-10b1-426f-9247-bb680e5fe0c8'],
-    [' {67e55044-10b1-426f-9247-bb680e5fe0c8} ', '67e55044-10b1-426f-9247-bb680e5fe0c8'],
-  ])('uuid %j', (input, want) => {
-    expect(parseJumpQuery(input)).toEqual({ kind: 'uuid', uuid: want });
-  });
-
-  it.each([
-    ['67e55044', '67e55044'],
-    ['67E55044-10b1', '67e5504410b1'],
-    ['~67e55044', '67e55044'],
-    ['deadbeefcafe', 'deadbeefcafe'],
-  ])('uuid prefix %j', (input, want) => {
-    expect(parseJumpQuery(input)).toEqual({ kind: 'uuid-prefix', prefix: want });
-  });
-
-  it('a hex string that is also a key is read as a key (the backend falls back to the prefix)', () => {
-    expect(parseJumpQuery('cafe1234')).toMatchObject({ kind: 'key', key: 'CAFE-1234' });
-  });
-
-  it.each(['hello', 'SYN-', 'SYN-0', '-42', '42', 'S-42', 'SYN-+4', 'SYN-4x', 'SYN-99999999999999999999', '1abc-4', 'ABCDEFGHIJK-1', '67e5504', ''])(
-    'rejects %j naming the accepted forms',
-    (input) => {
-      const q = parseJumpQuery(input);
-      expect(q.kind).toBe('error');
-      if (q.kind === 'error') {
-        expect(q.message).toMatch(/SYN-42/);
-        expect(q.message).toMatch(/UUID/);
-      }
-    },
-  );
-
-  it('parseKey and parseJumpQuery agree on keys', () => {
-    for (const [input, want] of keys) expect(parseKey(input)?.key).toBe(want);
-  });
-});
+import { failure, many, task } from './fixtures';
 
 describe('applyTaskEvent', () => {
   const a = task({ uuid: 'a', description: 'A' });
@@ -201,29 +86,66 @@ describe('orderTasks', () => {
   });
 });
 
+describe('tokenize / parseFilterQuery', () => {
+  it.each([
+    ['plain words', 'fix login', { words: ['fix', 'login'], tags: [], notTags: [], projects: [] }],
+    ['a tag, any case', '+Docs', { words: [], tags: ['docs'], notTags: [], projects: [] }],
+    ['a tag absent', '-wontfix', { words: [], tags: [], notTags: ['wontfix'], projects: [] }],
+    ['a project, upper-cased', '#dev', { words: [], tags: [], notTags: [], projects: ['DEV'] }],
+    ['all of them', 'Fix +bug -later #ops login', { words: ['fix', 'login'], tags: ['bug'], notTags: ['later'], projects: ['OPS'] }],
+    ['#1 is not a project: a word', '#1', { words: ['#1'], tags: [], notTags: [], projects: [] }],
+    ['#D (one letter) is not a project yet', '#D', { words: ['#d'], tags: [], notTags: [], projects: [] }],
+    ['lone + - # are words', '+ - #', { words: ['+', '-', '#'], tags: [], notTags: [], projects: [] }],
+    ['a key with a dash is a word', 'dev-42', { words: ['dev-42'], tags: [], notTags: [], projects: [] }],
+    ['extra spaces', '  +a   b  ', { words: ['b'], tags: ['a'], notTags: [], projects: [] }],
+  ] as const)('%s', (_n, text, want) => {
+    expect(parseFilterQuery(text)).toEqual(want);
+  });
+
+  it('keeps what was typed in raw (capture puts unknown projects back in the text)', () => {
+    expect(tokenize('Ship #Zz +Tag -x')).toEqual([
+      { kind: 'word', value: 'Ship', raw: 'Ship' },
+      { kind: 'project', value: 'ZZ', raw: '#Zz' },
+      { kind: 'tag', value: 'Tag', raw: '+Tag' },
+      { kind: 'not-tag', value: 'x', raw: '-x' },
+    ]);
+  });
+});
+
 describe('filterTasks', () => {
   const list = [
     task({ uuid: '1', key: 'SYN-1', description: 'Fix login', status: 'pending' }),
-    task({ uuid: '2', key: 'SYN-2', description: 'Write docs', notes: 'about LOGIN', status: 'completed' }),
-    task({ uuid: '3', key: null, description: 'Deploy', tags: ['ops'], status: 'pending' }),
+    task({ uuid: '2', key: 'SYN-2', description: 'Write docs', notes: 'about LOGIN', status: 'completed', tags: ['Docs'] }),
+    task({ uuid: '3', key: null, description: 'Deploy', tags: ['ops', 'docs'], status: 'pending' }),
     task({ uuid: '4', key: 'OPS-1', project: 'OPS', description: 'Rotate keys', status: 'deleted' }),
     task({ uuid: 'abcdef12-0000-4000-8000-000000000000', description: 'Provisional one' }),
+    task({ uuid: '6', key: null, project: 'ZZZ', description: 'Refused docs', status: 'pending', failure: failure() }),
+    task({ uuid: '7', key: 'SYN-7', description: 'Refused edit', status: 'completed', failure: failure('fields') }),
   ];
   const ids = (f: Parameters<typeof filterTasks>[1]) => filterTasks(list, f).map((t) => t.uuid);
+  const P = 'abcdef12-0000-4000-8000-000000000000';
 
   it.each([
-    ['default is pending', {}, ['1', '3', 'abcdef12-0000-4000-8000-000000000000']],
-    ['all', { status: 'all' }, ['1', '2', '3', '4', 'abcdef12-0000-4000-8000-000000000000']],
-    ['completed', { status: 'completed' }, ['2']],
+    ['default is pending', {}, ['1', '3', P, '6']],
+    ['all', { status: 'all' }, ['1', '2', '3', '4', P, '6', '7']],
+    ['completed', { status: 'completed' }, ['2', '7']],
     ['deleted', { status: 'deleted' }, ['4']],
+    ['failed: every refused task, whatever its status', { status: 'failed' }, ['6', '7']],
     ['text, any case, description and notes', { text: 'LOGIN', status: 'all' }, ['1', '2']],
     ['text matches the key', { text: 'syn-2', status: 'all' }, ['2']],
     ['text matches a tag', { text: 'ops', status: 'pending' }, ['3']],
-    ['text matches the provisional short id', { text: '~abcdef12' }, ['abcdef12-0000-4000-8000-000000000000']],
+    ['text matches the provisional short id', { text: '~abcdef12' }, [P]],
     ['every word must match', { text: 'fix login', status: 'all' }, ['1']],
     ['words in any order', { text: 'login fix', status: 'all' }, ['1']],
-    ['project', { project: 'ops', status: 'all' }, ['4']],
-    ['blank text is no filter', { text: '   ' }, ['1', '3', 'abcdef12-0000-4000-8000-000000000000']],
+    ['+tag: the tag, any case', { text: '+docs', status: 'all' }, ['2', '3']],
+    ['+tag is exact, not a prefix', { text: '+doc', status: 'all' }, []],
+    ['-tag: without it', { text: '-docs', status: 'pending' }, ['1', P, '6']],
+    ['+tag and -tag together', { text: '+docs -ops', status: 'all' }, ['2']],
+    ['#PFX: the project, any case', { text: '#ops', status: 'all' }, ['4']],
+    ['#PFX with words', { text: '#syn refused', status: 'all' }, ['7']],
+    ['two projects: either', { text: '#ops #zzz', status: 'all' }, ['4', '6']],
+    ['words with the failed status', { text: 'docs', status: 'failed' }, ['6']],
+    ['blank text is no filter', { text: '   ' }, ['1', '3', P, '6']],
   ] as const)('%s', (_n, f, want) => {
     expect(ids(f)).toEqual(want);
   });
@@ -231,9 +153,12 @@ describe('filterTasks', () => {
   it('createFilter gives the same answers as filterTasks while typing and deleting', () => {
     const big = many(3000);
     const f = createFilter();
-    for (const text of ['', 't', 'ta', 'task', 'task 1', 'task 12', 'task 1', 'dep', 'deploy', 'deploy ops', 'x', '']) {
-      for (const status of ['pending', 'all'] as const) {
-        expect(f(big, { text, status })).toEqual(filterTasks(big, { text, status }));
+    const typed = ['', 't', 'ta', 'task', 'task 1', 'task 12', 'task 1', 'dep', 'deploy', 'deploy ops', 'x', '',
+      // the capture syntax, typed a key at a time: +o, +op, +ops are different tags, not a narrowing
+      '+', '+o', '+op', '+ops', '+ops t', '+ops task', '-', '-o', '-ops', '-ops deploy', '#', '#S', '#SY', '#SYN', '#SYN 1', ''];
+    for (const text of typed) {
+      for (const status of ['pending', 'all', 'failed'] as const) {
+        expect(f(big, { text, status }), `${status} "${text}"`).toEqual(filterTasks(big, { text, status }));
       }
     }
     // a new list (an event arrived) is scanned afresh
@@ -273,6 +198,9 @@ describe('parseCapture', () => {
     ['project and tags', 'Fix login #syn +bug +urgent', ['SYN'], { description: 'Fix login', project: 'SYN', tags: ['bug', 'urgent'] }],
     ['unknown project stays in the text', 'Ship #ZZZ now', ['SYN'], { description: 'Ship #ZZZ now', tags: [] }],
     ['any prefix when none are known', 'Ship #ops', [], { description: 'Ship', project: 'OPS', tags: [] }],
+    ['#INBOX is a project when known', 'Idea #inbox', ['DEV', 'INBOX'], { description: 'Idea', project: 'INBOX', tags: [] }],
+    ['-tag is not capture syntax: it stays', 'Fix -later', [], { description: 'Fix -later', tags: [] }],
+    ['the last #PFX wins', 'x #ops #syn', ['OPS', 'SYN'], { description: 'x', project: 'SYN', tags: [] }],
     ['#1 is not a project', 'Fix #1 bug', [], { description: 'Fix #1 bug', tags: [] }],
     ['lone + and # stay', 'a + b # c', [], { description: 'a + b # c', tags: [] }],
     ['duplicate tags once', 'x +a +a', [], { description: 'x', tags: ['a'] }],

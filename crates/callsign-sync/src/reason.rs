@@ -92,29 +92,29 @@ pub fn task_failure(task: &LocalTask) -> Option<TaskFailure> {
     let (summary, fix) = match code {
         Some(ErrorCode::ProjectNotFound | ErrorCode::UnknownPrefix) => (
             format!(
-                "the server has no project {project}. Choose one of its projects to send it \
+                "The server has no project {project}. Choose one of its projects to send it \
                  there, or discard it"
             ),
             Fix::Project,
         ),
         Some(ErrorCode::InvalidBody | ErrorCode::PayloadTooLarge) => (
-            "the server refused what the task says (see details). Edit the task and save to \
+            "The server refused what the task says (see details). Edit the task and save to \
              send it again, or discard it"
                 .into(),
             Fix::Fields,
         ),
         Some(ErrorCode::TaskExists) => (
-            "the server already has a different task with this task's ID. Send it again or \
+            "The server already has a different task with this task's ID. Send it again or \
              discard this copy"
                 .into(),
             Fix::Retry,
         ),
         Some(ErrorCode::TaskNotFound) => (
-            "the server does not know this task. Send it again or discard the change".into(),
+            "The server does not know this task. Send it again or discard the change".into(),
             Fix::Retry,
         ),
         _ => (
-            "the server refused it (see details). Send it again or discard it".into(),
+            "The server refused it (see details). Send it again or discard it".into(),
             Fix::Retry,
         ),
     };

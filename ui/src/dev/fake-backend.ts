@@ -1,10 +1,13 @@
 // An in-memory stand-in for src-tauri, for the browser preview (`npm run build:preview`) and the
 // WebKit smoke test. Not part of the production bundle. It follows the command contract: same
 // names, same argument shapes, `{code, message}` rejections, `task-changed` / `sync-status`
-// events. A fake "server" numbers provisional tasks when online.
+// events, `task-removed`, pages. A fake "server" numbers provisional tasks when online and refuses
+// a task whose project it does not have; with no project and no default a task goes to the
+// local inbox (INBOX) and stays there until `send_inbox` or `set_task_project` moves it.
 import type {
   CmdError,
   CreateInput,
+  Failure,
   ListFilter,
   LocalTask,
   Project,
@@ -13,7 +16,14 @@ import type {
   SyncStatus,
   TaskPatch,
 } from '../lib/types';
-import { filterTasks, parseJumpQuery } from '../lib/view';
+import { parseJumpQuery } from '../lib/jump';
+import { filterTasks } from '../lib/view';
+
+const INBOX = 'INBOX';
+const UNREACHABLE = {
+  summary: "Can't reach the server — your tasks are saved here and will sync when it's back",
+  detail: 'cannot reach the server at http://127.0.0.1:7171: connection failed: tcp connect error: Connection refused (os error 111)',
+};
 
 type Emit = (event: string, payload: unknown) => void;
 
@@ -38,6 +48,10 @@ export class FakeBackend {
     { prefix: 'OPS', name: 'Operations' },
   ];
   lastError: string | null = null;
+  /** The projects the fake server has (a task for another one is refused). */
+  get serverPrefixes(): string[] {
+    return this.projects.map((p) => p.prefix);
+  }
   /** Delay before the fake server numbers a task, ms. */
   latencyMs = 400;
 
@@ -47,8 +61,11 @@ export class FakeBackend {
     return this.settings.server_url !== null && this.settings.token_set;
   }
 
-  /** Fills the store with `n` tasks; the first `provisional` of the newest have no key. */
-  seed(n: number, provisional = 0): void {
+  /**
+   * Fills the store with `n` tasks; the first `provisional` of the newest have no key. Then
+   * `local` tasks in the inbox and `failed` ones the server refused (no key, wrong project).
+   */
+  seed(n: number, provisional = 0, local = 0, failed = 0): void {
     const start = Date.now() - n * 60_000;
     const words = ['Fix', 'Write', 'Review', 'Deploy', 'Plan', 'Rotate', 'Update', 'Check'];
     const things = ['login page', 'release notes', 'sync engine', 'backups', 'keys', 'docs', 'CI', 'metrics'];
@@ -62,13 +79,33 @@ export class FakeBackend {
       if (i < n - provisional) this.number(t, false);
       if (i % 11 === 0) t.status = 'completed';
     }
+    const at = (i: number) => new Date(Date.now() - (local + failed - i) * 1000).toISOString();
+    for (let i = 0; i < failed; i++) {
+      const t = this.make({ description: `Draft the ZZZ roadmap ${i + 1}`, project: 'ZZZ', tags: ['plan'] }, at(i));
+      t.failure = this.noProject('ZZZ');
+      t.sync_state = 'failed';
+      t.waiting = { state: 'failed', next_attempt_at: null };
+    }
+    for (let i = 0; i < local; i++) {
+      this.make({ description: `Captured on the train ${i + 1}`, project: INBOX, tags: i === 0 ? ['idea', 'train', 'later'] : [] }, at(failed + i));
+    }
+  }
+
+  private noProject(prefix: string): Failure {
+    return {
+      summary: `The server has no project ${prefix} — choose another project`,
+      detail: `422 project_not_found: project "${prefix}" does not exist in this account`,
+      code: 'project_not_found',
+      fix: 'project',
+    };
   }
 
   private make(input: CreateInput, at = new Date().toISOString()): LocalTask {
+    const project = (input.project ?? this.settings.project ?? INBOX).toUpperCase();
     const t: LocalTask = {
       uuid: uuid4(this.seq++),
       key: null,
-      project: (input.project ?? this.settings.project ?? 'SYN').toUpperCase(),
+      project,
       number: null,
       description: input.description,
       notes: input.notes ?? '',
@@ -78,7 +115,9 @@ export class FakeBackend {
       modified_at: at,
       sync_state: 'provisional',
       last_error: null,
-      waiting: { state: 'pending', next_attempt_at: null },
+      waiting: project === INBOX ? null : { state: 'pending', next_attempt_at: null },
+      local: project === INBOX,
+      failure: null,
     };
     this.tasks.push(t);
     this.byUuid.set(t.uuid, t);
@@ -93,6 +132,7 @@ export class FakeBackend {
     t.key = `${t.project}-${n}`;
     t.sync_state = 'synced';
     t.waiting = null;
+    t.failure = null;
     if (emit) this.changed(t);
   }
 
@@ -100,18 +140,22 @@ export class FakeBackend {
     this.emit('task-changed', { ...t, tags: [...t.tags] });
   }
 
+  /** Counts of tasks, as the engine gives them. */
   status(): SyncStatus {
-    const waiting = this.tasks.filter((t) => t.waiting !== null);
+    const count = (f: (t: LocalTask) => boolean) => this.tasks.reduce((n, t) => (f(t) ? n + 1 : n), 0);
+    const online = this.configured && this.online;
     return {
       configured: this.configured,
-      online: this.configured && this.online,
-      pending: waiting.filter((t) => t.waiting?.state !== 'failed').length,
-      failed: waiting.filter((t) => t.waiting?.state === 'failed').length,
-      in_flight: 0,
+      online,
+      pending: count((t) => t.failure === null && t.waiting?.state === 'pending'),
+      failed: count((t) => t.failure !== null),
+      in_flight: count((t) => t.failure === null && t.waiting?.state === 'in_progress'),
+      local: count((t) => t.local),
       next_attempt_at: null,
       last_error: this.lastError,
-      last_sync_at: this.online ? new Date().toISOString() : null,
+      last_sync_at: online ? new Date().toISOString() : null,
       server_url: this.settings.server_url,
+      problem: this.configured && !this.online ? UNREACHABLE : null,
     };
   }
 
@@ -119,14 +163,27 @@ export class FakeBackend {
     this.emit('sync-status', this.status());
   }
 
-  /** The fake server numbers what waits, oldest first, one by one. */
+  /** The fake server numbers what waits, oldest first, one by one; an unknown project is refused. */
   private pump(): void {
     if (!this.configured || !this.online) return;
-    const waiting = this.tasks.filter((t) => t.key === null && t.waiting?.state === 'pending');
+    const waiting = this.tasks.filter((t) => !t.local && t.failure === null && t.waiting?.state === 'pending');
+    for (const t of waiting) t.waiting = { state: 'in_progress', next_attempt_at: null };
     waiting.forEach((t, i) =>
       setTimeout(() => {
-        if (!this.online) return;
-        this.number(t);
+        if (!this.byUuid.has(t.uuid)) return;
+        if (!this.online) {
+          t.waiting = { state: 'pending', next_attempt_at: null };
+        } else if (t.key === null && !this.serverPrefixes.includes(t.project)) {
+          t.failure = this.noProject(t.project);
+          t.sync_state = 'failed';
+          t.waiting = { state: 'failed', next_attempt_at: null };
+          this.changed(t);
+        } else if (t.key !== null) {
+          t.waiting = null; // an edit of a numbered task, accepted
+          this.changed(t);
+        } else {
+          this.number(t);
+        }
         this.statusChanged();
       }, this.latencyMs + i * 150),
     );
@@ -148,14 +205,31 @@ export class FakeBackend {
     return t;
   }
 
-  /** The server refuses this task's create. */
-  refuse(id: string, message: string): void {
+  /** The server refuses this task (its create when it has no key, else its last edit). */
+  refuse(id: string, failure: Failure): void {
     const t = this.get(id);
     t.sync_state = 'failed';
-    t.last_error = message;
+    t.last_error = failure.detail;
+    t.failure = failure;
     t.waiting = { state: 'failed', next_attempt_at: null };
     this.changed(t);
     this.statusChanged();
+  }
+
+  /** Gone from this device: no longer listed, a `task-removed` event. */
+  private drop(t: LocalTask): void {
+    this.byUuid.delete(t.uuid);
+    this.tasks = this.tasks.filter((x) => x !== t);
+    this.emit('task-removed', { uuid: t.uuid });
+    this.statusChanged();
+  }
+
+  /** Queued again for the server (after a move or a fix). */
+  private requeue(t: LocalTask): void {
+    t.failure = null;
+    t.last_error = null;
+    t.sync_state = t.key ? 'synced' : 'provisional';
+    t.waiting = { state: 'pending', next_attempt_at: null };
   }
 
   private get(id: string): LocalTask {
@@ -176,6 +250,16 @@ export class FakeBackend {
         const f = (args.filter ?? {}) as ListFilter;
         return filterTasks(this.tasks.slice().reverse(), f).map((t) => ({ ...t }));
       }
+      case 'list_tasks_page': {
+        const offset = Number(args.offset ?? 0);
+        const limit = Number(args.limit ?? 200);
+        if (!(offset >= 0 && limit > 0)) throw err('invalid', 'offset and limit must be positive');
+        const n = this.tasks.length;
+        // newest first: index i from the top is tasks[n - 1 - i]
+        const out: LocalTask[] = [];
+        for (let i = offset; i < Math.min(n, offset + limit); i++) out.push({ ...(this.tasks[n - 1 - i] as LocalTask) });
+        return { tasks: out, total: n };
+      }
       case 'create_task': {
         const input = args.input as CreateInput;
         if (!input.description.trim()) throw err('invalid', 'the description is empty');
@@ -190,6 +274,11 @@ export class FakeBackend {
         if (p.description !== undefined) t.description = p.description;
         if (p.notes !== undefined) t.notes = p.notes;
         if (p.tags !== undefined) t.tags = p.tags;
+        if (t.failure !== null) {
+          this.requeue(t);
+          this.pump();
+        }
+        this.statusChanged();
         return this.touch(t);
       }
       case 'complete_task': {
@@ -204,16 +293,59 @@ export class FakeBackend {
       }
       case 'delete_task': {
         const t = this.get(args.id as string);
+        if (t.failure !== null && t.key === null) {
+          this.drop(t);
+          return null;
+        }
         t.status = 'deleted';
+        return this.touch(t);
+      }
+      case 'discard_task': {
+        const t = this.get(args.id as string);
+        if (t.key === null) {
+          this.drop(t);
+          return null;
+        }
+        // a keyed task: the refused edit is dropped
+        t.failure = null;
+        t.sync_state = 'synced';
+        t.waiting = null;
+        this.statusChanged();
         return this.touch(t);
       }
       case 'retry_task': {
         const t = this.get(args.id as string);
-        t.sync_state = t.key ? 'synced' : 'provisional';
-        t.last_error = null;
-        t.waiting = { state: 'pending', next_attempt_at: null };
+        this.requeue(t);
+        this.statusChanged();
         this.pump();
         return this.touch(t);
+      }
+      case 'set_task_project': {
+        const t = this.get(args.id as string);
+        const project = String(args.project ?? '').toUpperCase();
+        if (project === INBOX) throw err('invalid', 'Choose a server project: the inbox is where tasks wait for one');
+        if (t.key !== null) throw err('invalid', `${t.key} already has its key in ${t.project}`);
+        t.project = project;
+        t.local = false;
+        this.requeue(t);
+        const out = this.touch(t);
+        this.statusChanged();
+        this.pump();
+        return out;
+      }
+      case 'send_inbox': {
+        const project = String(args.project ?? '').toUpperCase();
+        if (project === INBOX || project === '') throw err('invalid', 'Choose a server project to send the inbox to');
+        const moved = this.tasks.filter((t) => t.local);
+        for (const t of moved) {
+          t.project = project;
+          t.local = false;
+          this.requeue(t);
+          this.touch(t);
+        }
+        this.statusChanged();
+        this.pump();
+        return moved.length;
       }
       case 'resolve_task': {
         const query = args.query as string;
@@ -255,13 +387,18 @@ export class FakeBackend {
       }
       case 'sync_now':
         if (!this.configured) throw err('not_logged_in', 'no server configured');
-        if (!this.online) throw err('unreachable', `cannot reach ${this.settings.server_url}: connection refused`);
+        if (!this.online) throw err('unreachable', `Can't reach the server at ${this.settings.server_url} — is it running?`);
         this.pump();
         return null;
       case 'sync_status':
         return this.status();
-      case 'list_projects':
-        return this.projects;
+      case 'list_projects': {
+        const inbox = !this.configured || this.tasks.some((t) => t.local);
+        return [
+          ...(this.configured ? this.projects : []),
+          ...(inbox ? [{ prefix: INBOX, name: 'Inbox (this device)', local: true }] : []),
+        ];
+      }
       default:
         throw err('unknown', `unknown command ${cmd}`);
     }

@@ -10,6 +10,7 @@ import type {
   Settings,
   SettingsInput,
   SyncStatus,
+  TaskPage,
   TaskPatch,
 } from './types';
 
@@ -42,7 +43,15 @@ export const backend = {
   editTask: (id: string, patch: TaskPatch) => call<LocalTask>('edit_task', { id, patch }),
   completeTask: (id: string) => call<LocalTask>('complete_task', { id }),
   reopenTask: (id: string) => call<LocalTask>('reopen_task', { id }),
-  deleteTask: (id: string) => call<LocalTask>('delete_task', { id }),
+  /** A task whose create the server refused (failed, no key) is removed: null or the task, and a `task-removed` event. */
+  deleteTask: (id: string) => call<LocalTask | null>('delete_task', { id }),
+  /** Moves the task to `project` and sends it again. */
+  setTaskProject: (id: string, project: string) => call<LocalTask>('set_task_project', { id, project }),
+  /** null: the task was removed from this device (a `task-removed` event comes too). */
+  discardTask: (id: string) => call<LocalTask | null>('discard_task', { id }),
+  /** Moves every local-inbox task to `project` and queues them; answers how many. */
+  sendInbox: (project: string) => call<number>('send_inbox', { project }),
+  listTasksPage: (offset: number, limit: number) => call<TaskPage>('list_tasks_page', { offset, limit }),
   resolveTask: (query: string) => call<LocalTask>('resolve_task', { query }),
   retryTask: (id: string) => call<LocalTask>('retry_task', { id }),
   getSettings: () => call<Settings>('get_settings'),
@@ -55,6 +64,8 @@ export const backend = {
     listen<LocalTask>('task-changed', (e) => f(e.payload)),
   onSyncStatus: (f: (s: SyncStatus) => void): Promise<UnlistenFn> =>
     listen<SyncStatus>('sync-status', (e) => f(e.payload)),
+  onTaskRemoved: (f: (uuid: string) => void): Promise<UnlistenFn> =>
+    listen<{ uuid: string }>('task-removed', (e) => f(e.payload.uuid)),
   /** The backend missed events (its channel lagged): reload the list. */
   onTasksReload: (f: () => void): Promise<UnlistenFn> => listen('tasks-reload', () => f()),
 };

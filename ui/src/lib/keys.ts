@@ -12,6 +12,7 @@ export type Action =
   | 'edit'
   | 'copy'
   | 'delete'
+  | 'undo'
   | 'retry'
   | 'sync'
   | 'filter'
@@ -20,26 +21,37 @@ export type Action =
   | 'help'
   | 'escape';
 
-export const SHORTCUTS: { keys: string; action: Action; label: string }[] = [
-  { keys: 'n', action: 'capture', label: 'New task (focus quick capture; Enter saves)' },
-  { keys: 'Ctrl+K or /', action: 'jump', label: 'Jump to a key (syn 42, SYN-42, a UUID)' },
-  { keys: 'j / ↓', action: 'down', label: 'Next task' },
-  { keys: 'k / ↑', action: 'up', label: 'Previous task' },
-  { keys: 'g / Home', action: 'first', label: 'First task' },
-  { keys: 'G / End', action: 'last', label: 'Last task' },
-  { keys: 'Enter / o', action: 'open', label: 'Open the task' },
-  { keys: 'x', action: 'complete', label: 'Complete (or reopen)' },
-  { keys: 'e', action: 'edit', label: 'Edit description and notes' },
-  { keys: 'c', action: 'copy', label: 'Copy the key' },
-  { keys: 'Delete', action: 'delete', label: 'Delete (Undo in the notice)' },
-  { keys: 'r', action: 'retry', label: 'Retry a failed task' },
-  { keys: 's', action: 'sync', label: 'Sync now' },
-  { keys: 'f', action: 'filter', label: 'Filter the list' },
-  { keys: ',', action: 'settings', label: 'Settings' },
-  { keys: 't', action: 'theme', label: 'Light / dark theme' },
-  { keys: '?', action: 'help', label: 'This help' },
-  { keys: 'Esc', action: 'escape', label: 'Close / back to the list' },
-];
+export interface Shortcut {
+  keys: string;
+  action: Action;
+  label: string;
+}
+
+/** The shortcut table, its examples in the user's own prefix (`DEV` gives `dev 42, DEV-42`). */
+export function shortcuts(prefix: string): Shortcut[] {
+  const up = prefix.toUpperCase();
+  return [
+    { keys: 'n', action: 'capture', label: 'New task (focus quick capture; Enter saves)' },
+    { keys: 'Ctrl+K or /', action: 'jump', label: `Jump to a task: ${up}-42, ${up.toLowerCase()} 42, 42, a UUID, or words` },
+    { keys: 'j / ↓', action: 'down', label: 'Next task' },
+    { keys: 'k / ↑', action: 'up', label: 'Previous task' },
+    { keys: 'g / Home', action: 'first', label: 'First task' },
+    { keys: 'G / End', action: 'last', label: 'Last task' },
+    { keys: 'Enter / o', action: 'open', label: 'Open the task' },
+    { keys: 'x', action: 'complete', label: 'Complete (or reopen)' },
+    { keys: 'e', action: 'edit', label: 'Edit description, notes and tags' },
+    { keys: 'c', action: 'copy', label: 'Copy the key' },
+    { keys: 'Delete', action: 'delete', label: 'Delete' },
+    { keys: 'Ctrl+Z', action: 'undo', label: 'Undo the last complete, reopen, delete, edit or discard' },
+    { keys: 'r', action: 'retry', label: 'Fix a failed task: send again, or choose its project' },
+    { keys: 's', action: 'sync', label: 'Sync now' },
+    { keys: 'f', action: 'filter', label: 'Filter the list' },
+    { keys: ',', action: 'settings', label: 'Settings' },
+    { keys: 't', action: 'theme', label: 'Light / dark theme' },
+    { keys: '?', action: 'help', label: 'This help' },
+    { keys: 'Esc', action: 'escape', label: 'Close / back to the list' },
+  ];
+}
 
 export interface KeyLike {
   key: string;
@@ -50,11 +62,12 @@ export interface KeyLike {
 
 /**
  * The action for a key press. In a text field only Ctrl+K and Esc count (the field gets the
- * rest); elsewhere the single-key shortcuts apply.
+ * rest, Ctrl+Z included: it undoes typing there); elsewhere the single-key shortcuts apply.
  */
 export function actionFor(e: KeyLike, inField: boolean): Action | null {
   const mod = e.ctrlKey || e.metaKey;
   if (mod && e.key.toLowerCase() === 'k') return 'jump';
+  if (mod && e.key === 'z' && !e.altKey && !inField) return 'undo';
   if (e.key === 'Escape') return 'escape';
   if (inField || mod || e.altKey) return null;
   switch (e.key) {

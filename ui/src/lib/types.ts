@@ -2,7 +2,10 @@
 
 export type SyncState = 'provisional' | 'synced' | 'failed';
 export type TaskStatus = 'pending' | 'completed' | 'deleted';
+/** What `list_tasks` accepts. */
 export type StatusFilter = TaskStatus | 'all';
+/** The status select of the filter bar: the backend's filters plus `failed` (client-side only). */
+export type ViewStatus = StatusFilter | 'failed';
 
 /** Outbox detail for the provisional marker. `reason` is the engine's own wording (optional). */
 export interface Waiting {
@@ -10,6 +13,16 @@ export interface Waiting {
   try_count?: number;
   next_attempt_at: string | null;
   reason?: string | null;
+}
+
+/** Why the server refused a task, in plain words, and what would make it accept it. */
+export interface Failure {
+  summary: string;
+  /** The server's own message (technical). */
+  detail: string;
+  code: string | null;
+  /** `project`: choose another project; `fields`: edit the task; `retry`: send again as is. */
+  fix: 'project' | 'fields' | 'retry';
 }
 
 export interface LocalTask {
@@ -26,18 +39,34 @@ export interface LocalTask {
   sync_state: SyncState;
   last_error: string | null;
   waiting: Waiting | null;
+  /** In the local inbox (project INBOX): stays on this device until sent to a server project. */
+  local: boolean;
+  /** Non-null: the task is failed (the server refused it). */
+  failure: Failure | null;
+}
+
+/** A sync problem in plain words (`summary`) with the technical text behind it (`detail`). */
+export interface Problem {
+  summary: string;
+  detail: string;
 }
 
 export interface SyncStatus {
   configured: boolean;
   online: boolean;
+  /** Tasks waiting to be sent (not counting those on the wire). */
   pending: number;
+  /** Tasks the server refused. */
   failed: number;
+  /** Tasks whose request is on the wire. */
   in_flight: number;
+  /** Tasks held in the local inbox. */
+  local: number;
   next_attempt_at: string | null;
   last_error: string | null;
   last_sync_at: string | null;
   server_url: string | null;
+  problem: Problem | null;
 }
 
 export interface Settings {
@@ -59,9 +88,11 @@ export interface SettingsInput {
   project?: string;
 }
 
+/** `local: true` is the device's inbox (`INBOX`); the others are the server's projects. */
 export interface Project {
   prefix: string;
   name: string;
+  local?: boolean;
 }
 
 export interface CmdError {
@@ -73,6 +104,12 @@ export interface ListFilter {
   text?: string;
   status?: StatusFilter;
   project?: string;
+}
+
+/** One page of `list_tasks_page`: newest first, every status; `total` is the whole list's size. */
+export interface TaskPage {
+  tasks: LocalTask[];
+  total: number;
 }
 
 export interface CreateInput {

@@ -1,149 +1,9 @@
 // Pure view logic: no DOM, no Tauri. Everything here is unit-tested in tests/view.test.ts.
-import type { ListFilter, LocalTask, StatusFilter, SyncStatus } from './types';
-
-// ---------------------------------------------------------------------------------------------
-// Provisional marker
+import type { LocalTask, ViewStatus } from './types';
 
 /** `~` and the first 8 hex digits of the UUID: how a task without a key is named (as in the CLI). */
 export function shortId(task: Pick<LocalTask, 'uuid'>): string {
   return '~' + task.uuid.replace(/-/g, '').slice(0, 8);
-}
-
-function secondsUntil(iso: string | null | undefined, now: number): number | null {
-  if (!iso) return null;
-  const at = Date.parse(iso);
-  if (Number.isNaN(at)) return null;
-  const s = Math.ceil((at - now) / 1000);
-  return s > 0 ? s : null;
-}
-
-/**
- * Why a task without a key waits, in a few words for the marker; `null` when the task has its
- * key and nothing failed (the key is shown instead).
- *
- * - failed (the server refused it): `failed: <server's message>`
- * - no server configured: `local only`
- * - status not known yet: `waiting`
- * - a request for it is on the wire: `sending`
- * - backing off (the task's own retry time, else the loop's next attempt): `retrying in N s`
- *   (`offline, retrying in N s` when offline)
- * - offline: `offline`
- * - otherwise (queued, the engine sends it now): `sending`
- */
-export function markerText(task: LocalTask, status: SyncStatus | null, now: number): string | null {
-  if (task.sync_state === 'failed' || task.waiting?.state === 'failed') {
-    return `failed: ${task.last_error ?? 'refused by the server'}`;
-  }
-  if (task.key !== null) return null;
-  if (status === null) return 'waiting';
-  if (!status.configured) return 'local only';
-  if (task.waiting?.state === 'in_progress') return 'sending';
-  // The task's own retry time, else the sync loop's next attempt (which sends every waiting task).
-  const wait = secondsUntil(task.waiting?.next_attempt_at ?? status.next_attempt_at, now);
-  if (wait !== null) return status.online ? `retrying in ${wait} s` : `offline, retrying in ${wait} s`;
-  if (!status.online) return 'offline';
-  return 'sending';
-}
-
-/** The marker's colour class: `failed`, `local`, `offline` or `sending`. */
-export function markerTone(text: string): 'failed' | 'local' | 'offline' | 'sending' {
-  if (text.startsWith('failed')) return 'failed';
-  if (text === 'local only') return 'local';
-  if (text.startsWith('offline')) return 'offline';
-  return 'sending';
-}
-
-/** The sync indicator's one-line summary. */
-export function statusText(status: SyncStatus | null): string {
-  if (status === null) return 'starting…';
-  if (!status.configured) return 'local only — no server configured';
-  const parts = [status.online ? 'online' : 'offline'];
-  if (status.pending > 0) parts.push(`${status.pending} pending`);
-  if (status.failed > 0) parts.push(`${status.failed} failed`);
-  if (status.pending === 0 && status.failed === 0) parts.push('all synced');
-  return parts.join(' · ');
-}
-
-// ---------------------------------------------------------------------------------------------
-// Jump-to-key
-
-export type JumpQuery =
-  | { kind: 'key'; prefix: string; number: number; key: string }
-  | { kind: 'uuid'; uuid: string }
-  | { kind: 'uuid-prefix'; prefix: string }
-  | { kind: 'error'; message: string };
-
-export const ACCEPTED_FORMS =
-  'use a key like SYN-42 (also syn-42, SYN 42, syn42), a UUID, or the first 8 or more hex digits of one';
-
-const PREFIX_RE = /^[A-Za-z][A-Za-z0-9]{1,9}$/;
-const UUID_RE = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
-
-/** A key, leniently, as the server reads it (`SYN-42`, `syn-42`, `SYN 42`, `syn42`); or null. */
-export function parseKey(input: string): { prefix: string; number: number; key: string } | null {
-  const s = input.trim();
-  let prefix: string;
-  let digits: string;
-  let sepAt = -1;
-  for (let i = s.length - 1; i >= 0; i--) {
-    if (/[-\s]/.test(s[i] ?? '')) {
-      sepAt = i;
-      break;
-    }
-  }
-  if (sepAt >= 0) {
-    prefix = s.slice(0, sepAt).replace(/[-\s]+$/, '');
-    digits = s.slice(sepAt + 1);
-  } else {
-    // No separator: the prefix runs to the last letter, so `v2x5` is V2X-5 and `v2-5` needs one.
-    let at = 0;
-    for (let i = s.length - 1; i >= 0; i--) {
-      if (/[A-Za-z]/.test(s[i] ?? '')) {
-        at = i + 1;
-        break;
-      }
-    }
-    prefix = s.slice(0, at);
-    digits = s.slice(at);
-  }
-  if (!/^[0-9]{1,18}$/.test(digits)) return null;
-  const number = Number(digits);
-  if (number === 0 || !Number.isSafeInteger(number)) return null;
-  if (!PREFIX_RE.test(prefix)) return null;
-  const p = prefix.toUpperCase();
-  return { prefix: p, number, key: `${p}-${number}` };
-}
-
-/** What the jump box holds: a key, a UUID, a UUID prefix (8+ hex digits), or why none of them. */
-export function parseJumpQuery(input: string): JumpQuery {
-  const s = input.trim().replace(/^\{(.*)\}$/, '$1');
-  if (s === '') return { kind: 'error', message: `Type a task to jump to: ${ACCEPTED_FORMS}.` };
-  if (UUID_RE.test(s)) {
-    const h = s.replace(/-/g, '').toLowerCase();
-    const uuid = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-    return { kind: 'uuid', uuid };
-  }
-  const key = parseKey(s);
-  if (key) return { kind: 'key', ...key };
-  const hex = s.replace(/^~/, '').replace(/-/g, '');
-  if (/^[0-9a-f]+$/i.test(hex) && hex.length >= 8 && hex.length < 32) {
-    return { kind: 'uuid-prefix', prefix: hex.toLowerCase() };
-  }
-  return { kind: 'error', message: `"${input.trim()}" is not a task: ${ACCEPTED_FORMS}.` };
-}
-
-/** The text sent to `resolve_task` for a parsed query (normalised), or null for an error. */
-export function jumpQueryText(q: JumpQuery): string | null {
-  switch (q.kind) {
-    case 'key':
-      return q.key;
-    case 'uuid':
-      return q.uuid;
-    case 'uuid-prefix':
-      return q.prefix;
-    case 'error':
-      return null;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,33 +74,93 @@ export function warmHaystacks(list: readonly LocalTask[], chunk = 5000): () => v
   };
 }
 
-function statusMatches(t: LocalTask, s: StatusFilter): boolean {
+// ---------------------------------------------------------------------------------------------
+// The capture syntax: one tokenizer for quick capture and the filter box
+
+const PREFIX_RE = /^[A-Za-z][A-Za-z0-9]{1,9}$/;
+const TAG_RE = /^[\p{L}\p{N}_.:-]+$/u;
+
+/** A word of capture / filter text. `value`: the prefix upper-cased, the tag as typed. */
+export interface Token {
+  kind: 'project' | 'tag' | 'not-tag' | 'word';
+  value: string;
+  /** The word as typed. */
+  raw: string;
+}
+
+/** `#PFX` (a valid prefix) is a project, `+tag` a tag, `-tag` a tag's absence; the rest are words. */
+export function tokenize(input: string): Token[] {
+  const out: Token[] = [];
+  for (const raw of input.trim().split(/\s+/)) {
+    if (raw === '') continue;
+    const rest = raw.slice(1);
+    if (raw.startsWith('#') && PREFIX_RE.test(rest)) out.push({ kind: 'project', value: rest.toUpperCase(), raw });
+    else if (raw.startsWith('+') && TAG_RE.test(rest)) out.push({ kind: 'tag', value: rest, raw });
+    else if (raw.startsWith('-') && TAG_RE.test(rest)) out.push({ kind: 'not-tag', value: rest, raw });
+    else out.push({ kind: 'word', value: raw, raw });
+  }
+  return out;
+}
+
+/** The filter box read: lower-cased words and tags, upper-cased projects. */
+export interface FilterQuery {
+  words: string[];
+  /** Each must be one of the task's tags (any case). */
+  tags: string[];
+  /** None may be one of the task's tags. */
+  notTags: string[];
+  /** The task's project must be one of them (when any). */
+  projects: string[];
+}
+
+/** `fix login +bug -wontfix #DEV`: words, `+tag` (tag present), `-tag` (absent), `#PFX` (project). */
+export function parseFilterQuery(text: string): FilterQuery {
+  const q: FilterQuery = { words: [], tags: [], notTags: [], projects: [] };
+  for (const t of tokenize(text)) {
+    if (t.kind === 'project') q.projects.push(t.value);
+    else if (t.kind === 'tag') q.tags.push(t.value.toLowerCase());
+    else if (t.kind === 'not-tag') q.notTags.push(t.value.toLowerCase());
+    else q.words.push(t.value.toLowerCase());
+  }
+  return q;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The filter
+
+export interface ViewFilter {
+  text?: string;
+  /** Default `pending`; `failed` is every task the server refused, whatever its status. */
+  status?: ViewStatus;
+}
+
+function statusMatches(t: LocalTask, s: ViewStatus): boolean {
+  if (s === 'failed') return t.failure !== null;
   return s === 'all' || t.status === s;
 }
 
+function hasTag(t: LocalTask, tag: string): boolean {
+  for (const x of t.tags) if (x.toLowerCase() === tag) return true;
+  return false;
+}
+
 /**
- * Client-side filter over the loaded list (order kept). Text matches description, notes, key,
+ * Client-side filter over the loaded list (order kept). Words match description, notes, key,
  * the provisional short id and tags, ignoring case; every word must match (`fix login`).
- * Status defaults to `pending`.
+ * `+tag`, `-tag` and `#PFX` as in `parseFilterQuery`. Status defaults to `pending`.
  */
-export function filterTasks(list: readonly LocalTask[], filter: ListFilter): LocalTask[] {
+export function filterTasks(list: readonly LocalTask[], filter: ViewFilter): LocalTask[] {
   const status = filter.status ?? 'pending';
-  const project = filter.project?.trim().toUpperCase() || null;
-  const words = (filter.text ?? '').toLowerCase().split(/\s+/).filter(Boolean);
+  const q = parseFilterQuery(filter.text ?? '');
   const out: LocalTask[] = [];
-  for (const t of list) {
+  outer: for (const t of list) {
     if (!statusMatches(t, status)) continue;
-    if (project !== null && t.project !== project) continue;
-    if (words.length > 0) {
+    if (q.projects.length > 0 && !q.projects.includes(t.project.toUpperCase())) continue;
+    for (const tag of q.tags) if (!hasTag(t, tag)) continue outer;
+    for (const tag of q.notTags) if (hasTag(t, tag)) continue outer;
+    if (q.words.length > 0) {
       const h = haystack(t);
-      let ok = true;
-      for (const w of words) {
-        if (!h.includes(w)) {
-          ok = false;
-          break;
-        }
-      }
-      if (!ok) continue;
+      for (const w of q.words) if (!h.includes(w)) continue outer;
     }
     out.push(t);
   }
@@ -248,25 +168,31 @@ export function filterTasks(list: readonly LocalTask[], filter: ListFilter): Loc
 }
 
 /**
- * A filter that remembers its last answer: when the text only grew (another keystroke) and
+ * A filter that remembers its last answer: when only the words grew (another keystroke) and
  * nothing else changed, it narrows the previous result instead of scanning the whole list.
+ * `+tag`, `-tag` and `#PFX` are exact matches, so any change to them scans afresh.
  */
-export function createFilter(): (list: readonly LocalTask[], filter: ListFilter) => LocalTask[] {
+export function createFilter(): (list: readonly LocalTask[], filter: ViewFilter) => LocalTask[] {
   let lastList: readonly LocalTask[] | null = null;
-  let lastFilter: ListFilter = {};
+  let last: { status: ViewStatus; exact: string; words: string } | null = null;
   let lastOut: LocalTask[] = [];
   return (list, filter) => {
-    const text = (filter.text ?? '').toLowerCase();
-    const prevText = (lastFilter.text ?? '').toLowerCase();
+    const q = parseFilterQuery(filter.text ?? '');
+    const now = {
+      status: filter.status ?? 'pending',
+      exact: [q.tags.join(' '), q.notTags.join(' '), q.projects.join(' ')].join('|'),
+      words: q.words.join(' '),
+    };
     const narrowing =
       list === lastList &&
-      (filter.status ?? 'pending') === (lastFilter.status ?? 'pending') &&
-      (filter.project ?? '') === (lastFilter.project ?? '') &&
+      last !== null &&
+      now.status === last.status &&
+      now.exact === last.exact &&
       // every old word is inside a new word, so the new answer is a subset of the old one
-      text.startsWith(prevText);
-    const out = narrowing ? filterTasks(lastOut, filter) : filterTasks(list, filter);
+      now.words.startsWith(last.words);
+    const out = filterTasks(narrowing ? lastOut : list, filter);
     lastList = list;
-    lastFilter = { ...filter };
+    last = now;
     lastOut = out;
     return out;
   };
@@ -334,19 +260,11 @@ export function parseCapture(input: string, knownPrefixes: readonly string[]): P
   const words: string[] = [];
   const tags: string[] = [];
   let project: string | undefined;
-  for (const w of input.trim().split(/\s+/).filter(Boolean)) {
-    if (w.length > 1 && w.startsWith('#') && PREFIX_RE.test(w.slice(1))) {
-      const p = w.slice(1).toUpperCase();
-      if (known.size === 0 || known.has(p)) {
-        project = p;
-        continue;
-      }
-    }
-    if (w.length > 1 && w.startsWith('+') && /^[\p{L}\p{N}_.:-]+$/u.test(w.slice(1))) {
-      if (!tags.includes(w.slice(1))) tags.push(w.slice(1));
-      continue;
-    }
-    words.push(w);
+  for (const t of tokenize(input)) {
+    if (t.kind === 'project' && (known.size === 0 || known.has(t.value))) project = t.value;
+    else if (t.kind === 'tag') {
+      if (!tags.includes(t.value)) tags.push(t.value);
+    } else words.push(t.raw);
   }
   const out: ParsedCapture = { description: words.join(' '), tags };
   if (project !== undefined) out.project = project;

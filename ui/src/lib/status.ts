@@ -1,0 +1,94 @@
+// What the row markers and the header say about sync. Pure: tested in tests/status.test.ts.
+// The header counts tasks (`status.pending`, `in_flight`, `failed`, `local` are task counts),
+// and a row's marker reads the same facts, so the two never disagree.
+import type { LocalTask, SyncStatus } from './types';
+
+/** Numbers as the UI shows them (`50,000`). */
+export const fmt = (n: number): string => n.toLocaleString('en-US');
+
+/** `1 task`, `3 tasks`. */
+export const plural = (n: number, word: string): string => `${fmt(n)} ${word}${n === 1 ? '' : 's'}`;
+
+export type MarkerTone = 'failed' | 'local' | 'offline' | 'sending';
+export interface Marker {
+  text: string;
+  tone: MarkerTone;
+}
+
+export const INBOX_MARKER = 'Inbox · this device';
+
+function secondsUntil(iso: string | null | undefined, now: number): number | null {
+  if (!iso) return null;
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return null;
+  const s = Math.ceil((at - now) / 1000);
+  return s > 0 ? s : null;
+}
+
+/**
+ * What stands in the key's place while a task has none; `null` when the key is shown (a keyed
+ * task whose edit failed keeps its key: the row says why beside it).
+ *
+ * failed → `failed`; in the local inbox → `Inbox · this device`; status not known yet →
+ * `waiting`; no server → `local only`; on the wire → `sending`; backing off → `retrying in N s`
+ * (`offline, retrying in N s` offline); offline → `offline`; otherwise (queued) → `sending`.
+ */
+export function markerFor(task: LocalTask, status: SyncStatus | null, now: number): Marker | null {
+  if (task.key !== null) return null;
+  if (task.failure !== null) return { text: 'failed', tone: 'failed' };
+  if (task.local) return { text: INBOX_MARKER, tone: 'local' };
+  if (status === null) return { text: 'waiting', tone: 'sending' };
+  if (!status.configured) return { text: 'local only', tone: 'local' };
+  if (task.waiting?.state === 'in_progress') return { text: 'sending', tone: 'sending' };
+  // The task's own retry time, else the sync loop's next attempt (which sends every waiting task).
+  const wait = secondsUntil(task.waiting?.next_attempt_at ?? status.next_attempt_at, now);
+  if (wait !== null) {
+    return status.online
+      ? { text: `retrying in ${wait} s`, tone: 'sending' }
+      : { text: `offline, retrying in ${wait} s`, tone: 'offline' };
+  }
+  if (!status.online) return { text: 'offline', tone: 'offline' };
+  return { text: 'sending', tone: 'sending' };
+}
+
+/** The detail pane's "Sync" line: the marker, or `failed` for a keyed task whose edit failed. */
+export function syncLine(task: LocalTask, status: SyncStatus | null, now: number): string | null {
+  if (task.failure !== null) return 'failed';
+  return markerFor(task, status, now)?.text ?? null;
+}
+
+export interface SyncSummary {
+  tone: 'local' | 'offline' | 'sending' | 'failed' | 'online';
+  /** The header's words (the failed count is shown beside them as a button). */
+  text: string;
+  failed: number;
+}
+
+/**
+ * The header's summary. Not configured: `Local only` (`· N tasks on this device` when some have
+ * not reached a server). Configured: `Sending N` online / `Offline · N waiting` offline, where N
+ * is pending + in flight; `N on this device` for the local inbox; `All synced` only when nothing
+ * is pending, in flight, failed or local.
+ */
+export function syncSummary(s: SyncStatus | null): SyncSummary {
+  if (s === null) return { tone: 'local', text: 'Starting…', failed: 0 };
+  const unsent = s.pending + s.in_flight;
+  if (!s.configured) {
+    const here = unsent + s.local + s.failed;
+    const text = here > 0 ? `Local only · ${plural(here, 'task')} on this device` : 'Local only';
+    return { tone: s.failed > 0 ? 'failed' : 'local', text, failed: s.failed };
+  }
+  const parts: string[] = [];
+  if (unsent > 0) parts.push(s.online ? `Sending ${fmt(unsent)}` : `Offline · ${fmt(unsent)} waiting`);
+  else if (!s.online) parts.push('Offline');
+  if (s.local > 0) parts.push(`${fmt(s.local)} on this device`);
+  if (parts.length === 0) parts.push(s.failed > 0 ? 'Online' : 'All synced');
+  const tone = s.failed > 0 ? 'failed' : !s.online ? 'offline' : unsent > 0 ? 'sending' : 'online';
+  return { tone, text: parts.join(' · '), failed: s.failed };
+}
+
+/** The filter bar's count: `12`, `12 of 340`, or `200 of 50,000 — loading…` while pages load. */
+export function countText(shown: number, loaded: number, total: number | null): string {
+  if (total !== null && loaded < total) return `${fmt(shown)} of ${fmt(total)} — loading…`;
+  return shown === loaded ? fmt(shown) : `${fmt(shown)} of ${fmt(loaded)}`;
+}

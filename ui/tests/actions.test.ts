@@ -1,0 +1,184 @@
+// The task actions and their undo, against the fake backend (the command contract).
+import { describe, expect, it } from 'vitest';
+import { TaskActions, type ActionHost } from '../src/lib/actions';
+import type { NoticeInput, Topic } from '../src/lib/notices';
+import type { CreateInput, LocalTask, TaskPatch } from '../src/lib/types';
+import { FakeBackend } from '../src/dev/fake-backend';
+import { failure } from './fixtures';
+
+function setup() {
+  const fake = new FakeBackend(() => {});
+  const calls: string[] = [];
+  const h = <T>(cmd: string, args: Record<string, unknown> = {}) => {
+    calls.push(cmd);
+    try {
+      return Promise.resolve(fake.handle(cmd, args) as T);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  };
+  const tasks = new Map<string, LocalTask>();
+  const notices: NoticeInput[] = [];
+  const settled: Topic[] = [];
+  const removed: string[] = [];
+  const host: ActionHost = {
+    backend: {
+      createTask: (input: CreateInput) => h<LocalTask>('create_task', { input }),
+      completeTask: (id: string) => h<LocalTask>('complete_task', { id }),
+      reopenTask: (id: string) => h<LocalTask>('reopen_task', { id }),
+      deleteTask: (id: string) => h<LocalTask | null>('delete_task', { id }),
+      discardTask: (id: string) => h<LocalTask | null>('discard_task', { id }),
+      retryTask: (id: string) => h<LocalTask>('retry_task', { id }),
+      setTaskProject: (id: string, project: string) => h<LocalTask>('set_task_project', { id, project }),
+      editTask: (id: string, patch: TaskPatch) => h<LocalTask>('edit_task', { id, patch }),
+    },
+    upsert: (t) => void tasks.set(t.uuid, t),
+    remove: (uuid) => {
+      removed.push(uuid);
+      tasks.delete(uuid);
+    },
+    find: (uuid) => tasks.get(uuid),
+    notify: (n) => void notices.push(n),
+    settled: (topic) => void settled.push(topic),
+  };
+  const a = new TaskActions(host);
+  const add = async (input: CreateInput) => (await a.capture(input)) as LocalTask;
+  const last = () => notices.at(-1);
+  const get = (uuid: string) => fake.handle('resolve_task', { query: uuid }) as LocalTask;
+  return { fake, a, add, calls, notices, last, settled, removed, tasks, get };
+}
+
+describe('TaskActions', () => {
+  it('capture saves and settles an earlier capture error', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'One', project: 'SYN' });
+    expect(t.project).toBe('SYN');
+    expect(s.settled).toEqual(['capture']);
+  });
+
+  it('a capture the backend refuses is an error notice about capture', async () => {
+    const s = setup();
+    expect(await s.a.capture({ description: '  ' })).toBeNull();
+    expect(s.last()).toMatchObject({ tone: 'error', topic: 'capture', text: 'Not saved: the description is empty' });
+  });
+
+  it.each([
+    ['complete, then Ctrl+Z reopens', 'pending', 'complete', 'completed', 'pending', /^Reopened ~/],
+    ['reopen, then Ctrl+Z completes again', 'completed', 'reopen', 'pending', 'completed', /^Completed ~/],
+    ['delete, then Ctrl+Z restores', 'pending', 'delete', 'deleted', 'pending', /^Restored ~/],
+  ] as const)('%s', async (_n, from, action, after, undone, message) => {
+    const s = setup();
+    let t = await s.add({ description: 'x', project: 'SYN' });
+    if (from === 'completed') t = await s.fake.handle('complete_task', { id: t.uuid }) as LocalTask;
+    await s.a[action](t);
+    expect(s.get(t.uuid).status).toBe(after);
+    expect(s.last()?.undoId).toBeDefined();
+    await s.a.undoLast();
+    expect(s.get(t.uuid).status).toBe(undone);
+    expect(s.last()?.text).toMatch(message);
+  });
+
+  it('the notice Undo undoes its own action even after another one', async () => {
+    const s = setup();
+    const one = await s.add({ description: 'one', project: 'SYN' });
+    const two = await s.add({ description: 'two', project: 'SYN' });
+    await s.a.complete(one);
+    const undoOne = s.last()?.undoId as number;
+    await s.a.complete(two);
+    await s.a.undoEntry(undoOne);
+    expect(s.get(one.uuid).status).toBe('pending');
+    expect(s.get(two.uuid).status).toBe('completed');
+    await s.a.undoEntry(undoOne); // gone from the stack: nothing happens
+    await s.a.undoLast();
+    expect(s.get(two.uuid).status).toBe('pending');
+  });
+
+  it('an edit, then Ctrl+Z puts the previous values back', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'Old', project: 'SYN', tags: ['a'] });
+    expect(await s.a.save(t, { description: 'New', tags: ['b'] })).toBe(true);
+    expect(s.last()?.text).toMatch(/^Saved ~/);
+    expect(s.settled).toContain('save');
+    await s.a.undoLast();
+    expect(s.get(t.uuid)).toMatchObject({ description: 'Old', tags: ['a'] });
+    expect(s.last()?.text).toMatch(/^Undid the edit of ~/);
+  });
+
+  it('saving a failed task sends it again', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'Too long', project: 'SYN' });
+    s.fake.refuse(t.uuid, failure('fields'));
+    await s.a.save(s.get(t.uuid), { description: 'Short' });
+    expect(s.last()?.text).toBe('Saved and sent again');
+    expect(s.get(t.uuid).failure).toBeNull();
+  });
+
+  it('deleting a task the server refused removes it; Ctrl+Z creates it again', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'Roadmap', project: 'ZZZ', notes: 'n', tags: ['plan'] });
+    s.fake.refuse(t.uuid, failure('project'));
+    await s.a.delete(s.get(t.uuid));
+    expect(s.removed).toEqual([t.uuid]);
+    expect(() => s.get(t.uuid)).toThrow();
+    await s.a.undoLast();
+    expect(s.calls.at(-1)).toBe('create_task');
+    expect(s.last()?.text).toBe('Restored as a new local task');
+    const back = [...s.tasks.values()].find((x) => x.description === 'Roadmap' && x.uuid !== t.uuid);
+    expect(back).toMatchObject({ project: 'ZZZ', notes: 'n', tags: ['plan'], failure: null });
+  });
+
+  it('discarding an inbox task removes it; Ctrl+Z brings it back to the inbox', async () => {
+    const s = setup();
+    s.fake.settings.project = null;
+    const t = await s.add({ description: 'Idea' });
+    expect(t).toMatchObject({ project: 'INBOX', local: true });
+    await s.a.discard(t);
+    expect(s.removed).toEqual([t.uuid]);
+    expect(s.last()?.undoId).toBeDefined();
+    await s.a.undoLast();
+    expect([...s.tasks.values()].find((x) => x.description === 'Idea' && x.uuid !== t.uuid)).toMatchObject({ local: true });
+  });
+
+  it('discarding the refused change of a keyed task keeps the task, with nothing to undo', async () => {
+    const s = setup();
+    s.fake.seed(1, 0);
+    const t = s.fake.handle('list_tasks', { filter: { status: 'all' } }) as LocalTask[];
+    const keyed = t[0] as LocalTask;
+    s.fake.refuse(keyed.uuid, failure('fields'));
+    await s.a.discard(s.get(keyed.uuid));
+    expect(s.removed).toEqual([]);
+    expect(s.get(keyed.uuid).failure).toBeNull();
+    await s.a.undoLast();
+    expect(s.last()?.text).toBe('Nothing to undo');
+  });
+
+  it.each([
+    ['wrong project: moved to the chosen one', 'project', 'OPS', 'set_task_project', 'OPS', /to OPS$/],
+    ['server trouble, same project: sent again as is', 'retry', 'SYN', 'retry_task', 'SYN', /again$/],
+    ['server trouble, another project: moved', 'retry', 'OPS', 'set_task_project', 'OPS', /to OPS$/],
+  ] as const)('sendTo, %s', async (_n, fix, project, command, want, message) => {
+    const s = setup();
+    const t = await s.add({ description: 'x', project: 'SYN' });
+    s.fake.refuse(t.uuid, failure(fix));
+    await s.a.sendTo(s.get(t.uuid), project);
+    expect(s.calls.at(-1)).toBe(command);
+    expect(s.get(t.uuid)).toMatchObject({ project: want, failure: null, local: false });
+    expect(s.last()?.text).toMatch(message);
+  });
+
+  it('sendTo on an inbox task moves it out of the inbox', async () => {
+    const s = setup();
+    s.fake.settings.project = null;
+    const t = await s.add({ description: 'Idea' });
+    await s.a.sendTo(t, 'SYN');
+    expect(s.get(t.uuid)).toMatchObject({ project: 'SYN', local: false });
+  });
+
+  it('a rejection is an error notice with the backend message; nothing goes on the undo stack', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'x', project: 'SYN' });
+    await s.a.complete({ ...t, uuid: 'no-such-task' });
+    expect(s.last()).toMatchObject({ tone: 'error', text: "Couldn't complete ~nosuchta: No task no-such-task" });
+    expect(s.a.undo.size).toBe(0);
+  });
+});

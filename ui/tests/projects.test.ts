@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { currentProject, dedupeProjects, examplePrefix, pickerProjects, projectLabel, serverProjects } from '../src/lib/projects';
+import type { Project } from '../src/lib/types';
+import { task } from './fixtures';
+
+const DEV = { prefix: 'DEV', name: 'Development' };
+const OPS = { prefix: 'OPS', name: 'Operations' };
+const INBOX = { prefix: 'INBOX', name: 'Inbox (this device)', local: true };
+
+describe('projects', () => {
+  it('dedupeProjects: one entry per prefix, any case, first wins', () => {
+    expect(dedupeProjects([DEV, { prefix: 'dev', name: 'again' }, OPS]).map((p) => p.name)).toEqual(['Development', 'Operations']);
+  });
+
+  it.each([
+    ['server projects only', [DEV, OPS], null, ['DEV', 'OPS', 'INBOX']],
+    ['no "Default" entry, no duplicate of the default', [DEV, OPS], 'DEV', ['DEV', 'OPS', 'INBOX']],
+    ['the default when the list lacks it (offline)', [], 'DEV', ['DEV', 'INBOX']],
+    ['a fresh device with no server: the inbox', [INBOX], null, ['INBOX']],
+    ['the inbox once, last, even when listed first', [INBOX, DEV, INBOX], null, ['DEV', 'INBOX']],
+  ] as const)('pickerProjects: %s', (_n, list, d, want) => {
+    expect(pickerProjects([...list] as Project[], d).map((p) => p.prefix)).toEqual(want);
+  });
+
+  it('serverProjects leaves the inbox out (by flag or by prefix)', () => {
+    expect(serverProjects([INBOX, DEV, { prefix: 'inbox', name: 'x' }]).map((p) => p.prefix)).toEqual(['DEV']);
+  });
+
+  it.each([
+    [DEV, 'DEV — Development'],
+    [{ prefix: 'OPS', name: 'OPS' }, 'OPS'],
+    [INBOX, 'Inbox (this device)'],
+  ])('projectLabel(%j) = %s', (p, want) => {
+    expect(projectLabel(p)).toBe(want);
+  });
+
+  it.each([
+    ['the default project', 'ops', [DEV], 'OPS'],
+    ['else the first server project', null, [INBOX, DEV], 'DEV'],
+    ['not the inbox', 'INBOX', [OPS], 'OPS'],
+    ['else DEV', null, [INBOX], 'DEV'],
+  ] as const)('examplePrefix: %s', (_n, d, list, want) => {
+    expect(examplePrefix(d, [...list] as Project[])).toBe(want);
+  });
+
+  it.each([
+    ['the current task\'s server project', task({ project: 'OPS' }), 'DEV', [DEV, OPS], 'OPS'],
+    ['a keyed task\'s project even when the list is not known', task({ project: 'OPS', key: 'OPS-1' }), 'DEV', [], 'OPS'],
+    ['an inbox task: the default', task({ project: 'INBOX', local: true }), 'DEV', [DEV], 'DEV'],
+    ['a provisional task in an unknown project: the default', task({ project: 'ZZZ' }), 'DEV', [DEV], 'DEV'],
+    ['no task: the default', null, 'dev', [DEV], 'DEV'],
+    ['nothing known', null, null, [], null],
+  ] as const)('currentProject: %s', (_n, t, d, list, want) => {
+    expect(currentProject(t, d, [...list] as Project[])).toBe(want);
+  });
+});
