@@ -16,7 +16,8 @@ use crate::error::{CmdError, CmdResult};
 pub struct AppEngine(pub Engine);
 
 fn view(engine: &Engine, tasks: Vec<LocalTask>) -> CmdResult<Vec<UiTask>> {
-    let status = engine.status()?;
+    // A task's view needs whether the server answered last, not the counts.
+    let status = engine.connection()?;
     let logged_in = engine.settings()?.server_url.is_some() && engine.has_token()?;
     Ok(tasks
         .into_iter()

@@ -53,7 +53,13 @@ pub struct Syncer {
     pub jitter: Arc<dyn Fn() -> f64 + Send + Sync>,
     pub events: broadcast::Sender<Event>,
     pub batch: usize,
+    /// When this pass last told subscribers the counts (see [`Syncer::changed`]).
+    pub status_sent: Mutex<Option<Instant>>,
 }
+
+/// How often a pass tells subscribers the counts while it records answers (each read groups
+/// the open outbox; the pass's end always reports).
+const STATUS_EVERY: Duration = Duration::from_millis(250);
 
 fn lock(store: &Mutex<Store>) -> std::sync::MutexGuard<'_, Store> {
     store.lock().unwrap_or_else(|p| p.into_inner())
@@ -322,16 +328,22 @@ impl Syncer {
         }
     }
 
-    /// Tasks changed: tell subscribers, then the counts, so the indicator keeps up with the
-    /// rows during a long pass (not only at its end).
+    /// Tasks changed: tell subscribers, then (at most every [`STATUS_EVERY`]) the counts, so
+    /// the indicator keeps up with the rows during a long pass, not only at its end.
     fn changed(&self, uuids: &[uuid::Uuid]) {
         for &uuid in uuids {
             let _ = self.events.send(Event::TaskChanged { uuid });
         }
-        if !uuids.is_empty() {
-            if let Ok(s) = status::read(&lock(&self.store)) {
-                let _ = self.events.send(Event::SyncStatus(s));
-            }
+        if uuids.is_empty() {
+            return;
+        }
+        let mut sent = self.status_sent.lock().unwrap_or_else(|p| p.into_inner());
+        if sent.is_some_and(|at| at.elapsed() < STATUS_EVERY) {
+            return;
+        }
+        *sent = Some(Instant::now());
+        if let Ok(s) = status::read(&lock(&self.store)) {
+            let _ = self.events.send(Event::SyncStatus(s));
         }
     }
 }

@@ -39,6 +39,19 @@ pub fn record_failure(store: &Store, e: &Error) -> Result<()> {
 
 pub fn read(store: &Store) -> Result<SyncStatus> {
     let counts = store.counts()?;
+    Ok(SyncStatus {
+        pending: counts.pending,
+        in_flight: counts.in_flight,
+        failed: counts.failed,
+        local: counts.local,
+        next_attempt_at: store.next_attempt_at()?.map(from_ms),
+        ..read_connection(store)?
+    })
+}
+
+/// The recorded facts of the last pass (online, its error, when it last succeeded) without the
+/// counts and the next attempt, which read the outbox.
+pub fn read_connection(store: &Store) -> Result<SyncStatus> {
     let last_error = store.get(LAST_ERROR)?;
     let problem = match &last_error {
         Some(detail) => {
@@ -49,16 +62,12 @@ pub fn read(store: &Store) -> Result<SyncStatus> {
     };
     Ok(SyncStatus {
         online: store.get(ONLINE)?.map(|v| v == "1"),
-        pending: counts.pending,
-        in_flight: counts.in_flight,
-        failed: counts.failed,
-        local: counts.local,
-        next_attempt_at: store.next_attempt_at()?.map(from_ms),
         last_error,
         problem,
         last_sync_at: store
             .get(LAST_SYNC_AT)?
             .and_then(|s| DateTime::parse_from_rfc3339(&s).ok())
             .map(|t| t.with_timezone(&Utc)),
+        ..SyncStatus::default()
     })
 }

@@ -83,6 +83,7 @@ impl Engine {
             jitter: Arc::new(rand::random::<f64>),
             events: self.inner.events.clone(),
             batch: self.inner.opts.batch,
+            status_sent: Default::default(),
         })
     }
 

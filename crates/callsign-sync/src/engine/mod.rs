@@ -376,6 +376,12 @@ impl Engine {
         crate::status::read(&self.store())
     }
 
+    /// The status without its counts (which read the open outbox): enough for a task's waiting
+    /// reason, cheap enough for every listing.
+    pub fn connection(&self) -> Result<SyncStatus> {
+        crate::status::read_connection(&self.store())
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }

@@ -598,3 +598,68 @@ fn listing_50k_timing() {
         .unwrap();
     time(&s, "list --all, 50,000 synced (all rows done)");
 }
+
+/// The indicator's counts are tasks, each counted once by what its open rows say; they agree
+/// with each task's own sync state (the rows' markers).
+#[test]
+fn counts_are_tasks_and_agree_with_each_tasks_state() {
+    let mut s = Store::in_memory().unwrap();
+    let new = |s: &mut Store, n: u128, project: &str| {
+        let u = Uuid::from_u128(n);
+        let b = NewTask {
+            project: project.into(),
+            ..body(&format!("task {n}"))
+        };
+        s.create_local(u, &format!("c{n}"), &b, now()).unwrap();
+        u
+    };
+    let first_row = |s: &Store, u: Uuid| s.rows_for_test(u)[0].clone();
+    // 1: queued, with an edit folded in and a second row appended after a claim.
+    let queued = new(&mut s, 1, "SYN");
+    s.edit_local(queued, patch("edited"), "e1", now()).unwrap();
+    // 2: its create on the wire and an edit queued behind it: in flight, not also pending.
+    let flying = new(&mut s, 2, "SYN");
+    let row = first_row(&s, flying);
+    s.claim(&[row.id], 1).unwrap();
+    s.edit_local(flying, patch("later"), "e2", now()).unwrap();
+    // 3: refused create with an edit held behind it: failed, not pending.
+    let refused = new(&mut s, 3, "ZZZ");
+    let row = first_row(&s, refused);
+    let claimed = s.claim(&[row.id], 1).unwrap();
+    s.record_answers(
+        &[(claimed[0].clone(), Outcome::Fail("no".into()))],
+        |_| 0,
+        2,
+    )
+    .unwrap();
+    s.edit_local(refused, patch("held"), "e3", now()).unwrap();
+    // 4, 5: in the local inbox; 5 deleted there (not counted).
+    new(&mut s, 4, "INBOX");
+    let gone = new(&mut s, 5, "INBOX");
+    s.edit_local(
+        gone,
+        TaskPatch {
+            status: Some(TaskStatus::Deleted),
+            ..TaskPatch::default()
+        },
+        "e5",
+        now(),
+    )
+    .unwrap();
+    let c = s.counts().unwrap();
+    assert_eq!(
+        (c.pending, c.in_flight, c.failed, c.local),
+        (1, 1, 1, 1),
+        "{c:?}"
+    );
+    let failed_tasks = s
+        .list(&TaskQuery {
+            all: true,
+            ..TaskQuery::default()
+        })
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.sync_state == SyncState::Failed)
+        .count();
+    assert_eq!(failed_tasks as u64, c.failed);
+}
