@@ -6,6 +6,7 @@ use anyhow::{anyhow, Context, Result};
 use callsign_core::dto::TaskPatch;
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::paths::default_data_dir;
+use callsign_sync::reason::sync_problem;
 use callsign_sync::{Engine, NewTaskInput, SyncState, TaskQuery, Token};
 
 use crate::render::{self, Out};
@@ -117,18 +118,35 @@ pub async fn run(cli: Cli) -> Result<()> {
             let status = engine
                 .sync_until_drained(Duration::from_secs(timeout))
                 .await
-                .map_err(|e| {
-                    let queued = engine
-                        .status()
-                        .map(|s| s.pending + s.in_flight)
-                        .unwrap_or(0);
-                    anyhow!("{e} ({queued} change(s) stay queued; run `callsign sync` again later)")
-                })?;
+                .map_err(|e| sync_failed(&engine, &e))?;
             out.synced(&status)
         }
         Command::Status => out.status(&engine),
         Command::Watch => watch(&engine, &out).await,
     }
+}
+
+/// Why `sync` stopped, in plain words first, with what stays on this device and the detail.
+fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
+    let plain = sync_problem(Some(e.code()), &e.to_string());
+    let status = engine.status().unwrap_or_default();
+    let mut msg = plain.summary;
+    let queued = status.pending + status.in_flight;
+    if queued > 0 {
+        msg.push_str(&format!(
+            "\n  {queued} task(s) stay queued; run `callsign sync` again later"
+        ));
+    }
+    if status.local > 0 {
+        msg.push_str(&format!(
+            "\n  {} task(s) are kept in this device's {LOCAL_PROJECT} (`callsign inbox`)",
+            status.local
+        ));
+    }
+    if !matches!(e, callsign_sync::Error::NotLoggedIn) {
+        msg.push_str(&format!("\n  detail: {}", plain.detail));
+    }
+    anyhow!(msg)
 }
 
 /// Runs the loop until Ctrl-C / SIGTERM, printing each status change (JSON lines with --json).

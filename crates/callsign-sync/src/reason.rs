@@ -142,7 +142,9 @@ pub fn sync_problem(code: Option<&str>, detail: &str) -> Plain {
             "The server does not accept this device's token — {SAFE}; set a new token in \
              Settings (or `callsign login`)"
         ),
-        Some("not_logged_in") => format!("No server is set up — {SAFE} (local only)"),
+        Some("not_logged_in") => {
+            format!("No server is set up — {SAFE} (local only); `callsign login` connects one")
+        }
         Some("protocol") => {
             format!("The server's answer was not Callsign's — {SAFE}; check the server URL")
         }
