@@ -18,6 +18,7 @@ pub mod events;
 pub mod fold;
 pub mod lock;
 pub mod model;
+pub mod netwatch;
 pub mod outbox_state;
 pub mod pass;
 pub mod paths;

@@ -28,7 +28,8 @@ impl Engine {
             probe_every: self.inner.opts.probe_every,
         };
         let join = tokio::spawn(sync_loop::run(ctx, rx));
-        *running = Some(LoopHandle { tx, join });
+        let netwatch = tokio::spawn(crate::netwatch::run(self.clone()));
+        *running = Some(LoopHandle { tx, join, netwatch });
     }
 
     /// Stops the loop and waits for it (an in-flight pass finishes first; its lock is released).
@@ -40,6 +41,7 @@ impl Engine {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         if let Some(h) = handle {
+            h.netwatch.abort();
             let _ = h.tx.send(Command::Stop).await;
             let _ = h.join.await;
         }
@@ -50,7 +52,7 @@ impl Engine {
         running.as_ref().map(|h| h.tx.clone())
     }
 
-    /// The app learned that the network is back: the loop tries at once.
+    /// The network is back (the OS said so: [`crate::netwatch`]): the loop tries at once.
     pub fn network_up(&self) {
         if let Some(tx) = self.loop_tx() {
             let _ = tx.try_send(Command::NetworkUp);

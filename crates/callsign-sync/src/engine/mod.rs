@@ -61,6 +61,8 @@ pub struct NewTaskInput {
 struct LoopHandle {
     tx: mpsc::Sender<Command>,
     join: tokio::task::JoinHandle<()>,
+    /// The OS network-change watcher feeding `network_up` (aborted with the loop).
+    netwatch: tokio::task::JoinHandle<()>,
 }
 
 struct Inner {
