@@ -147,7 +147,9 @@ before(async () => {
   token = acct.token;
   // A fresh data dir: no login, no server running.
   driver = spawn('tauri-driver', ['--port', String(DRIVER_PORT), '--native-port', '4445'],
-    { stdio: 'inherit', env: { ...process.env, CALLSIGN_DATA_DIR: clientDir, RUST_LOG: 'warn' } });
+    // The web view's own storage (theme, density) under the temp dir too: every run starts
+    // from the defaults, as a new user's first launch does.
+    { stdio: 'inherit', env: { ...process.env, CALLSIGN_DATA_DIR: clientDir, XDG_DATA_HOME: path.join(tmp, 'xdg'), RUST_LOG: 'warn' } });
   await waitForPort(DRIVER_PORT, 15000);
   browser = await remote({
     hostname: '127.0.0.1',
@@ -174,7 +176,8 @@ test('no server: a capture is saved at once in the local inbox and the app says 
   await input.waitForDisplayed({ timeout: 15000 });
   const focused = await browser.execute(() => document.activeElement?.dataset?.testid ?? null);
   assert.equal(focused, 'capture', 'quick capture is focused on start');
-  await eventually('the empty list', 10000, () => exists('list-empty'));
+  await eventually('the empty list, local only', 10000, async () =>
+    /no tasks yet/i.test((await textOf('list-empty')) ?? '') && /local only/i.test((await textOf('sync-text')) ?? ''));
   await shot('01-empty');
   await capture('Write the docs +docs');
   await capture('Plan the release');
@@ -321,8 +324,9 @@ test('jump: a bare number is the current project\'s key, and text finds tasks', 
 test('a task added with the CLI appears in the open app; the dark theme reads well', async () => {
   cli('add', 'Added from the CLI');
   await eventually('the CLI task numbered PFX-6', 20000, async () => (await rowByText('Added from the CLI'))?.key === 'PFX-6');
-  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
-  await browser.keys('t');
-  await eventually('dark', 5000, () => browser.execute(() => getComputedStyle(document.body).backgroundColor !== 'rgb(255, 255, 255)'));
+  const background = () => browser.execute(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(await background(), 'rgb(255, 255, 255)', 'a first launch is light');
+  await click('[data-testid="theme-toggle"]');
+  await eventually('dark', 5000, async () => (await background()) !== 'rgb(255, 255, 255)');
   await shot('12-dark');
 });
