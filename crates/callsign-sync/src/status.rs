@@ -23,7 +23,12 @@ pub fn record_success(store: &Store, now: DateTime<Utc>) -> Result<()> {
 
 /// The server answered a request mid-pass: it is reachable, and the error the last pass
 /// recorded no longer holds (the indicator says so at once, not when the pass ends).
+/// Writes only when that changes something: it runs once per batch, and each write is a
+/// synced transaction of its own.
 pub fn record_answered(store: &Store) -> Result<()> {
+    if store.get(ONLINE)?.as_deref() == Some("1") && store.get(LAST_ERROR)?.is_none() {
+        return Ok(());
+    }
     store.set(ONLINE, Some("1"))?;
     store.set(LAST_ERROR, None)?;
     store.set(LAST_ERROR_CODE, None)

@@ -71,9 +71,12 @@ impl Engine {
         let client = self.client().map_err(|e| e.to_string())?;
         let list = client.projects().await.map_err(|e| e.error.to_string())?;
         let json = serde_json::to_string(&list.projects).map_err(|e| e.to_string())?;
-        self.store()
-            .set(PROJECTS, Some(&json))
-            .map_err(|e| e.to_string())?;
+        let store = self.store();
+        if store.get(PROJECTS).map_err(|e| e.to_string())?.as_deref() != Some(json.as_str()) {
+            store
+                .set(PROJECTS, Some(&json))
+                .map_err(|e| e.to_string())?;
+        }
         Ok(list.projects)
     }
 

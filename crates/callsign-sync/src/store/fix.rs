@@ -32,12 +32,12 @@ pub struct SentInbox {
     pub removed: Vec<Uuid>,
 }
 
-/// The task's key and project, or `NotFound`.
-fn key_and_project(tx: &Transaction<'_>, uuid: Uuid) -> Result<(Option<String>, String)> {
+/// The task's key (`None` while provisional), or `NotFound`.
+fn task_key(tx: &Transaction<'_>, uuid: Uuid) -> Result<Option<String>> {
     tx.query_row(
-        "SELECT key, project FROM tasks WHERE uuid = ?1",
+        "SELECT key FROM tasks WHERE uuid = ?1",
         [uuid.to_string()],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| r.get(0),
     )
     .optional()?
     .ok_or_else(|| Error::NotFound(uuid.to_string()))
@@ -61,7 +61,7 @@ fn set_project_in(
     new_key: &mut dyn FnMut() -> String,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let (key, _) = key_and_project(tx, uuid)?;
+    let key = task_key(tx, uuid)?;
     if let Some(k) = key {
         return Err(Error::Invalid(format!(
             "{k} already has its key in its project; moving a numbered task to another project \
@@ -166,7 +166,7 @@ impl Store {
     /// values replace the local ones. Anything else has nothing to discard.
     pub fn discard(&mut self, uuid: Uuid) -> Result<Discarded> {
         let tx = self.conn.transaction()?;
-        let (key, _) = key_and_project(&tx, uuid)?;
+        let key = task_key(&tx, uuid)?;
         let rows = rows_of(&tx, uuid)?;
         let failed = rows.iter().filter(|r| r.state == RowState::Failed).count();
         let done = if never_accepted(&key, &rows) {
