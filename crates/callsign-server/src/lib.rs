@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod crash;
+pub mod datadir;
 pub mod db;
 pub mod error;
 mod inflight;
@@ -43,7 +44,7 @@ impl Config {
     }
 
     pub fn db_path(&self) -> PathBuf {
-        self.data_dir.join("callsign.sqlite3")
+        self.data_dir.join(datadir::DB_FILE)
     }
 }
 
@@ -73,6 +74,8 @@ pub enum StartError {
     DataDir(PathBuf, std::io::Error),
     #[error(transparent)]
     Db(#[from] db::DbError),
+    #[error(transparent)]
+    Refused(#[from] datadir::DataDirError),
     #[error("cannot start the task store: {0}")]
     Store(std::io::Error),
     #[error("cannot start the WAL checkpoint thread: {0}")]
@@ -80,13 +83,15 @@ pub enum StartError {
 }
 
 impl AppState {
-    /// Opens the allocation database (migrating it) and starts the task store worker.
+    /// Opens the allocation database (migrating it; refusing a data dir whose allocation
+    /// database does not know its replicas, see [`datadir`]) and starts the task store worker.
     pub fn open(config: Config) -> Result<AppState, StartError> {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
         let checkpointer = wal::Checkpointer::start().map_err(StartError::Checkpointer)?;
-        let db = db::Db::open_with(&config.db_path(), Some(checkpointer.clone()))?;
-        let store = store::TaskStore::start(config.data_dir.clone(), checkpointer)
+        let db = datadir::open_allocation_db(&config.data_dir, Some(checkpointer.clone()))?;
+        let instance = db.read_blocking(db::meta::instance_id)?;
+        let store = store::TaskStore::start(config.data_dir.clone(), instance, checkpointer)
             .map_err(StartError::Store)?;
         let mut metrics = metrics::Metrics::default();
         metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());

@@ -78,9 +78,9 @@ enum TokenCmd {
 }
 
 fn open_db(data_dir: &std::path::Path) -> anyhow::Result<Db> {
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
-    Ok(Db::open(&Config::new(data_dir).db_path())?)
+    Ok(callsign_server::datadir::open_allocation_db(
+        data_dir, None,
+    )?)
 }
 
 #[tokio::main]

@@ -29,6 +29,7 @@ use taskchampion::{Operations, TaskData};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use crate::db::meta::InstanceId;
 use crate::db::AccountId;
 use crate::metrics::GroupCommits;
 use crate::wal::Checkpointer;
@@ -39,6 +40,17 @@ pub enum StoreError {
     Backend(String),
     #[error("task store worker stopped")]
     Gone,
+    /// The replica records another allocation database or account (see [`bind_replica`]).
+    #[error(
+        "{path} belongs to account {found_account} of another allocation database (or to \
+         another account), not to account {account} of this one; refusing to serve it \
+         (docs/OPERATIONS.md, \"When the server refuses to start\")"
+    )]
+    Foreign {
+        path: String,
+        account: AccountId,
+        found_account: AccountId,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -140,15 +152,22 @@ pub struct TaskStore {
 }
 
 impl TaskStore {
-    /// Starts the worker; its commits are handed to `checkpointer`.
-    pub fn start(data_dir: PathBuf, checkpointer: Checkpointer) -> std::io::Result<TaskStore> {
+    /// Starts the worker for the allocation database `instance`; its commits are handed to
+    /// `checkpointer`.
+    pub fn start(
+        data_dir: PathBuf,
+        instance: InstanceId,
+        checkpointer: Checkpointer,
+    ) -> std::io::Result<TaskStore> {
         let (tx, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread().build()?;
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
         std::thread::Builder::new()
             .name("task-store".into())
-            .spawn(move || rt.block_on(Worker::new(data_dir, counted, checkpointer).run(rx)))?;
+            .spawn(move || {
+                rt.block_on(Worker::new(data_dir, instance, counted, checkpointer).run(rx))
+            })?;
         Ok(TaskStore { tx, group_commits })
     }
 
@@ -267,15 +286,22 @@ fn take_waiting(
 
 struct Worker {
     data_dir: PathBuf,
+    instance: InstanceId,
     replicas: HashMap<AccountId, InlineStorage>,
     counted: GroupCommits,
     checkpointer: Checkpointer,
 }
 
 impl Worker {
-    fn new(data_dir: PathBuf, counted: GroupCommits, checkpointer: Checkpointer) -> Worker {
+    fn new(
+        data_dir: PathBuf,
+        instance: InstanceId,
+        counted: GroupCommits,
+        checkpointer: Checkpointer,
+    ) -> Worker {
         Worker {
             data_dir,
+            instance,
             replicas: HashMap::new(),
             counted,
             checkpointer,
@@ -357,6 +383,11 @@ impl Worker {
         if !self.replicas.contains_key(&account) {
             let dir = self.data_dir.join("accounts").join(account.to_string());
             let storage = InlineStorage::open(&dir).await.map_err(backend)?;
+            bind_replica(
+                &dir.join(callsign_tcstore::FILE_NAME),
+                &self.instance,
+                account,
+            )?;
             storage
                 .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
                 .map_err(backend)?;
@@ -459,6 +490,62 @@ impl Worker {
             out.push(task.map(|t| Snapshot::of(&t)));
         }
         Ok(out)
+    }
+}
+
+/// Binds the replica `file` to `account` of the allocation database `instance`, or checks the
+/// binding it has: a replica is only ever served to the account it was made for.
+///
+/// The binding is one row in a table of Callsign's own inside the replica
+/// (`callsign_replica`; TaskChampion and Taskwarrior ignore tables they do not know). A replica
+/// made before bindings existed has none and is bound on its first open. A replica bound to
+/// another instance or account is refused ([`StoreError::Foreign`]) and never read.
+pub fn bind_replica(file: &std::path::Path, instance: &[u8], account: AccountId) -> Result<()> {
+    let conn = callsign_walvfs::open(
+        file,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(backend)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
+    let tx = rusqlite::Transaction::new_unchecked(&conn, rusqlite::TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS callsign_replica (
+             id          INTEGER PRIMARY KEY CHECK (id = 1),
+             instance_id BLOB NOT NULL,
+             account_id  INTEGER NOT NULL,
+             bound_at    INTEGER NOT NULL
+         )",
+    )
+    .map_err(backend)?;
+    let found: Option<(Vec<u8>, AccountId)> = rusqlite::OptionalExtension::optional(tx.query_row(
+        "SELECT instance_id, account_id FROM callsign_replica WHERE id = 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    ))
+    .map_err(backend)?;
+    match found {
+        None => {
+            tx.execute(
+                "INSERT INTO callsign_replica (id, instance_id, account_id, bound_at)
+                 VALUES (1, ?1, ?2, ?3)",
+                rusqlite::params![instance, account, crate::db::now_ms()],
+            )
+            .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            tracing::info!(account, file = %file.display(), "bound the replica to its account");
+            Ok(())
+        }
+        Some((i, a)) if i == instance && a == account => Ok(()),
+        Some((_, found_account)) => {
+            let e = StoreError::Foreign {
+                path: file.display().to_string(),
+                account,
+                found_account,
+            };
+            tracing::error!(error = %e, "refused a replica");
+            Err(e)
+        }
     }
 }
 
@@ -620,9 +707,58 @@ mod tests {
     /// but its commands.
     async fn opened() -> (tempfile::TempDir, TaskStore) {
         let dir = tempfile::tempdir().unwrap();
-        let store = TaskStore::start(dir.path().into(), Checkpointer::start().unwrap()).unwrap();
+        let store = TaskStore::start(
+            dir.path().into(),
+            vec![7; 16],
+            Checkpointer::start().unwrap(),
+        )
+        .unwrap();
         store.get(1, vec![Uuid::new_v4()]).await.unwrap();
         (dir, store)
+    }
+
+    /// A replica made before bindings existed is bound to the account that opens it first;
+    /// from then on it opens only for that account of that allocation database.
+    #[tokio::test]
+    async fn a_replica_is_bound_on_first_open_and_refused_to_anyone_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let replica_dir = dir.path().join("accounts/1");
+        std::fs::create_dir_all(&replica_dir).unwrap();
+        drop(InlineStorage::open(&replica_dir).await.unwrap());
+        let file = replica_dir.join(callsign_tcstore::FILE_NAME);
+        let ours = vec![1u8; 16];
+        bind_replica(&file, &ours, 1).unwrap();
+        bind_replica(&file, &ours, 1).unwrap();
+        let other_db = bind_replica(&file, &[2u8; 16], 1).unwrap_err();
+        assert!(
+            matches!(
+                other_db,
+                StoreError::Foreign {
+                    account: 1,
+                    found_account: 1,
+                    ..
+                }
+            ),
+            "{other_db:?}"
+        );
+        let other_account = bind_replica(&file, &ours, 2).unwrap_err();
+        assert!(matches!(
+            other_account,
+            StoreError::Foreign {
+                found_account: 1,
+                ..
+            }
+        ));
+
+        let store = TaskStore::start(
+            dir.path().into(),
+            vec![2u8; 16],
+            Checkpointer::start().unwrap(),
+        )
+        .unwrap();
+        let refused = store.get(1, vec![Uuid::new_v4()]).await.unwrap_err();
+        assert!(matches!(refused, StoreError::Foreign { .. }), "{refused:?}");
+        assert!(refused.to_string().contains(&file.display().to_string()));
     }
 
     /// A create sent while the worker applies a group's commands joins that group's commit

@@ -15,6 +15,7 @@
 //! writer may run one twice, and only the effects of the run that commits remain.
 pub mod accounts;
 pub mod changes;
+pub mod meta;
 pub mod slots;
 
 use std::cell::Cell;
@@ -64,6 +65,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0003_pending_slots_by_task.sql"
         )),
+        M::up(include_str!("../../migrations/0004_server_instance.sql")),
     ])
 }
 

@@ -6,3 +6,4 @@ mod concurrency;
 #[cfg(feature = "fault-injection")]
 mod crash;
 mod routes;
+mod startup;

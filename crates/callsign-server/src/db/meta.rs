@@ -1,0 +1,23 @@
+//! The allocation database's identity (migration 0004).
+use rusqlite::Connection;
+
+use super::Result;
+
+/// 16 random bytes made when the allocation database was created (or first migrated to 0004).
+/// A replica bound to another instance belongs to another allocation database.
+pub type InstanceId = Vec<u8>;
+
+pub fn instance_id(conn: &Connection) -> Result<InstanceId> {
+    Ok(conn.query_row(
+        "SELECT instance_id FROM server_meta WHERE id = 1",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
+/// The ids of every account.
+pub fn account_ids(conn: &Connection) -> Result<Vec<i64>> {
+    let mut st = conn.prepare("SELECT id FROM accounts ORDER BY id")?;
+    let rows = st.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
