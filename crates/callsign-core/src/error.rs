@@ -37,6 +37,22 @@ pub enum ErrorCode {
     Unavailable,
     NotFound,
     Internal,
+    /// `/readyz`: a database the server needs cannot be read or written right now.
+    NotReady,
+    /// The path exists but not with this method; the `Allow` header lists the ones it has.
+    MethodNotAllowed,
+    /// Too many failed authentications from this address; wait `Retry-After` seconds.
+    TooManyRequests,
+    /// A query parameter other than the cursor is malformed (e.g. `limit=-1`).
+    InvalidQuery,
+    /// A header that must appear once (`Authorization`, `Idempotency-Key`) appears twice.
+    DuplicateHeader,
+    /// The request line is longer than the server reads.
+    UriTooLong,
+    /// The request's headers are larger than the server reads.
+    HeadersTooLarge,
+    /// The request body did not arrive within the server's body-read timeout.
+    RequestTimeout,
 }
 
 impl ErrorCode {
@@ -62,6 +78,14 @@ impl ErrorCode {
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::NotFound => "not_found",
             ErrorCode::Internal => "internal",
+            ErrorCode::NotReady => "not_ready",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::TooManyRequests => "too_many_requests",
+            ErrorCode::InvalidQuery => "invalid_query",
+            ErrorCode::DuplicateHeader => "duplicate_header",
+            ErrorCode::UriTooLong => "uri_too_long",
+            ErrorCode::HeadersTooLarge => "headers_too_large",
+            ErrorCode::RequestTimeout => "request_timeout",
         }
     }
 
@@ -72,7 +96,14 @@ impl ErrorCode {
             ErrorCode::InvalidRef
             | ErrorCode::IdempotencyKeyMissing
             | ErrorCode::IdempotencyKeyInvalid
-            | ErrorCode::InvalidCursor => 400,
+            | ErrorCode::InvalidCursor
+            | ErrorCode::InvalidQuery
+            | ErrorCode::DuplicateHeader => 400,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::RequestTimeout => 408,
+            ErrorCode::UriTooLong => 414,
+            ErrorCode::TooManyRequests => 429,
+            ErrorCode::HeadersTooLarge => 431,
             ErrorCode::UnknownPrefix
             | ErrorCode::TaskNotFound
             | ErrorCode::ProjectNotFound
@@ -85,7 +116,7 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused | ErrorCode::InvalidPrefix | ErrorCode::InvalidBody => {
                 422
             }
-            ErrorCode::Unavailable => 503,
+            ErrorCode::Unavailable | ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,
         }
     }
@@ -112,6 +143,14 @@ impl ErrorCode {
             ErrorCode::Unavailable => "Temporarily unavailable",
             ErrorCode::NotFound => "Not found",
             ErrorCode::Internal => "Internal error",
+            ErrorCode::NotReady => "Not ready",
+            ErrorCode::MethodNotAllowed => "Method not allowed",
+            ErrorCode::TooManyRequests => "Too many failed authentications",
+            ErrorCode::InvalidQuery => "Invalid query parameter",
+            ErrorCode::DuplicateHeader => "Header sent more than once",
+            ErrorCode::UriTooLong => "Request line too long",
+            ErrorCode::HeadersTooLarge => "Request headers too large",
+            ErrorCode::RequestTimeout => "Request body too slow",
         }
     }
 
@@ -119,7 +158,12 @@ impl ErrorCode {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            ErrorCode::RequestInProgress | ErrorCode::Unavailable | ErrorCode::Internal
+            ErrorCode::RequestInProgress
+                | ErrorCode::Unavailable
+                | ErrorCode::Internal
+                | ErrorCode::NotReady
+                | ErrorCode::TooManyRequests
+                | ErrorCode::RequestTimeout
         )
     }
 }
@@ -170,6 +214,14 @@ mod tests {
             ErrorCode::IdempotencyKeyReused,
             ErrorCode::RequestInProgress,
             ErrorCode::TaskNotCommitted,
+            ErrorCode::NotReady,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::TooManyRequests,
+            ErrorCode::InvalidQuery,
+            ErrorCode::DuplicateHeader,
+            ErrorCode::UriTooLong,
+            ErrorCode::HeadersTooLarge,
+            ErrorCode::RequestTimeout,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));

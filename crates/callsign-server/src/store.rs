@@ -144,11 +144,36 @@ enum Cmd {
     Hold(std::sync::mpsc::Sender<()>, std::sync::mpsc::Receiver<()>),
 }
 
+/// The accounts whose replica failed its last open, read or commit, with the error; an entry
+/// goes when the replica next works. `/readyz` reports them.
+#[derive(Clone, Default)]
+pub struct Failing(std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<AccountId, String>>>);
+
+impl Failing {
+    fn record<T>(&self, account: AccountId, res: &Result<T>) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match res {
+            Ok(_) => {
+                m.remove(&account);
+            }
+            Err(e) => {
+                m.insert(account, e.to_string());
+            }
+        }
+    }
+
+    pub fn list(&self) -> Vec<(AccountId, String)> {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter().map(|(a, e)| (*a, e.clone())).collect()
+    }
+}
+
 /// Handle to the store worker. Cheap to clone.
 #[derive(Clone)]
 pub struct TaskStore {
     tx: mpsc::UnboundedSender<Cmd>,
     group_commits: GroupCommits,
+    failing: Failing,
 }
 
 impl TaskStore {
@@ -163,12 +188,22 @@ impl TaskStore {
         let rt = tokio::runtime::Builder::new_current_thread().build()?;
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
+        let failing = Failing::default();
+        let mut worker = Worker::new(data_dir, instance, counted, checkpointer);
+        worker.failing = failing.clone();
         std::thread::Builder::new()
             .name("task-store".into())
-            .spawn(move || {
-                rt.block_on(Worker::new(data_dir, instance, counted, checkpointer).run(rx))
-            })?;
-        Ok(TaskStore { tx, group_commits })
+            .spawn(move || rt.block_on(worker.run(rx)))?;
+        Ok(TaskStore {
+            tx,
+            group_commits,
+            failing,
+        })
+    }
+
+    /// Whether the worker runs, and the accounts whose replica failed its last use.
+    pub fn health(&self) -> (bool, Vec<(AccountId, String)>) {
+        (!self.tx.is_closed(), self.failing.list())
     }
 
     /// The worker's commits so far (one per account a group wrote to), and the commands the
@@ -290,6 +325,7 @@ struct Worker {
     replicas: HashMap<AccountId, InlineStorage>,
     counted: GroupCommits,
     checkpointer: Checkpointer,
+    failing: Failing,
 }
 
 impl Worker {
@@ -305,6 +341,7 @@ impl Worker {
             replicas: HashMap::new(),
             counted,
             checkpointer,
+            failing: Failing::default(),
         }
     }
 
@@ -360,6 +397,7 @@ impl Worker {
                     Ok(r) => r.commit_operations(group.ops).map_err(backend),
                     Err(e) => Err(e),
                 };
+                self.failing.record(account, &res);
                 match res {
                     Ok(()) => {
                         self.hand_off(account);
@@ -381,20 +419,29 @@ impl Worker {
 
     async fn replica(&mut self, account: AccountId) -> Result<&mut InlineStorage> {
         if !self.replicas.contains_key(&account) {
-            let dir = self.data_dir.join("accounts").join(account.to_string());
-            let storage = InlineStorage::open(&dir).await.map_err(backend)?;
-            bind_replica(
-                &dir.join(callsign_tcstore::FILE_NAME),
-                &self.instance,
-                account,
-            )?;
-            storage
-                .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
-                .map_err(backend)?;
-            self.replicas.insert(account, storage);
+            let opened = self.open_replica(account).await;
+            self.failing.record(account, &opened);
+            self.replicas.insert(account, opened?);
             self.hand_off(account);
         }
         Ok(self.replicas.get_mut(&account).expect("inserted above"))
+    }
+
+    async fn open_replica(&self, account: AccountId) -> Result<InlineStorage> {
+        let dir = self
+            .data_dir
+            .join(crate::datadir::ACCOUNTS_DIR)
+            .join(account.to_string());
+        let storage = InlineStorage::open(&dir).await.map_err(backend)?;
+        bind_replica(
+            &dir.join(callsign_tcstore::FILE_NAME),
+            &self.instance,
+            account,
+        )?;
+        storage
+            .set_wal_autocheckpoint(crate::db::WAL_CHECKPOINT_PAGES)
+            .map_err(backend)?;
+        Ok(storage)
     }
 
     /// Tells the checkpoint thread that `account`'s replica has frames in its WAL: a commit
@@ -439,7 +486,9 @@ impl Worker {
         let mut group = groups.remove(&account).unwrap_or_default();
         let out = match cmd {
             Cmd::Get(_, uuids, tx) => {
-                let _ = tx.send(self.get(account, uuids).await);
+                let got = self.get(account, uuids).await;
+                self.failing.record(account, &got);
+                let _ = tx.send(got);
                 None
             }
             #[cfg(test)]

@@ -37,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(SYNC_BODY_LIMIT));
     Router::new()
         .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
         .merge(single)

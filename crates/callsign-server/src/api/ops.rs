@@ -46,8 +46,73 @@ use crate::AppState;
 )]
 pub struct ApiDoc;
 
+/// Liveness: the process answers. Says nothing about the databases (see [`readyz`]).
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok"}))
+}
+
+/// How long `/readyz` waits for its probes before it answers `not_ready`.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Readiness: the allocation database answers a read and commits a write (a full disk or a
+/// read-only file fails here), the task store's worker runs, and no account's replica failed
+/// its last open, read or commit. `503 not_ready` says what failed; the log has the details
+/// (the endpoint needs no token, so the answer names no file or account).
+pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
+    let probe = async {
+        let mut failed = Vec::new();
+        if let Err(e) = state
+            .db
+            .read(|c| Ok(c.query_row("SELECT id FROM server_meta", [], |r| r.get::<_, i64>(0))?))
+            .await
+        {
+            tracing::warn!(error = %e, "readyz: allocation database read failed");
+            failed.push("the allocation database cannot be read".to_owned());
+        }
+        if let Err(e) = state
+            .db
+            .write(|c| {
+                c.execute(
+                    "UPDATE server_meta SET ready_probe = ready_probe + 1 WHERE id = 1",
+                    [],
+                )?;
+                Ok(())
+            })
+            .await
+        {
+            tracing::warn!(error = %e, "readyz: allocation database write failed");
+            failed.push("the allocation database cannot be written".to_owned());
+        }
+        let (running, failing) = state.store.health();
+        if !running {
+            failed.push("task store worker stopped".to_owned());
+        }
+        for (account, e) in &failing {
+            tracing::warn!(account, error = %e, "readyz: a task database fails");
+        }
+        if !failing.is_empty() {
+            failed.push(format!(
+                "the task databases of {} account(s) fail (the server log names them)",
+                failing.len()
+            ));
+        }
+        failed
+    };
+    let failed = tokio::time::timeout(READY_TIMEOUT, probe)
+        .await
+        .unwrap_or_else(|_| {
+            vec![format!(
+                "the databases did not answer within {READY_TIMEOUT:?}"
+            )]
+        });
+    if failed.is_empty() {
+        Ok(Json(serde_json::json!({"status": "ready"})))
+    } else {
+        Err(ApiError {
+            retry_after: Some(5),
+            ..ApiError::new(ErrorCode::NotReady, failed.join("; "))
+        })
+    }
 }
 
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {

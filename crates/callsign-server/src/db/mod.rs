@@ -52,6 +52,12 @@ pub enum DbError {
     WriterGone,
     #[error("group commit failed: {0}")]
     CommitFailed(String),
+    #[error(
+        "the database failed SQLite's integrity check (PRAGMA quick_check): {0}; the server \
+         will not use it. Restore it from a backup (docs/OPERATIONS.md, \"When the server \
+         refuses to start\")"
+    )]
+    Corrupt(String),
 }
 
 pub type Result<T> = std::result::Result<T, DbError>;
@@ -82,6 +88,20 @@ fn open_conn(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     Ok(conn)
+}
+
+/// `PRAGMA quick_check`: every page and index entry well-formed (without the slower
+/// cross-check of index contents that `integrity_check` adds).
+pub fn quick_check(conn: &Connection) -> Result<()> {
+    let mut st = conn.prepare("PRAGMA quick_check(5)")?;
+    let found: Vec<String> = st
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if found == ["ok"] {
+        Ok(())
+    } else {
+        Err(DbError::Corrupt(found.join("; ")))
+    }
 }
 
 /// A write waiting for the writer thread: its closure, the outcome of its last run, and where
@@ -165,8 +185,12 @@ impl Db {
     }
 
     /// [`Db::open`], with the writer's commits handed to `checkpointer` (the server's).
+    ///
+    /// A file that fails `PRAGMA quick_check` is refused ([`DbError::Corrupt`]): serving from
+    /// damaged pages could hand out a number twice.
     pub fn open_with(path: &Path, checkpointer: Option<Checkpointer>) -> Result<Db> {
         let mut conn = open_conn(path)?;
+        quick_check(&conn)?;
         migrations().to_latest(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", WAL_CHECKPOINT_PAGES)?;
         hand_off(checkpointer.as_ref(), &conn);

@@ -737,3 +737,58 @@ async fn committed_keys_reach_the_database_file_before_the_writers_own_checkpoin
     .await;
     writing.abort();
 }
+
+/// `/readyz` follows the databases while `/healthz` stays a liveness answer: a write the
+/// allocation database refuses (as with a full disk) and an account's unreadable task database
+/// are each `503 not_ready`, and ready again once they work.
+#[tokio::test]
+async fn readyz_reflects_the_databases_and_healthz_stays_live() {
+    let app = TestApp::new("SYN").await;
+    let token = app.account.token.clone();
+    let ready = app.call("", "GET", "/readyz", None, None).await;
+    assert_eq!(ready.status, StatusCode::OK, "{:?}", ready.body);
+
+    let db = rusqlite::Connection::open(app._dir.path().join("callsign.sqlite3")).unwrap();
+    db.execute_batch(
+        "CREATE TRIGGER full_disk BEFORE UPDATE ON server_meta
+         BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END",
+    )
+    .unwrap();
+    let not = app.call("", "GET", "/readyz", None, None).await;
+    assert_eq!(not.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(not.content_type, "application/problem+json");
+    assert_eq!(code(&not), "not_ready");
+    assert!(not.body["detail"]
+        .as_str()
+        .unwrap()
+        .contains("allocation database cannot be written"));
+    let live = app.call("", "GET", "/healthz", None, None).await;
+    assert_eq!(live.status, StatusCode::OK);
+    db.execute_batch("DROP TRIGGER full_disk").unwrap();
+    assert_eq!(
+        app.call("", "GET", "/readyz", None, None).await.status,
+        StatusCode::OK
+    );
+
+    // Account 1's replica is not a database (its first open is still to come).
+    let replica = app._dir.path().join("accounts/1");
+    std::fs::create_dir_all(&replica).unwrap();
+    std::fs::write(replica.join("taskchampion.sqlite3"), vec![0x5a; 8192]).unwrap();
+    let task = app.put(Uuid::new_v4(), "k", task("t")).await;
+    assert_eq!(task.status, StatusCode::SERVICE_UNAVAILABLE);
+    let not = app.call(&token, "GET", "/readyz", None, None).await;
+    assert_eq!(not.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(code(&not), "not_ready");
+    assert!(
+        not.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 account(s)"),
+        "{:?}",
+        not.body
+    );
+    assert_eq!(
+        app.call("", "GET", "/healthz", None, None).await.status,
+        StatusCode::OK
+    );
+}

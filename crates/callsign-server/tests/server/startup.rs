@@ -142,3 +142,52 @@ async fn a_replica_of_another_allocation_database_is_never_served() {
     let other = new.put(Uuid::new_v4(), "k3", task("another")).await;
     assert_eq!(other.status, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// Overwrites the middle 40% of `file` (whole 4 KiB pages) with garbage.
+fn corrupt_middle_pages(file: &Path) {
+    use std::io::{Seek, SeekFrom, Write};
+    let len = std::fs::metadata(file).unwrap().len();
+    let page = 4096;
+    let (from, to) = (len * 3 / 10 / page * page, len * 7 / 10 / page * page);
+    assert!(to - from >= 4 * page, "{len} bytes is too small to corrupt");
+    let mut f = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    f.seek(SeekFrom::Start(from)).unwrap();
+    f.write_all(&vec![0x5a; (to - from) as usize]).unwrap();
+    f.sync_all().unwrap();
+}
+
+/// A stopped server's allocation database has pages overwritten in the middle of the file: the
+/// next start refuses, naming the file and the check, instead of serving from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allocation_database_with_corrupted_pages_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, token) = create_account(dir.path(), "SYN");
+    let server = TestServer::start(dir.path(), &[], &[]);
+    let client = Client::new(&server.url, &token);
+    let mutations: Vec<serde_json::Value> = (0..1000)
+        .map(|i| {
+            json!({"idempotency_key": format!("k-{i}"), "op": "create", "uuid": Uuid::new_v4(),
+                   "fields": {"project": "syn", "description": format!("task {i}")}})
+        })
+        .collect();
+    let (status, _) = client
+        .post("/v1/sync", &json!({"mutations": mutations}))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    drop(server);
+    let db = dir.path().join("callsign.sqlite3");
+    // Move every committed page into the file itself, as a server at rest has.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
+    corrupt_middle_pages(&db);
+
+    let (status, err) = run_to_exit(&["serve", "--listen", "127.0.0.1:0"], dir.path());
+    assert!(!status.success());
+    assert!(
+        err.contains("callsign.sqlite3") && err.contains("quick_check"),
+        "{err}"
+    );
+}
