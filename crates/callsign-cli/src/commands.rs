@@ -25,9 +25,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Login {
             server,
             token,
+            token_stdin,
             device,
         } => {
-            let report = engine.login(&server, Token::new(token), device).await?;
+            let token = login_token(token, token_stdin)?;
+            let report = engine.login(&server, token, device).await?;
             out.login(&server, &report)
         }
         Command::Add {
@@ -124,6 +126,27 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Status => out.status(&engine),
         Command::Watch => watch(&engine, &out).await,
     }
+}
+
+/// The token for `login`: the first line of stdin with `--token-stdin`, else the argument (or
+/// `CALLSIGN_TOKEN`, which clap reads into it).
+fn login_token(arg: Option<String>, stdin: bool) -> Result<Token> {
+    let token = if stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .read_line(&mut line)
+            .context("reading the token from stdin")?;
+        line.trim().to_owned()
+    } else {
+        arg.map(|t| t.trim().to_owned()).unwrap_or_default()
+    };
+    if token.is_empty() {
+        return Err(anyhow!(
+            "no token: pipe it in with --token-stdin (it then never shows in `ps` or the shell \
+             history), set CALLSIGN_TOKEN, or pass --token"
+        ));
+    }
+    Ok(Token::new(token))
 }
 
 /// Why `sync` stopped, in plain words first, with what stays on this device and the detail.

@@ -34,11 +34,18 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Save the server URL and this device's token; fetch the account's projects.
+    ///
+    /// The token is read from stdin with `--token-stdin` (best: it never shows in `ps` or the
+    /// shell history), else from `CALLSIGN_TOKEN`, else from `--token`.
     Login {
         #[arg(long)]
         server: String,
+        /// The token itself (visible to other users in `ps`; prefer --token-stdin).
+        #[arg(long, env = "CALLSIGN_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Read the token from the first line of stdin.
         #[arg(long)]
-        token: String,
+        token_stdin: bool,
         #[arg(long)]
         device: Option<String>,
     },
@@ -143,7 +150,7 @@ fn main() -> ExitCode {
     match rt.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("callsign: {e:#}");
+            eprintln!("callsign: {}", render::safe_block(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

@@ -1,6 +1,11 @@
 //! Printing: plain lines for people, JSON (`--json`) for scripts. A task in JSON is the server's
 //! task fields plus `sync_state` (`provisional` | `synced` | `failed`), `last_error`, and
 //! `waiting` (why it is not synced yet, or null).
+//!
+//! Human output never prints text from the server or a task raw: control characters and
+//! bidirectional overrides are escaped ([`safe`], [`safe_block`]), so a description cannot clear
+//! the screen or retitle the terminal. `--json` stays exact (JSON escapes them itself).
+use std::borrow::Cow;
 use std::io::Write;
 
 use anyhow::Result;
@@ -10,6 +15,36 @@ use callsign_sync::reason::{task_failure, waiting_reason};
 use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
 use chrono::Utc;
 use serde_json::{json, Value};
+
+/// Text for one line of a terminal: control characters (newlines too) and the Unicode
+/// formatting characters that reorder or hide text are shown as escapes (`\u{1b}`).
+pub fn safe(s: &str) -> Cow<'_, str> {
+    escape(s, false)
+}
+
+/// Like [`safe`], but keeps line breaks (notes are several lines).
+pub fn safe_block(s: &str) -> Cow<'_, str> {
+    escape(s, true)
+}
+
+fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
+    let bad = |c: char| {
+        (c.is_control() && !(keep_newlines && c == '\n'))
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !s.chars().any(bad) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if bad(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 pub struct Out {
     pub json: bool,
@@ -60,22 +95,22 @@ impl Out {
         if self.json {
             return print_json(&ctx.task_json(t)?);
         }
-        println!("{}  {}", t.label(), t.description);
+        println!("{}  {}", safe(&t.label()), safe(&t.description));
         println!("  uuid:     {}", t.uuid);
-        println!("  project:  {}", t.project);
+        println!("  project:  {}", safe(&t.project));
         println!("  status:   {}", t.status.as_str());
         if !t.tags.is_empty() {
-            println!("  tags:     {}", t.tags.join(" "));
+            println!("  tags:     {}", safe(&t.tags.join(" ")));
         }
         if !t.notes.is_empty() {
-            println!("  notes:    {}", t.notes);
+            println!("  notes:    {}", safe_block(&t.notes));
         }
         let state = match ctx.reason(t) {
             Some(r) => r,
             None if t.key.is_some() => "synced".into(),
             None => "provisional".into(),
         };
-        println!("  sync:     {state}");
+        println!("  sync:     {}", safe(&state));
         Ok(())
     }
 
@@ -97,7 +132,11 @@ impl Out {
             let all: Result<Vec<Value>> = tasks.iter().map(|t| ctx.task_json(t)).collect();
             return print_json(&Value::Array(all?));
         }
-        let width = tasks.iter().map(|t| t.label().len()).max().unwrap_or(0);
+        let width = tasks
+            .iter()
+            .map(|t| safe(&t.label()).chars().count())
+            .max()
+            .unwrap_or(0);
         let mut out = std::io::stdout().lock();
         for t in tasks {
             let done = if t.status.as_str() == "pending" {
@@ -105,9 +144,14 @@ impl Out {
             } else {
                 "x"
             };
-            write!(out, "{:width$} {done} {}", t.label(), t.description)?;
+            write!(
+                out,
+                "{:width$} {done} {}",
+                safe(&t.label()),
+                safe(&t.description)
+            )?;
             if let Some(r) = ctx.reason(t) {
-                write!(out, "  [{r}]")?;
+                write!(out, "  [{}]", safe(&r))?;
             }
             writeln!(out)?;
         }
@@ -132,11 +176,14 @@ impl Out {
             Ok(ps) => {
                 let names: Vec<_> = ps
                     .iter()
-                    .map(|p| format!("{} ({})", p.prefix, p.name))
+                    .map(|p| format!("{} ({})", safe(&p.prefix), safe(&p.name)))
                     .collect();
                 println!("projects: {}", names.join(", "));
             }
-            Err(e) => println!("could not list projects now ({e}); tasks will sync later"),
+            Err(e) => println!(
+                "could not list projects now ({}); tasks will sync later",
+                safe(e)
+            ),
         }
         if let Some(p) = &r.project {
             println!("new tasks go to {p}");
@@ -165,7 +212,7 @@ impl Out {
             }
             None if self.json => print_json(&json!({"removed": true, "uuid": before.uuid})),
             Some(t) => {
-                println!("{}: the refused changes are dropped; the server's values come back with the next sync", t.label());
+                println!("{}: the refused changes are dropped; the server's values come back with the next sync", safe(&t.label()));
                 Ok(())
             }
             None => {
@@ -213,7 +260,7 @@ impl Out {
     pub fn status(&self, engine: &Engine) -> Result<()> {
         let s = engine.status()?;
         let server = engine.settings()?.server_url;
-        let holder = SyncLock::holder(engine.data_dir());
+        let holder = SyncLock::live_holder(engine.data_dir());
         if self.json {
             let mut v = serde_json::to_value(&s)?;
             v["server"] = json!(server);
@@ -222,7 +269,7 @@ impl Out {
         }
         println!(
             "server:     {}",
-            server.as_deref().unwrap_or("(none: run `callsign login`)")
+            safe(server.as_deref().unwrap_or("(none: run `callsign login`)"))
         );
         let online = match s.online {
             Some(true) => "online",
@@ -242,8 +289,8 @@ impl Out {
             .unwrap_or_else(|| "never".into());
         println!("last sync:  {last}");
         if let Some(p) = &s.problem {
-            println!("problem:    {}", p.summary);
-            println!("  detail:   {}", p.detail);
+            println!("problem:    {}", safe(&p.summary));
+            println!("  detail:   {}", safe(&p.detail));
         }
         if let Some(h) = holder {
             println!("sync loop:  PID {}", h.pid);
@@ -268,5 +315,22 @@ impl Out {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_and_bidi_overrides_are_escaped() {
+        assert_eq!(
+            safe("\u{1b}[2J\u{1b}]0;PWNED\u{7}"),
+            "\\u{1b}[2J\\u{1b}]0;PWNED\\u{7}"
+        );
+        assert_eq!(safe("a\nb\tc"), "a\\u{a}b\\u{9}c");
+        assert_eq!(safe_block("a\nb\rc"), "a\nb\\u{d}c");
+        assert_eq!(safe("abc\u{202e}fdp.exe"), "abc\\u{202e}fdp.exe");
+        assert!(matches!(safe("Buy milk — ü 北京"), Cow::Borrowed(_)));
     }
 }

@@ -1,6 +1,7 @@
 //! Field rules shared by the server (which enforces them) and the clients (which check early so a
 //! user hears about a bad field at once, not after a sync).
-use crate::dto::{NewTask, TaskPatch};
+use crate::dto::{NewTask, Task, TaskPatch};
+use crate::{Prefix, TaskKey, MAX_NUMBER};
 
 pub const MAX_DESCRIPTION: usize = 1_000;
 pub const MAX_NOTES: usize = 64 * 1024;
@@ -75,6 +76,43 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// A task as a server reports it, checked by a client before it stores it: the field rules the
+/// server enforces on what it takes in, a well-formed project prefix (never the local inbox's),
+/// and a key that is exactly `PROJECT-NUMBER` with the number in `1..=MAX_NUMBER`. A server
+/// that breaks these is broken or hostile; the client skips such a task instead of storing it.
+pub fn task(t: &Task) -> Result<(), FieldError> {
+    let prefix = Prefix::parse(&t.project)
+        .map_err(|e| FieldError(format!("project {:?}: {e}", t.project)))?;
+    if prefix.as_str() != t.project || prefix.is_local() {
+        return Err(FieldError(format!(
+            "project {:?} is not a server project's prefix",
+            t.project
+        )));
+    }
+    match (&t.key, t.number) {
+        (None, None) => {}
+        (Some(key), Some(n)) => {
+            if n == 0 || n > MAX_NUMBER {
+                return Err(FieldError(format!("number {n} is out of range")));
+            }
+            let want = TaskKey::new(prefix, n).to_string();
+            if *key != want {
+                return Err(FieldError(format!(
+                    "key {key:?} does not match project and number ({want})"
+                )));
+            }
+        }
+        _ => {
+            return Err(FieldError(
+                "key and number must both be set or both be null".into(),
+            ))
+        }
+    }
+    description(&t.description)?;
+    notes(&t.notes)?;
+    tags(&t.tags)
+}
+
 /// An idempotency key: 1-255 printable ASCII characters.
 pub fn idempotency_key(k: &str) -> Result<(), FieldError> {
     let ok =
@@ -112,6 +150,63 @@ mod tests {
     #[case("é", false)]
     fn idempotency_keys(#[case] k: &str, #[case] ok: bool) {
         assert_eq!(idempotency_key(k).is_ok(), ok);
+    }
+
+    fn server_task(key: Option<&str>, number: Option<u64>) -> Task {
+        Task {
+            uuid: uuid::Uuid::nil(),
+            key: key.map(str::to_owned),
+            project: "SYN".into(),
+            number,
+            description: "Buy milk".into(),
+            notes: String::new(),
+            status: crate::dto::TaskStatus::Pending,
+            tags: vec!["home".into()],
+            created_at: chrono::DateTime::default(),
+            modified_at: chrono::DateTime::default(),
+        }
+    }
+
+    #[rstest]
+    #[case::numbered(Some("SYN-42"), Some(42), true)]
+    #[case::provisional(None, None, true)]
+    #[case::largest(Some("SYN-9223372036854775807"), Some(MAX_NUMBER), true)]
+    #[case::too_large(Some("SYN-18446744073709551615"), Some(u64::MAX), false)]
+    #[case::zero(Some("SYN-0"), Some(0), false)]
+    #[case::other_number(Some("SYN-41"), Some(42), false)]
+    #[case::other_project(Some("ABC-42"), Some(42), false)]
+    #[case::lower_case(Some("syn-42"), Some(42), false)]
+    #[case::key_without_number(Some("SYN-42"), None, false)]
+    #[case::number_without_key(None, Some(42), false)]
+    fn a_server_task_key_is_project_dash_number(
+        #[case] key: Option<&str>,
+        #[case] number: Option<u64>,
+        #[case] ok: bool,
+    ) {
+        assert_eq!(task(&server_task(key, number)).is_ok(), ok);
+    }
+
+    #[test]
+    fn a_server_task_obeys_the_field_rules() {
+        let good = server_task(Some("SYN-1"), Some(1));
+        assert!(task(&good).is_ok());
+        let mut t = good.clone();
+        t.description = "x".repeat(5_000_000);
+        assert!(task(&t).is_err());
+        let mut t = good.clone();
+        t.project = "INBOX".into();
+        assert!(
+            task(&t).is_err(),
+            "the local inbox is never a server project"
+        );
+        let mut t = good.clone();
+        t.project = "syn".into();
+        t.key = None;
+        t.number = None;
+        assert!(task(&t).is_err(), "prefixes are stored upper-case");
+        let mut t = good;
+        t.tags = vec!["a b".into()];
+        assert!(task(&t).is_err());
     }
 
     #[test]

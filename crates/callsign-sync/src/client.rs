@@ -4,11 +4,16 @@
 //! Every failure comes back as a [`CallError`] that says whether to retry and honours the
 //! server's `Retry-After`. No request waits longer than [`REQUEST_TIMEOUT`]; connecting gives up
 //! after [`CONNECT_TIMEOUT`], so an unreachable server is reported quickly.
+//!
+//! Nothing the network sends is taken on trust here: an answer is read up to [`MAX_ANSWER`]
+//! bytes and no further ([`Error::AnswerTooLarge`]), and a redirect is followed only within the
+//! configured origin (scheme, host and port), so task text is never sent anywhere else.
 use std::time::Duration;
 
-use callsign_core::dto::{ChangesPage, ProjectList, SyncRequest, SyncResponse};
+use callsign_core::dto::{MutationResult, ProjectList, SyncRequest, Task};
 use callsign_core::{ErrorCode, Problem};
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use crate::backoff::parse_retry_after;
 use crate::error::Error;
@@ -18,6 +23,12 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the reconnect probe waits for `/healthz`.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+/// The largest answer read, in bytes. A full page of the change feed (1000 tasks) is a few
+/// MiB; one of a thousand tasks each at the field limits is near this, so a caller that meets
+/// the cap asks for less ([`crate::pass`] halves its batch or page).
+pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
+/// Redirects followed within the origin, at most.
+const MAX_REDIRECTS: usize = 5;
 
 #[derive(Debug)]
 pub struct CallError {
@@ -46,9 +57,23 @@ pub struct Client {
 
 impl Client {
     pub fn new(base: &str, token: Token) -> Result<Client, Error> {
+        let origin = reqwest::Url::parse(base)
+            .map_err(|e| Error::Invalid(format!("server URL {base:?}: {e}")))?
+            .origin();
+        let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.url().origin() != origin {
+                let to = attempt.url().to_string();
+                attempt.error(OffOrigin(to))
+            } else if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error(OffOrigin("a redirect loop".into()))
+            } else {
+                attempt.follow()
+            }
+        });
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
+            .redirect(redirects)
             .build()
             .map_err(|e| Error::Protocol(format!("HTTP client: {e}")))?;
         Ok(Client {
@@ -62,22 +87,23 @@ impl Client {
         &self.base
     }
 
-    pub async fn sync(&self, req: &SyncRequest) -> Result<SyncResponse, CallError> {
+    pub async fn sync(&self, req: &SyncRequest) -> Result<SyncAnswer, CallError> {
         let rb = self.http.post(format!("{}/v1/sync", self.base)).json(req);
-        self.send(rb).await
+        let raw: RawSync = self.send(rb).await?;
+        Ok(SyncAnswer {
+            results: raw.results,
+            page: Page::read(raw.changes, raw.cursor, raw.has_more),
+        })
     }
 
-    pub async fn changes(
-        &self,
-        since: Option<&str>,
-        limit: usize,
-    ) -> Result<ChangesPage, CallError> {
+    pub async fn changes(&self, since: Option<&str>, limit: usize) -> Result<Page, CallError> {
         let mut q = vec![("limit", limit.to_string())];
         if let Some(s) = since {
             q.push(("since", s.to_owned()));
         }
         let rb = self.http.get(format!("{}/v1/changes", self.base)).query(&q);
-        self.send(rb).await
+        let raw: RawPage = self.send(rb).await?;
+        Ok(Page::read(raw.changes, raw.cursor, raw.has_more))
     }
 
     pub async fn projects(&self) -> Result<ProjectList, CallError> {
@@ -100,18 +126,41 @@ impl Client {
             },
             retry_after: None,
         };
-        let resp = rb
+        let mut resp = rb
             .bearer_auth(self.token.expose())
             .send()
             .await
-            .map_err(unreachable)?;
+            .map_err(|e| match off_origin(&e) {
+                Some(to) => CallError {
+                    error: Error::Untrusted(format!(
+                        "the server at {} redirected to {to}; a redirect off the configured \
+                         origin is never followed (set the server URL to where it should go)",
+                        self.base
+                    )),
+                    retry_after: None,
+                },
+                None => unreachable(e),
+            })?;
         let status = resp.status();
         let retry_after = resp
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let bytes = resp.bytes().await.map_err(unreachable)?;
+        let too_large = || CallError {
+            error: Error::AnswerTooLarge { limit: MAX_ANSWER },
+            retry_after: None,
+        };
+        if resp.content_length().is_some_and(|n| n > MAX_ANSWER as u64) {
+            return Err(too_large());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(unreachable)? {
+            if bytes.len() + chunk.len() > MAX_ANSWER {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| CallError {
                 error: Error::Protocol(format!("{e}")),
@@ -134,6 +183,86 @@ impl Client {
             retry_after,
         })
     }
+}
+
+/// A page of changes (of `GET /v1/changes`, or carried by a `POST /v1/sync` answer), each task
+/// read on its own: one that is not a task's JSON is left out and named in `unreadable`, so it
+/// cannot make the page, and every later sync, fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub changes: Vec<Task>,
+    pub unreadable: Vec<String>,
+    pub cursor: String,
+    pub has_more: bool,
+}
+
+impl Page {
+    fn read(raw: Vec<serde_json::Value>, cursor: String, has_more: bool) -> Page {
+        let mut changes = Vec::with_capacity(raw.len());
+        let mut unreadable = Vec::new();
+        for v in raw {
+            let uuid = v.get("uuid").and_then(|u| u.as_str()).map(str::to_owned);
+            match serde_json::from_value::<Task>(v) {
+                Ok(t) => changes.push(t),
+                Err(e) => unreadable.push(format!(
+                    "task {}: not a task: {e}",
+                    uuid.as_deref().unwrap_or("(no uuid)")
+                )),
+            }
+        }
+        Page {
+            changes,
+            unreadable,
+            cursor,
+            has_more,
+        }
+    }
+}
+
+/// The answer to `POST /v1/sync`: one result per mutation, and the changes since `since`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncAnswer {
+    pub results: Vec<MutationResult>,
+    pub page: Page,
+}
+
+#[derive(Deserialize)]
+struct RawPage {
+    changes: Vec<serde_json::Value>,
+    cursor: String,
+    has_more: bool,
+}
+
+#[derive(Deserialize)]
+struct RawSync {
+    results: Vec<MutationResult>,
+    changes: Vec<serde_json::Value>,
+    cursor: String,
+    has_more: bool,
+}
+
+/// Why a redirect was not followed: where it pointed.
+#[derive(Debug)]
+struct OffOrigin(String);
+
+impl std::fmt::Display for OffOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "redirect to {} refused", self.0)
+    }
+}
+
+impl std::error::Error for OffOrigin {}
+
+/// The target of a redirect the policy refused, if that is why the request failed.
+fn off_origin(e: &reqwest::Error) -> Option<String> {
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(o) = s.downcast_ref::<OffOrigin>() {
+            return Some(o.0.clone());
+        }
+        src = s.source();
+    }
+    None
 }
 
 /// A one-line reason for a transport failure (reqwest's Display hides the cause chain).

@@ -25,6 +25,14 @@ pub enum Error {
     /// The server answered something that is not the API's JSON.
     #[error("unexpected answer from the server: {0}")]
     Protocol(String),
+    /// The server answered, but the answer cannot be taken as true: it does not match the
+    /// request, breaks the field rules, or leads somewhere else (a redirect off the origin, a
+    /// change feed that never advances). Nothing of it was stored; the requests stay queued.
+    #[error("the server's answer was not trusted: {0}")]
+    Untrusted(String),
+    /// The server's answer was larger than the client reads.
+    #[error("the server's answer is larger than {} MiB; it was not read", .limit / (1024 * 1024))]
+    AnswerTooLarge { limit: usize },
     #[error("local database: {0}")]
     Db(#[from] rusqlite::Error),
     #[error("local database migration: {0}")]
@@ -67,6 +75,8 @@ impl Error {
             Error::Unreachable { .. } => "unreachable",
             Error::Server(p) => p.code.as_str(),
             Error::Protocol(_) => "protocol",
+            Error::Untrusted(_) => "untrusted",
+            Error::AnswerTooLarge { .. } => "answer_too_large",
             Error::Busy { .. } => "busy",
             Error::StillQueued { .. } => "still_queued",
             Error::LoopStopped => "loop_stopped",

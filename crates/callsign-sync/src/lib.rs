@@ -23,11 +23,13 @@ pub mod outbox_state;
 pub mod pass;
 pub mod paths;
 pub mod plan;
+pub mod projects;
 pub mod reason;
 pub mod settings;
 mod status;
 pub mod store;
 pub mod sync_loop;
+pub mod verify;
 
 pub use engine::{Engine, LoginReport, NewTaskInput, Options};
 pub use error::{Error, Result};

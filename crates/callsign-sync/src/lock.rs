@@ -82,6 +82,23 @@ impl SyncLock {
         r.map_err(|e| Error::io(format!("sync lock {}", self.path.display()), e))
     }
 
+    /// The live holder of the lock: `None` when no process holds it (the file may still name
+    /// one that died). Probes with a non-blocking OS lock that it drops at once.
+    pub fn live_holder(data_dir: &Path) -> Option<Holder> {
+        let file = File::open(data_dir.join(LOCK_FILE)).ok()?;
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                None
+            }
+            Err(TryLockError::WouldBlock) => Some(Self::holder(data_dir).unwrap_or(Holder {
+                pid: 0,
+                heartbeat_ms: 0,
+            })),
+            Err(TryLockError::Error(_)) => Self::holder(data_dir),
+        }
+    }
+
     /// Reads who holds (or last held) the lock, without taking it.
     pub fn holder(data_dir: &Path) -> Option<Holder> {
         let s = std::fs::read_to_string(data_dir.join(LOCK_FILE)).ok()?;
@@ -115,7 +132,16 @@ mod tests {
         drop(b);
         // A holder that died leaves its line behind but not its OS lock.
         std::fs::write(dir.path().join(LOCK_FILE), "4242 7\n").unwrap();
+        assert_eq!(
+            SyncLock::live_holder(dir.path()),
+            None,
+            "its holder is dead"
+        );
         let c = SyncLock::try_acquire(dir.path(), 9).unwrap().unwrap();
+        assert_eq!(
+            SyncLock::live_holder(dir.path()).map(|h| h.heartbeat_ms),
+            Some(9)
+        );
         assert_eq!(
             c.stale,
             Some(Holder {

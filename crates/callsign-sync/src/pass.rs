@@ -17,12 +17,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use callsign_core::dto::{Mutation, SyncRequest, SyncResponse, MAX_BATCH};
+use callsign_core::dto::{Mutation, MutationOp, SyncRequest, MAX_BATCH};
 use callsign_core::ErrorCode;
 use tokio::sync::broadcast;
 
 use crate::backoff::Backoff;
-use crate::client::{CallError, Client};
+use crate::client::{CallError, Client, Page, SyncAnswer};
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::events::Event;
@@ -31,11 +31,15 @@ use crate::outbox_state::{classify, Outcome};
 use crate::plan::plan;
 use crate::status;
 use crate::store::{Store, CURSOR};
+use crate::verify;
 
 /// Mutations per `POST /v1/sync` (the server takes up to [`MAX_BATCH`]).
 pub const DEFAULT_BATCH: usize = 500;
 /// Tasks per `GET /v1/changes` page.
 pub const PULL_LIMIT: usize = 1000;
+/// Pages of the change feed one pass pulls at most; a longer feed is pulled by the next pass
+/// ([`PassReport::more`]), so a feed that never ends cannot hold a pass forever.
+pub const MAX_PULL_PAGES: usize = 50;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PassReport {
@@ -43,6 +47,8 @@ pub struct PassReport {
     pub pulled: usize,
     /// When the first waiting row may go (Unix ms), if the pass stopped on one.
     pub wake_at: Option<i64>,
+    /// The change feed has more than this pass pulled ([`MAX_PULL_PAGES`]): pass again soon.
+    pub more: bool,
 }
 
 pub struct Syncer {
@@ -87,6 +93,49 @@ impl Syncer {
     }
 
     async fn push_and_pull(&self, force: bool) -> Result<PassReport, CallError> {
+        let mut untrusted = Vec::new();
+        let report = self.push(force, &mut untrusted).await?;
+        let report = self.pull(report, &mut untrusted).await?;
+        if untrusted.is_empty() {
+            self.learn_default_project().await;
+            return Ok(report);
+        }
+        let n = untrusted.len();
+        let mut what = untrusted.into_iter().take(3).collect::<Vec<_>>().join("; ");
+        if n > 3 {
+            what.push_str(&format!("; and {} more", n - 3));
+        }
+        Err(local(Error::Untrusted(what)))
+    }
+
+    /// After a successful pass with no default project (a login that could not reach the
+    /// server), learn the account's projects: the first becomes the default, so a capture
+    /// without a project goes to the server again instead of the local inbox.
+    async fn learn_default_project(&self) {
+        match crate::settings::Settings::load(&lock(&self.store)) {
+            Ok(s) if s.project.is_none() => {}
+            _ => return,
+        }
+        let list = match self.client.projects().await {
+            Ok(list) => list.projects,
+            Err(e) => {
+                tracing::info!("could not list the projects: {}", e.error);
+                return;
+            }
+        };
+        let store = lock(&self.store);
+        if let Err(e) = crate::projects::remember(&store, &list) {
+            tracing::warn!("could not store the projects: {e}");
+        }
+    }
+
+    /// Pushes the outbox in planned batches (see the module doc). Answers that do not match
+    /// their requests leave their rows queued and are added to `untrusted`.
+    async fn push(
+        &self,
+        force: bool,
+        untrusted: &mut Vec<String>,
+    ) -> Result<PassReport, CallError> {
         let mut report = PassReport::default();
         let mut batch = self.batch.clamp(1, MAX_BATCH);
         // `force` lifts the backoff of rows waiting when the pass starts, not of rows this pass
@@ -143,7 +192,9 @@ impl Syncer {
                         lock(&self.store).unclaim(&before(a)).map_err(local)?;
                     }
                     let attempt = claimed.iter().map(|r| r.try_count).max().unwrap_or(1);
-                    let too_big = matches!(&e.error, Error::Server(p)
+                    let answer_too_big = matches!(&e.error, Error::AnswerTooLarge { .. });
+                    let too_big = answer_too_big
+                        || matches!(&e.error, Error::Server(p)
                         if p.status == 413 || (p.code == ErrorCode::InvalidBody && p.status == 422));
                     let now = self.clock.now_ms();
                     if is_invalid_cursor(&e) && since_was_set {
@@ -164,7 +215,7 @@ impl Syncer {
                         batch = (claimed.len() / 2).max(1);
                         continue;
                     }
-                    if too_big {
+                    if too_big && !answer_too_big {
                         let answers = vec![(claimed[0].clone(), Outcome::Fail((&e.error).into()))];
                         lock(&self.store)
                             .record_answers(&answers, |_| now, now)
@@ -197,10 +248,12 @@ impl Syncer {
                     (row, o)
                 })
                 .collect();
+            let answers = self.verified(answers, untrusted).map_err(local)?;
+            let changes = checked(&resp.page, untrusted);
             let all_done = answers.iter().all(|(_, o)| matches!(o, Outcome::Done(_)));
             match ahead {
                 // The feed up to this answer's cursor is about to be stored.
-                Some(a) if all_done => next = Some(self.send(a, Some(resp.cursor.clone()))),
+                Some(a) if all_done => next = Some(self.send(a, Some(resp.page.cursor.clone()))),
                 Some(a) => lock(&self.store).unclaim(&before(&a)).map_err(local)?,
                 None => {}
             }
@@ -217,7 +270,7 @@ impl Syncer {
                 status::record_answered(&store)
                     .and_then(|()| store.record_answers(&answers, delay, now))
                     .and_then(|mut changed| {
-                        changed.extend(store.apply_changes(&resp.changes, &resp.cursor)?);
+                        changed.extend(store.apply_changes(&changes, &resp.page.cursor)?);
                         Ok(changed)
                     })
             };
@@ -231,11 +284,55 @@ impl Syncer {
                 }
             };
             tracing::debug!(local = ?sent_at.elapsed(), "batch recorded");
-            report.pulled += resp.changes.len();
+            report.pulled += changes.len();
             self.changed(&changed);
         }
-        report.pulled += self.pull().await?;
         Ok(report)
+    }
+
+    /// Checks each success against its request ([`verify::answer`]), that no key is answered
+    /// for two tasks, and that a created task's key names no other task here. A success that
+    /// fails is not one: its row stays queued under the same key, and why goes to `untrusted`.
+    fn verified(
+        &self,
+        answers: Vec<(OutboxRow, Outcome)>,
+        untrusted: &mut Vec<String>,
+    ) -> Result<Vec<(OutboxRow, Outcome)>> {
+        let shared = verify::shared_keys(answers.iter().filter_map(|(_, o)| match o {
+            Outcome::Done(Some(t)) => Some(t),
+            _ => None,
+        }));
+        let store = lock(&self.store);
+        let mut out = Vec::with_capacity(answers.len());
+        for (row, o) in answers {
+            let Outcome::Done(task) = &o else {
+                out.push((row, o));
+                continue;
+            };
+            let mut why = verify::answer(&row, task.as_ref()).err();
+            if let (None, Some(k)) = (&why, task.as_ref().and_then(|t| t.key.as_ref())) {
+                if shared.contains(k) {
+                    why = Some(format!("key {k} was answered for more than one task"));
+                } else if row.op == MutationOp::Create {
+                    if let Some(other) = store.key_owner(k)?.filter(|u| *u != row.uuid) {
+                        why = Some(format!(
+                            "key {k} was answered for task {}, but names task {other} here",
+                            row.uuid
+                        ));
+                    }
+                }
+            }
+            match why {
+                None => out.push((row, o)),
+                Some(why) => {
+                    tracing::error!(uuid = %row.uuid, "UNTRUSTED ANSWER, row stays queued: {why}");
+                    let msg = format!("the server's answer did not match the request: {why}");
+                    untrusted.push(why);
+                    out.push((row, Outcome::Retry(msg)));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Plans and claims the next batch from the rows not in `skip` (a batch still out); `None`
@@ -305,25 +402,49 @@ impl Syncer {
         }
     }
 
-    /// Pulls the change feed from the stored cursor until the server has no more.
-    async fn pull(&self) -> Result<usize, CallError> {
-        let mut pulled = 0;
+    /// Pulls the change feed from the stored cursor until the server has no more, or for
+    /// [`MAX_PULL_PAGES`] pages. A page that says there is more but gives back the cursor it
+    /// was asked with would repeat forever: that is an error. Tasks that break the field rules
+    /// are skipped (and named in `untrusted`); the rest of their page is applied.
+    async fn pull(
+        &self,
+        mut report: PassReport,
+        untrusted: &mut Vec<String>,
+    ) -> Result<PassReport, CallError> {
+        let mut limit = PULL_LIMIT;
+        let mut pages = 0;
         loop {
             let since = lock(&self.store).get(CURSOR).map_err(local)?;
-            let page = match self.client.changes(since.as_deref(), PULL_LIMIT).await {
+            let page = match self.client.changes(since.as_deref(), limit).await {
                 Err(e) if is_invalid_cursor(&e) && since.is_some() => {
                     lock(&self.store).set(CURSOR, None).map_err(local)?;
                     continue;
                 }
+                Err(e) if matches!(e.error, Error::AnswerTooLarge { .. }) && limit > 1 => {
+                    limit /= 2;
+                    continue;
+                }
                 r => r?,
             };
+            if page.has_more && since.as_deref() == Some(page.cursor.as_str()) {
+                return Err(local(Error::Untrusted(format!(
+                    "the change feed says there is more but does not advance (cursor {:?})",
+                    verify::clip(&page.cursor)
+                ))));
+            }
+            let changes = checked(&page, untrusted);
             let changed = lock(&self.store)
-                .apply_changes(&page.changes, &page.cursor)
+                .apply_changes(&changes, &page.cursor)
                 .map_err(local)?;
-            pulled += page.changes.len();
+            report.pulled += changes.len();
+            pages += 1;
             self.changed(&changed);
             if !page.has_more || page.changes.is_empty() {
-                return Ok(pulled);
+                return Ok(report);
+            }
+            if pages >= MAX_PULL_PAGES {
+                report.more = true;
+                return Ok(report);
             }
         }
     }
@@ -363,8 +484,16 @@ fn before(rows: &[Claimed]) -> Vec<OutboxRow> {
 struct Flight {
     rows: Vec<Claimed>,
     since_was_set: bool,
-    request: tokio::task::JoinHandle<Result<SyncResponse, CallError>>,
+    request: tokio::task::JoinHandle<Result<SyncAnswer, CallError>>,
     sent_at: Instant,
+}
+
+/// The tasks of a page that may be stored; why each other one is skipped goes to `untrusted`.
+fn checked(page: &Page, untrusted: &mut Vec<String>) -> Vec<callsign_core::dto::Task> {
+    let (good, skipped) = verify::feed(&page.changes);
+    untrusted.extend(page.unreadable.iter().map(|u| verify::clip(u)));
+    untrusted.extend(skipped);
+    good
 }
 
 fn is_invalid_cursor(e: &CallError) -> bool {

@@ -148,6 +148,13 @@ pub fn sync_problem(code: Option<&str>, detail: &str) -> Plain {
         Some("protocol") => {
             format!("The server's answer was not Callsign's — {SAFE}; check the server URL")
         }
+        Some("untrusted") => format!(
+            "The server's answer did not add up, so none of it was used — {SAFE} and stay \
+             queued; check the server (detail below)"
+        ),
+        Some("answer_too_large") => format!(
+            "The server sent more than Callsign reads at once — {SAFE}; check the server URL"
+        ),
         Some("storage") => "This device's task database could not be written — check the \
              disk; nothing already saved is lost"
             .to_string(),
@@ -283,6 +290,8 @@ mod tests {
     #[case(Some("unavailable"), "having trouble")]
     #[case(Some("internal"), "having trouble")]
     #[case(Some("protocol"), "check the server URL")]
+    #[case(Some("untrusted"), "did not add up")]
+    #[case(Some("answer_too_large"), "more than Callsign reads")]
     #[case(Some("invalid_body"), "refused the request")]
     #[case(None, "refused the request")]
     fn sync_problems_in_plain_words(#[case] code: Option<&str>, #[case] says: &str) {

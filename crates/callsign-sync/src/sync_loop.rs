@@ -167,7 +167,7 @@ impl State {
 
     async fn pass(&mut self, force: bool) -> Result<PassReport> {
         if !self.acquire()? {
-            let pid = SyncLock::holder(&self.ctx.data_dir).map(|h| h.pid);
+            let pid = SyncLock::live_holder(&self.ctx.data_dir).map(|h| h.pid);
             self.next_run = Instant::now() + PERIOD;
             return Err(Error::Busy { pid });
         }
@@ -184,7 +184,11 @@ impl State {
             Ok(report) => {
                 self.failures = 0;
                 self.probe_at = None;
-                self.next_run = report.wake_at.map_or(Instant::now() + PERIOD, until);
+                self.next_run = if report.more {
+                    Instant::now()
+                } else {
+                    report.wake_at.map_or(Instant::now() + PERIOD, until)
+                };
                 Ok(report)
             }
             Err(e) => {

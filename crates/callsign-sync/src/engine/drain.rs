@@ -13,12 +13,11 @@ use super::Engine;
 use crate::error::{Error, Result};
 use crate::events::SyncStatus;
 use crate::lock::SyncLock;
+use crate::projects;
 use crate::settings::Token;
 
 /// How long `login` waits for the project list (the login itself is saved regardless).
 const LOGIN_WAIT: Duration = Duration::from_secs(5);
-/// The account's projects as the server last listed them (JSON).
-const PROJECTS: &str = "server.projects";
 
 /// What `login` learned from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,28 +54,19 @@ impl Engine {
             Ok(r) => r,
             Err(_) => Err(format!("no answer within {} s", LOGIN_WAIT.as_secs())),
         };
-        if let (Ok(list), None) = (&projects, &s.project) {
-            s.project = list.first().map(|p| p.prefix.clone());
-            self.set_settings(&s)?;
-        }
         Ok(LoginReport {
             projects,
-            project: s.project,
+            project: self.settings()?.project,
             local: self.status()?.local,
         })
     }
 
-    /// The account's projects from the server, remembered for when it cannot be reached.
+    /// The account's projects from the server, remembered for when it cannot be reached (the
+    /// first becomes the default project if none is set).
     async fn fetch_projects(&self) -> std::result::Result<Vec<Project>, String> {
         let client = self.client().map_err(|e| e.to_string())?;
         let list = client.projects().await.map_err(|e| e.error.to_string())?;
-        let json = serde_json::to_string(&list.projects).map_err(|e| e.to_string())?;
-        let store = self.store();
-        if store.get(PROJECTS).map_err(|e| e.to_string())?.as_deref() != Some(json.as_str()) {
-            store
-                .set(PROJECTS, Some(&json))
-                .map_err(|e| e.to_string())?;
-        }
+        projects::remember(&self.store(), &list.projects).map_err(|e| e.to_string())?;
         Ok(list.projects)
     }
 
@@ -86,19 +76,60 @@ impl Engine {
         if let Ok(Ok(list)) = tokio::time::timeout(LOGIN_WAIT, self.fetch_projects()).await {
             return Ok(list);
         }
-        let cached = self.store().get(PROJECTS)?;
-        Ok(cached
-            .and_then(|j| serde_json::from_str(&j).ok())
-            .unwrap_or_default())
+        projects::cached(&self.store())
     }
 
-    /// Syncs until the outbox has nothing pending or in flight, or `deadline` passes.
+    /// Syncs until the outbox has nothing pending or in flight and the change feed is pulled,
+    /// or `deadline` passes: the deadline bounds the whole call, whatever the server does.
+    /// While another live process holds the sync lock this only watches the outbox drain, and
+    /// takes the lock over the moment that process is gone.
     pub async fn sync_until_drained(&self, deadline: Duration) -> Result<SyncStatus> {
         let end = Instant::now() + deadline;
-        let now = self.clock_ms();
-        let Some(acq) = SyncLock::try_acquire(self.data_dir(), now)? else {
-            return self.watch_drain(end).await;
-        };
+        match tokio::time::timeout_at(end, self.drain(end)).await {
+            Ok(r) => r,
+            Err(_) => {
+                // Cut off mid-pass: what this process had claimed goes back to pending (the
+                // same bodies and keys go again next time), unless another process took the
+                // lock meanwhile (it resets them itself).
+                if let Ok(Some(_lock)) = SyncLock::try_acquire(self.data_dir(), self.clock_ms()) {
+                    self.store_reset_in_progress()?;
+                }
+                let status = self.status()?;
+                let last = status.last_error.or_else(|| self.first_row_error());
+                Err(Error::StillQueued {
+                    pending: status.pending + status.in_flight,
+                    reason: format!(
+                        "the sync did not finish within {} s{}",
+                        deadline.as_secs(),
+                        last.map(|e| format!(" (last error: {e})"))
+                            .unwrap_or_default()
+                    ),
+                })
+            }
+        }
+    }
+
+    async fn drain(&self, end: Instant) -> Result<SyncStatus> {
+        loop {
+            if let Some(acq) = SyncLock::try_acquire(self.data_dir(), self.clock_ms())? {
+                return self.drain_holding(acq, end).await;
+            }
+            let status = self.status()?;
+            if status.pending + status.in_flight == 0 {
+                return Ok(status);
+            }
+            if Instant::now() >= end {
+                let pid = SyncLock::live_holder(self.data_dir()).map(|h| h.pid);
+                return Err(Error::StillQueued {
+                    pending: status.pending + status.in_flight,
+                    reason: Error::Busy { pid }.to_string(),
+                });
+            }
+            tokio::time::sleep(Engine::wait_interval()).await;
+        }
+    }
+
+    async fn drain_holding(&self, acq: crate::lock::Acquired, end: Instant) -> Result<SyncStatus> {
         let reset = self.store_reset_in_progress()?;
         if let Some(dead) = acq.stale {
             tracing::warn!(
@@ -113,6 +144,9 @@ impl Engine {
             let report = syncer.run(force).await.map_err(Error::from)?;
             force = false;
             let status = self.status()?;
+            if report.more {
+                continue;
+            }
             if status.pending + status.in_flight == 0 {
                 drop(acq);
                 return Ok(status);
@@ -132,23 +166,6 @@ impl Engine {
                 });
             }
             tokio::time::sleep_until(wait_until).await;
-        }
-    }
-
-    async fn watch_drain(&self, end: Instant) -> Result<SyncStatus> {
-        let pid = SyncLock::holder(self.data_dir()).map(|h| h.pid);
-        loop {
-            let status = self.status()?;
-            if status.pending + status.in_flight == 0 {
-                return Ok(status);
-            }
-            if Instant::now() >= end {
-                return Err(Error::StillQueued {
-                    pending: status.pending + status.in_flight,
-                    reason: Error::Busy { pid }.to_string(),
-                });
-            }
-            tokio::time::sleep(Engine::wait_interval()).await;
         }
     }
 }

@@ -98,6 +98,16 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
 }
 
 impl Store {
+    /// The local task that holds `key`, if any.
+    pub fn key_owner(&self, key: &str) -> Result<Option<uuid::Uuid>> {
+        let u: Option<String> = self
+            .conn
+            .prepare_cached("SELECT uuid FROM tasks WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?;
+        Ok(u.and_then(|u| uuid::Uuid::parse_str(&u).ok()))
+    }
+
     /// Records the answers to a claimed batch, in one transaction: row states move as the
     /// outcomes say, then returned tasks are reconciled. Returns the UUIDs of tasks that changed.
     pub fn record_answers(
