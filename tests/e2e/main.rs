@@ -14,6 +14,7 @@ mod distrust;
 mod engine_loop;
 mod fake;
 mod fixture;
+mod hardening;
 mod local;
 mod measure;
 mod offline;
