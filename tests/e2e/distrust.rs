@@ -401,3 +401,32 @@ fn feed_tasks_that_break_the_rules_are_skipped_and_block_nothing() -> Result<()>
     assert_eq!(cli.json(&["show", &later.to_string()])?["key"], "SYN-4");
     Ok(())
 }
+
+#[test]
+fn a_key_answered_for_a_task_that_another_task_holds_here_binds_nothing() -> Result<()> {
+    let lying = Arc::new(AtomicBool::new(false));
+    let fake = FakeServer::start(answering(lying.clone(), |_, m| {
+        json!(task(m.uuid, Some(1), "taken key"))
+    }));
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    cli.login(&fake.url, "t0ken")?;
+    let a = cli.add("first", &[])?;
+    cli.ok(&["sync", "--timeout", "10"])?;
+    assert_eq!(cli.json(&["show", &a])?["key"], "SYN-1");
+    lying.store(true, Ordering::SeqCst);
+    let b = cli.add("second", &[])?;
+    let (out, _) = sync_within(&cli, 5, Duration::from_secs(30))?;
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("names task"), "{}", stderr(&out));
+    assert_eq!(cli.json(&["show", &a])?["key"], "SYN-1", "A keeps its key");
+    assert_eq!(
+        cli.json(&["show", &b])?["key"],
+        Value::Null,
+        "B binds nothing"
+    );
+    lying.store(false, Ordering::SeqCst);
+    cli.ok(&["sync", "--timeout", "10"])?;
+    assert_eq!(cli.json(&["show", &b])?["key"], "SYN-2");
+    Ok(())
+}

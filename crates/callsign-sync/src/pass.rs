@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use callsign_core::dto::{Mutation, MutationOp, SyncRequest, MAX_BATCH};
+use callsign_core::dto::{Mutation, SyncRequest, MAX_BATCH};
 use callsign_core::ErrorCode;
 use tokio::sync::broadcast;
 
@@ -291,7 +291,7 @@ impl Syncer {
     }
 
     /// Checks each success against its request ([`verify::answer`]), that no key is answered
-    /// for two tasks, and that a created task's key names no other task here. A success that
+    /// for two tasks, and that the answered key names no other task here. A success that
     /// fails is not one: its row stays queued under the same key, and why goes to `untrusted`.
     fn verified(
         &self,
@@ -313,13 +313,11 @@ impl Syncer {
             if let (None, Some(k)) = (&why, task.as_ref().and_then(|t| t.key.as_ref())) {
                 if shared.contains(k) {
                     why = Some(format!("key {k} was answered for more than one task"));
-                } else if row.op == MutationOp::Create {
-                    if let Some(other) = store.key_owner(k)?.filter(|u| *u != row.uuid) {
-                        why = Some(format!(
-                            "key {k} was answered for task {}, but names task {other} here",
-                            row.uuid
-                        ));
-                    }
+                } else if let Some(other) = store.key_owner(k)?.filter(|u| *u != row.uuid) {
+                    why = Some(format!(
+                        "key {k} was answered for task {}, but names task {other} here",
+                        row.uuid
+                    ));
                 }
             }
             match why {
