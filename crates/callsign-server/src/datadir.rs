@@ -47,6 +47,39 @@ pub enum DataDirError {
     Db(PathBuf, DbError),
 }
 
+/// Creates `dir` (and its parents) readable by the server's user only (0700 on Unix). An
+/// existing directory keeps its mode: the operator may have chosen it.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Makes the SQLite file `db` (created empty if missing) and its `-wal`, `-shm` and
+/// `-journal` files, where they exist, readable by the server's user only (0600 on Unix).
+/// SQLite creates a database's `-wal` and `-shm` with the database file's mode, so a file made
+/// 0600 before SQLite first opens it keeps the ones it makes later private too.
+pub fn make_private_db_file(db: &Path) -> std::io::Result<()> {
+    let mut open = std::fs::OpenOptions::new();
+    open.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    drop(open.open(db)?);
+    #[cfg(unix)]
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::set_permissions(&name, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The accounts that have a replica file under `accounts/`, sorted.
 pub fn replica_accounts(data_dir: &Path) -> Result<Vec<AccountId>, DataDirError> {
     let dir = data_dir.join(ACCOUNTS_DIR);
@@ -98,7 +131,7 @@ pub fn open_allocation_db(
     data_dir: &Path,
     checkpointer: Option<Checkpointer>,
 ) -> Result<Db, DataDirError> {
-    std::fs::create_dir_all(data_dir).map_err(|e| DataDirError::Io(data_dir.to_owned(), e))?;
+    create_private_dir(data_dir).map_err(|e| DataDirError::Io(data_dir.to_owned(), e))?;
     let db_path = data_dir.join(DB_FILE);
     let accounts = data_dir.join(ACCOUNTS_DIR);
     let found = replica_accounts(data_dir)?;
@@ -110,6 +143,7 @@ pub fn open_allocation_db(
             ids: list(&found),
         });
     }
+    make_private_db_file(&db_path).map_err(|e| DataDirError::Io(db_path.clone(), e))?;
     let db =
         Db::open_with(&db_path, checkpointer).map_err(|e| DataDirError::Db(db_path.clone(), e))?;
     let known = db

@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod crash;
+pub mod cursor;
 pub mod datadir;
 pub mod db;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod reaper;
 pub mod store;
+pub mod throttle;
 pub mod wal;
 
 use std::path::PathBuf;
@@ -32,6 +34,8 @@ pub struct Config {
     pub reaper_interval: Duration,
     /// How long a pending slot whose task never reached the store is kept for a retry.
     pub idempotency_window: Duration,
+    /// Failed authentications one client address may make a minute ([`throttle`]).
+    pub auth_failures_per_minute: u32,
 }
 
 impl Config {
@@ -40,6 +44,7 @@ impl Config {
             data_dir: data_dir.into(),
             reaper_interval: Duration::from_secs(60),
             idempotency_window: Duration::from_secs(24 * 3600),
+            auth_failures_per_minute: 20,
         }
     }
 
@@ -55,6 +60,8 @@ pub struct Inner {
     inflight: inflight::InFlight,
     metrics: metrics::Metrics,
     tokens: api::auth::TokenCache,
+    auth_failures: throttle::FailureLimit,
+    cursors: cursor::CursorKey,
 }
 
 /// Shared server state. Cheap to clone.
@@ -86,11 +93,12 @@ impl AppState {
     /// Opens the allocation database (migrating it; refusing a data dir whose allocation
     /// database does not know its replicas, see [`datadir`]) and starts the task store worker.
     pub fn open(config: Config) -> Result<AppState, StartError> {
-        std::fs::create_dir_all(&config.data_dir)
+        datadir::create_private_dir(&config.data_dir)
             .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
         let checkpointer = wal::Checkpointer::start().map_err(StartError::Checkpointer)?;
         let db = datadir::open_allocation_db(&config.data_dir, Some(checkpointer.clone()))?;
         let instance = db.read_blocking(db::meta::instance_id)?;
+        let cursors = cursor::CursorKey::new(db.read_blocking(db::meta::cursor_key)?);
         let store = store::TaskStore::start(config.data_dir.clone(), instance, checkpointer)
             .map_err(StartError::Store)?;
         let mut metrics = metrics::Metrics::default();
@@ -99,10 +107,12 @@ impl AppState {
         Ok(AppState(Arc::new(Inner {
             db,
             store,
-            config,
             inflight: inflight::InFlight::default(),
             metrics,
             tokens: api::auth::TokenCache::default(),
+            auth_failures: throttle::FailureLimit::new(config.auth_failures_per_minute),
+            cursors,
+            config,
         })))
     }
 }

@@ -34,6 +34,9 @@ enum Cmd {
         /// How long a pending slot whose task never reached the store waits for a retry.
         #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
         idempotency_window: Duration,
+        /// Failed authentications one client address may make a minute; past that, `429`.
+        #[arg(long, default_value_t = 20)]
+        auth_failures_per_minute: u32,
     },
     /// Manage accounts.
     Account {
@@ -97,6 +100,7 @@ async fn main() -> anyhow::Result<()> {
             listen,
             reaper_interval,
             idempotency_window,
+            auth_failures_per_minute,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -109,6 +113,7 @@ async fn main() -> anyhow::Result<()> {
                 data_dir,
                 reaper_interval,
                 idempotency_window,
+                auth_failures_per_minute,
             };
             let state = AppState::open(config)?;
             reaper::spawn(state.clone());
@@ -119,9 +124,12 @@ async fn main() -> anyhow::Result<()> {
             println!("callsign-server listening on http://{addr}");
             use std::io::Write;
             std::io::stdout().flush()?;
-            axum::serve(listener, router(state))
-                .with_graceful_shutdown(shutdown())
-                .await?;
+            axum::serve(
+                listener,
+                router(state).into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(shutdown())
+            .await?;
         }
         Cmd::Account {
             cmd:
@@ -173,15 +181,22 @@ async fn main() -> anyhow::Result<()> {
 /// a slot) hold only if no second process serves the same files. The OS releases the lock when
 /// the process dies, so a crash never leaves it stale.
 fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    std::fs::create_dir_all(data_dir)
+    callsign_server::datadir::create_private_dir(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
     let path = data_dir.join("server.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
+    let mut open = std::fs::OpenOptions::new();
+    open.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let file = open
         .open(&path)
         .with_context(|| format!("opening {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("making {} private", path.display()))?;
+    }
     if file.try_lock().is_err() {
         bail!(
             "another callsign-server is already serving {}",

@@ -432,6 +432,9 @@ impl Worker {
             .data_dir
             .join(crate::datadir::ACCOUNTS_DIR)
             .join(account.to_string());
+        crate::datadir::create_private_dir(&dir).map_err(backend)?;
+        crate::datadir::make_private_db_file(&dir.join(callsign_tcstore::FILE_NAME))
+            .map_err(backend)?;
         let storage = InlineStorage::open(&dir).await.map_err(backend)?;
         bind_replica(
             &dir.join(callsign_tcstore::FILE_NAME),

@@ -3,12 +3,17 @@
 //! A token found in the database is remembered for [`TokenCache::TTL`], so a device's requests
 //! do not each pay a database read on a blocking thread. Tokens cannot be revoked yet; whoever
 //! adds revocation must clear this cache.
+//!
+//! Failed authentications are limited per client address ([`crate::throttle`]): past the
+//! limit, a token not in the cache is answered `429 too_many_requests` with `Retry-After`,
+//! unchecked. A request with two `Authorization` headers is `400 duplicate_header`.
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::extract::FromRequestParts;
-use axum::http::{header, request::Parts};
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::{header, request::Parts, HeaderName};
 use callsign_core::ErrorCode;
 
 use crate::db::{accounts, AccountId};
@@ -53,28 +58,69 @@ impl TokenCache {
     }
 }
 
+/// `400 duplicate_header` when `name` appears more than once: which one counts would
+/// depend on the proxy in front.
+pub fn single_header(parts: &Parts, name: &HeaderName) -> Result<(), ApiError> {
+    if parts.headers.get_all(name).iter().nth(1).is_some() {
+        return Err(ApiError::new(
+            ErrorCode::DuplicateHeader,
+            format!("send the {name} header once"),
+        ));
+    }
+    Ok(())
+}
+
+/// The client's address: the connection's peer (set by the server's accept loop); requests
+/// that come from no socket (route tests) share one.
+pub fn client_ip(parts: &Parts) -> IpAddr {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
 impl FromRequestParts<AppState> for Account {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        single_header(parts, &header::AUTHORIZATION)?;
+        let present = parts.headers.contains_key(header::AUTHORIZATION);
+        let ip = client_ip(parts);
+        let failed = || {
+            if present {
+                state.auth_failures.failed(ip, Instant::now());
+            }
+            unauthorized()
+        };
         let token = parts
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(unauthorized)?;
-        let hash = accounts::hash_token(&token);
-        if let Some(a) = state.tokens.get(&hash) {
+            .filter(|t| !t.is_empty());
+        let hash = token.as_deref().map(accounts::hash_token);
+        if let Some(a) = hash.as_deref().and_then(|h| state.tokens.get(h)) {
             return Ok(Account(a));
         }
+        if present {
+            if let Some(wait) = state.auth_failures.blocked(ip, Instant::now()) {
+                return Err(ApiError {
+                    retry_after: Some(wait.as_secs().max(1)),
+                    ..ApiError::new(
+                        ErrorCode::TooManyRequests,
+                        "too many failed authentications from this address; wait and retry",
+                    )
+                });
+            }
+        }
+        let hash = hash.ok_or_else(failed)?;
         let key = hash.clone();
         let account = state
             .db
             .read(move |c| accounts::account_by_token_hash(c, &key))
             .await?
-            .ok_or_else(unauthorized)?;
+            .ok_or_else(failed)?;
         state.tokens.put(hash, account);
         Ok(Account(account))
     }

@@ -1,5 +1,6 @@
 //! `GET /v1/changes?since=<cursor>&limit=<n>`: tasks changed since the cursor, with their keys.
-//! The cursor is opaque to clients (it is the last change-feed sequence number they saw).
+//! The cursor is opaque to clients: the last change-feed position they saw, enciphered for
+//! their account ([`crate::cursor`]).
 use std::collections::HashMap;
 
 use axum::extract::{Query, State};
@@ -24,10 +25,11 @@ pub struct ChangesQuery {
     pub limit: Option<usize>,
 }
 
-pub fn parse_cursor(since: Option<&str>) -> ApiResult<i64> {
+/// The feed position of `since` (none, empty or `0`: the start).
+pub fn parse_cursor(state: &AppState, account: AccountId, since: Option<&str>) -> ApiResult<i64> {
     match since.map(str::trim) {
-        None | Some("") => Ok(0),
-        Some(s) => s.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+        None | Some("") | Some("0") => Ok(0),
+        Some(s) => state.cursors.decode(account, s).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::InvalidCursor,
                 format!("{s:?} is not a cursor this server gave out"),
@@ -59,7 +61,7 @@ pub async fn page(
     let tasks = load_tasks(state, account, uuids).await?;
     Ok(ChangesPage {
         changes: tasks.into_iter().flatten().collect(),
-        cursor: cursor.to_string(),
+        cursor: state.cursors.encode(account, cursor),
         has_more,
     })
 }
@@ -72,7 +74,7 @@ pub async fn list(
     query: Result<Query<ChangesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<ChangesPage>> {
     let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidCursor, e.body_text()))?;
-    let after = parse_cursor(q.since.as_deref())?;
+    let after = parse_cursor(&state, account, q.since.as_deref())?;
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
     Ok(Json(
         page(&state, account, after, limit, &HashMap::new()).await?,

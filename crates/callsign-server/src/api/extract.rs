@@ -27,14 +27,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// The `Idempotency-Key` header, required on every create and update.
+static IDEMPOTENCY_KEY: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("idempotency-key");
+
+/// The `Idempotency-Key` header, required on every create and update (once).
 pub struct IdemKey(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let Some(v) = parts.headers.get("idempotency-key") else {
+        super::auth::single_header(parts, &IDEMPOTENCY_KEY)?;
+        let Some(v) = parts.headers.get(&IDEMPOTENCY_KEY) else {
             return Err(ApiError::new(
                 ErrorCode::IdempotencyKeyMissing,
                 "creates and updates need an Idempotency-Key header (a fresh random string per change; resend it unchanged on retry)",

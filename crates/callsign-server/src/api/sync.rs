@@ -41,7 +41,7 @@ pub async fn sync(
             ),
         ));
     }
-    let after = parse_cursor(req.since.as_deref())?;
+    let after = parse_cursor(&state, account, req.since.as_deref())?;
     let n = req.mutations.len();
     let mut answers: Vec<Option<ApiResult<Reply>>> = vec![None; n];
     let mut creates = (Vec::new(), Vec::new());

@@ -76,23 +76,31 @@ pub fn account_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<Ac
         .optional()?)
 }
 
-/// Creates a project; `None` when the account already has that prefix.
+/// Creates a project; `None` when the account already has that prefix. Its `id` on the wire
+/// is its number within the account (1, 2, ...), not the row id, so an account cannot count
+/// the projects of others.
 pub fn create_project(
     conn: &Connection,
     account: AccountId,
     name: &str,
     prefix: &Prefix,
 ) -> Result<Option<Project>> {
-    let inserted = conn.execute(
-        "INSERT INTO projects (account_id, name, prefix, created_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (account_id, prefix) DO NOTHING",
-        params![account, name, prefix.as_str(), now_ms()],
-    )?;
-    if inserted == 0 {
+    let number: Option<i64> = conn
+        .query_row(
+            "INSERT INTO projects (account_id, name, prefix, created_at, number)
+             VALUES (?1, ?2, ?3, ?4,
+                     (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = ?1))
+             ON CONFLICT (account_id, prefix) DO NOTHING
+             RETURNING number",
+            params![account, name, prefix.as_str(), now_ms()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(number) = number else {
         return Ok(None);
-    }
+    };
     Ok(Some(Project {
-        id: conn.last_insert_rowid(),
+        id: number,
         name: name.to_owned(),
         prefix: prefix.to_string(),
     }))
@@ -100,7 +108,7 @@ pub fn create_project(
 
 pub fn list_projects(conn: &Connection, account: AccountId) -> Result<Vec<Project>> {
     let mut st = conn.prepare_cached(
-        "SELECT id, name, prefix FROM projects WHERE account_id = ?1 ORDER BY prefix",
+        "SELECT number, name, prefix FROM projects WHERE account_id = ?1 ORDER BY prefix",
     )?;
     let rows = st.query_map([account], |r| {
         Ok(Project {

@@ -21,3 +21,12 @@ pub fn account_ids(conn: &Connection) -> Result<Vec<i64>> {
     let rows = st.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// The key change-feed cursors are enciphered with (migration 0005).
+pub fn cursor_key(conn: &Connection) -> Result<Vec<u8>> {
+    Ok(
+        conn.query_row("SELECT cursor_key FROM server_meta WHERE id = 1", [], |r| {
+            r.get(0)
+        })?,
+    )
+}

@@ -72,6 +72,9 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0003_pending_slots_by_task.sql"
         )),
         M::up(include_str!("../../migrations/0004_server_instance.sql")),
+        M::up(include_str!(
+            "../../migrations/0005_per_account_numbers.sql"
+        )),
     ])
 }
 

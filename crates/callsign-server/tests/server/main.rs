@@ -5,5 +5,6 @@ mod common;
 mod concurrency;
 #[cfg(feature = "fault-injection")]
 mod crash;
+mod hardening;
 mod routes;
 mod startup;

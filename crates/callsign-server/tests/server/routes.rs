@@ -627,7 +627,12 @@ async fn a_sync_answer_leaves_out_only_the_changes_its_own_commits_made() {
         "another request's change is sent, ours is not"
     );
     let cursor = first.body["cursor"].as_str().unwrap().to_owned();
-    assert_eq!(cursor, "3");
+    let plain = app.call(&t, "GET", "/v1/changes", None, None).await;
+    assert_eq!(plain.body["changes"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        cursor, plain.body["cursor"],
+        "past all three changes, the left-out ones too"
+    );
 
     // A replay is an old answer: the task's latest state comes through the feed.
     app.call(
