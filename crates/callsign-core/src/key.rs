@@ -26,22 +26,19 @@ impl TaskKey {
 
     /// Parses the key form leniently: `SYN-42`, `syn-42`, `SYN 42`, `syn42`, surrounding spaces.
     ///
-    /// Without a separator the prefix is everything up to the last letter, so a prefix that ends
-    /// in a digit (`V2`) needs one (`v2-5`). Number 0, leading `+`, and numbers past
+    /// Grammar: `PREFIX SEP? N`, with at most one separator, `-` or a single space, between
+    /// prefix and number (DESIGN.md section 9); `SYN--1`, `SYN - 1` or a tab are not keys.
+    /// Without a separator the prefix is everything up to the last letter, so a prefix that
+    /// ends in a digit (`V2`) needs one (`v2-5`). Number 0, leading `+`, and numbers past
     /// [`MAX_NUMBER`] are rejected.
     pub fn parse(input: &str) -> Result<Self, KeyError> {
         let err = || KeyError {
             input: input.to_owned(),
         };
         let s = input.trim();
-        let (prefix, digits) = match s.rfind(|c: char| c == '-' || c.is_whitespace()) {
-            Some(at) => {
-                let (p, rest) = s.split_at(at);
-                (
-                    p.trim_end_matches(|c: char| c == '-' || c.is_whitespace()),
-                    &rest[rest.chars().next().map_or(0, char::len_utf8)..],
-                )
-            }
+        let (prefix, digits) = match s.find(['-', ' ']) {
+            // Both separators are one byte; what follows must be the number alone.
+            Some(at) => (&s[..at], &s[at + 1..]),
             None => {
                 let at = s
                     .rfind(|c: char| c.is_ascii_alphabetic())
@@ -86,7 +83,6 @@ pub(crate) mod tests {
     #[case("SYN 42", "SYN", 42)]
     #[case("syn42", "SYN", 42)]
     #[case("  Syn7 ", "SYN", 7)]
-    #[case("syn  -  7", "SYN", 7)]
     #[case("v2-5", "V2", 5)]
     #[case("v2x5", "V2X", 5)]
     #[case("SYN-007", "SYN", 7)]
@@ -105,6 +101,15 @@ pub(crate) mod tests {
     #[case("SYN-+4")]
     #[case("SYN-4x")]
     #[case("SYN-99999999999999999999")]
+    #[case("SYN--1")]
+    #[case("SYN---1")]
+    #[case("SYN\t-\n1")]
+    #[case("SYN\t1")]
+    #[case("SYN  1")]
+    #[case("SYN -1")]
+    #[case("SYN- 1")]
+    #[case("syn  -  7")]
+    #[case("SYN-1-2")]
     fn rejects(#[case] input: &str) {
         assert!(TaskKey::parse(input).is_err(), "{input:?} accepted");
     }
@@ -120,6 +125,16 @@ pub(crate) mod tests {
             prop_assert_eq!(TaskKey::parse(&k.to_string()).unwrap(), k.clone());
             prop_assert_eq!(TaskKey::parse(&k.to_string().to_lowercase()).unwrap(), k.clone());
             prop_assert_eq!(TaskKey::parse(&format!(" {} {} ", k.prefix, k.number)).unwrap(), k);
+        }
+
+        /// Only one separator, `-` or one space, may stand between prefix and number.
+        #[test]
+        fn more_than_one_separator_is_not_a_key(
+            k in any_key(),
+            sep in "[- \t\n]{2,4}|\t|\n|\r",
+        ) {
+            let text = format!("{}{}{}", k.prefix, sep, k.number);
+            prop_assert!(TaskKey::parse(&text).is_err(), "{:?} accepted", text);
         }
     }
 }

@@ -69,6 +69,15 @@ mod tests {
         assert_eq!(k.to_string(), "SYN-7");
     }
 
+    #[rstest]
+    #[case("SYN--1")]
+    #[case("SYN---1")]
+    #[case("SYN\t-\n1")]
+    #[case("syn - 1")]
+    fn not_refs(#[case] input: &str) {
+        assert!(TaskRef::parse(input).is_err(), "{input:?} accepted");
+    }
+
     #[test]
     fn error_names_the_accepted_forms() {
         let e = TaskRef::parse("hello").unwrap_err().to_string();

@@ -20,9 +20,29 @@ pub const DEFAULT_LIMIT: usize = 500;
 pub const MAX_LIMIT: usize = 1000;
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ChangesQuery {
+    /// The cursor of the last page read; none (or `0`) for the start of the feed.
     pub since: Option<String>,
-    pub limit: Option<usize>,
+    /// Tasks per page, 1-1000 (default 500; larger is read as 1000).
+    #[param(value_type = Option<u32>, minimum = 1)]
+    pub limit: Option<String>,
+}
+
+/// `limit`: a non-negative integer, clamped to 1..=[`MAX_LIMIT`]; else `400 invalid_query`.
+pub fn parse_limit(limit: Option<&str>) -> ApiResult<usize> {
+    match limit.map(str::trim) {
+        None | Some("") => Ok(DEFAULT_LIMIT),
+        Some(s) => s
+            .parse::<u64>()
+            .map(|n| usize::try_from(n).unwrap_or(MAX_LIMIT).clamp(1, MAX_LIMIT))
+            .map_err(|_| {
+                ApiError::new(
+                    ErrorCode::InvalidQuery,
+                    format!("limit={s:?}: give a number of tasks, 1-{MAX_LIMIT}"),
+                )
+            }),
+    }
 }
 
 /// The feed position of `since` (none, empty or `0`: the start).
@@ -73,9 +93,9 @@ pub async fn list(
     Account(account): Account,
     query: Result<Query<ChangesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<ChangesPage>> {
-    let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidCursor, e.body_text()))?;
+    let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidQuery, e.body_text()))?;
     let after = parse_cursor(&state, account, q.since.as_deref())?;
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let limit = parse_limit(q.limit.as_deref())?;
     Ok(Json(
         page(&state, account, after, limit, &HashMap::new()).await?,
     ))

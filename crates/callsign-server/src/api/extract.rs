@@ -8,6 +8,61 @@ use serde::de::DeserializeOwned;
 use crate::error::ApiError;
 use crate::protocol::Reply;
 
+/// The longest request target (path and query) answered; longer is `414 uri_too_long`.
+pub const MAX_URI: usize = 8 * 1024;
+/// The most header bytes (names and values) answered; more is `431 headers_too_large`.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// The most header fields answered; more is `431 headers_too_large`.
+pub const MAX_HEADERS: usize = 64;
+
+/// Refuses, as problem+json, a request whose target or headers are larger than any client of
+/// this API sends. hyper itself answers beyond its own limits (a target over 65,534 bytes,
+/// a head over its read buffer) with an empty `414`/`431` and closes the connection; these
+/// lower limits mean a request gets this server's problem+json answer first.
+pub async fn head_limits(req: Request, next: axum::middleware::Next) -> Result<Response, ApiError> {
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > MAX_URI {
+        return Err(ApiError::new(
+            ErrorCode::UriTooLong,
+            format!("the request target is {target} bytes; at most {MAX_URI} are read"),
+        ));
+    }
+    let headers = req.headers();
+    let bytes: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return Err(ApiError::new(
+            ErrorCode::HeadersTooLarge,
+            format!(
+                "{} headers, {bytes} bytes; at most {MAX_HEADERS} headers and {MAX_HEADER_BYTES} bytes are read",
+                headers.len()
+            ),
+        ));
+    }
+    Ok(next.run(req).await)
+}
+
+/// A task route's `{id}` as text; a path that is not UTF-8 (`%FF`) is `400 invalid_ref`.
+pub struct RawRef(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for RawRef {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|p| RawRef(p.0))
+            .map_err(|e| {
+                ApiError::new(
+                    ErrorCode::InvalidRef,
+                    format!("{}: use a task UUID or a key like SYN-42", e.body_text()),
+                )
+            })
+    }
+}
+
 /// `Json<T>` whose rejections are `413 payload_too_large` or `422 invalid_body` (unknown
 /// fields included), with serde's message naming the field.
 pub struct ApiJson<T>(pub T);

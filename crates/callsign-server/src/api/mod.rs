@@ -43,6 +43,8 @@ pub fn router(state: AppState) -> Router {
         .merge(single)
         .merge(batch)
         .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(axum::middleware::from_fn(extract::head_limits))
         .with_state(state)
 }
 

@@ -146,3 +146,11 @@ pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 pub async fn not_found() -> ApiError {
     ApiError::new(ErrorCode::NotFound, "no such endpoint; see /openapi.json")
 }
+
+/// A known path with a method it does not have; axum adds the `Allow` header.
+pub async fn method_not_allowed(method: axum::http::Method) -> ApiError {
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("{method} is not allowed here; the Allow header lists what is"),
+    )
+}

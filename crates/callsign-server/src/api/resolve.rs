@@ -1,12 +1,13 @@
 //! The resolver: turns the `{id}` of a task route (a UUID or a key, leniently) into the task's
 //! UUID, once, before any handler logic runs. Scoped to the caller's account, so another
 //! account's task is simply not found.
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use callsign_core::{ErrorCode, TaskRef};
 use uuid::Uuid;
 
 use super::auth::Account;
+use super::extract::RawRef;
 use crate::db::{slots, AccountId};
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
@@ -23,9 +24,7 @@ impl FromRequestParts<AppState> for Resolved {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let Account(account) = Account::from_request_parts(parts, state).await?;
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|e| ApiError::new(ErrorCode::InvalidRef, e.body_text()))?;
+        let RawRef(raw) = RawRef::from_request_parts(parts, state).await?;
         let r = TaskRef::parse(&raw)
             .map_err(|e| ApiError::new(ErrorCode::InvalidRef, e.to_string()))?;
         let uuid = resolve(state, account, r).await?;

@@ -1,6 +1,6 @@
 //! `PUT /v1/tasks/{uuid}` (create with the client's UUID), `GET /v1/tasks/{ref}`,
 //! `PATCH /v1/tasks/{ref}`. The protocol itself lives in [`crate::protocol`].
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
 use callsign_core::dto::{NewTask, Task, TaskPatch};
@@ -8,7 +8,7 @@ use callsign_core::{validate, ErrorCode, Prefix};
 use uuid::Uuid;
 
 use super::auth::Account;
-use super::extract::{ApiJson, IdemKey};
+use super::extract::{ApiJson, IdemKey, RawRef};
 use super::resolve::Resolved;
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, CreateReq, Reply, UpdateReq};
@@ -50,7 +50,7 @@ pub(super) fn single(state: &AppState, mut answers: Vec<ApiResult<Reply>>) -> Ap
 pub async fn create(
     State(state): State<AppState>,
     Account(account): Account,
-    Path(raw): Path<String>,
+    RawRef(raw): RawRef,
     IdemKey(idem): IdemKey,
     ApiJson(body): ApiJson<NewTask>,
 ) -> ApiResult<Response> {

@@ -88,8 +88,9 @@ async fn failed_authentications_are_limited_per_address() {
     );
 }
 
-/// Sends a request with exactly these headers through `router(state)`.
-async fn router_call(
+/// Sends a request with exactly these headers through `router(state)` (a PUT carries a task
+/// body): status, headers and the JSON body (`Null` if none).
+pub async fn router_call(
     app: &TestApp,
     method: &str,
     path: &str,

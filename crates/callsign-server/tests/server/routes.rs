@@ -797,3 +797,70 @@ async fn readyz_reflects_the_databases_and_healthz_stays_live() {
         StatusCode::OK
     );
 }
+
+/// Every error answer is problem+json with its code: methods a path lacks (with `Allow`), a
+/// path that is not UTF-8, a malformed `limit`, keys with more than one separator, and request
+/// heads larger than the server reads.
+#[tokio::test]
+async fn every_error_answer_is_problem_json_with_its_code() {
+    use crate::hardening::router_call;
+    let app = TestApp::new("SYN").await;
+    app.create_tasks("k", 1).await;
+    let auth = format!("Bearer {}", app.account.token);
+    let auth = [("authorization", auth.as_str())];
+    let with_body = [
+        auth[0],
+        ("idempotency-key", "k-ff"),
+        ("content-type", "application/json"),
+    ];
+    let uuid_path = format!("/v1/tasks/{}", Uuid::new_v4());
+    let long_path = format!("/v1/tasks/{}", "a".repeat(9000));
+    let many: Vec<(String, String)> = (0..70).map(|i| (format!("x-h{i}"), "v".into())).collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let big = "v".repeat(40 * 1024);
+    let big = [("x-big", big.as_str())];
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let cases: Vec<Case> = vec![
+        ("DELETE", "/v1/projects", &auth, 405, "method_not_allowed"),
+        ("DELETE", &uuid_path, &auth, 405, "method_not_allowed"),
+        ("POST", "/healthz", &[], 405, "method_not_allowed"),
+        ("PUT", "/v1/tasks/%FF", &with_body, 400, "invalid_ref"),
+        ("GET", "/v1/tasks/%FF", &auth, 400, "invalid_ref"),
+        ("GET", "/v1/changes?limit=-1", &auth, 400, "invalid_query"),
+        ("GET", "/v1/changes?limit=ten", &auth, 400, "invalid_query"),
+        ("GET", "/v1/tasks/SYN--1", &auth, 400, "invalid_ref"),
+        ("GET", "/v1/tasks/SYN---1", &auth, 400, "invalid_ref"),
+        ("GET", "/v1/tasks/SYN%09-%0A1", &auth, 400, "invalid_ref"),
+        ("GET", &long_path, &auth, 414, "uri_too_long"),
+        ("GET", "/v1/projects", &many, 431, "headers_too_large"),
+        ("GET", "/v1/projects", &big, 431, "headers_too_large"),
+    ];
+    for (method, path, headers, status, want) in cases {
+        let (got, h, body) = router_call(&app, method, path, headers).await;
+        let what = format!("{method} {}", &path[..path.len().min(40)]);
+        assert_eq!(got.as_u16(), status, "{what}: {body}");
+        assert_eq!(h["content-type"], "application/problem+json", "{what}");
+        assert_eq!(body["code"], want, "{what}");
+        assert_eq!(body["status"], status, "{what}");
+    }
+    let (_, h, _) = router_call(&app, "DELETE", &uuid_path, &auth).await;
+    let allow = h["allow"].to_str().unwrap();
+    for m in ["GET", "PUT", "PATCH"] {
+        assert!(allow.contains(m), "{allow}");
+    }
+    for ok in [
+        "SYN-1",
+        "syn%201",
+        "syn1",
+        "/v1/changes?limit=0",
+        "/v1/changes?limit=5000",
+    ] {
+        let path = if ok.starts_with('/') {
+            ok.to_owned()
+        } else {
+            format!("/v1/tasks/{ok}")
+        };
+        let (got, _, body) = router_call(&app, "GET", &path, &auth).await;
+        assert_eq!(got, StatusCode::OK, "{path}: {body}");
+    }
+}
