@@ -16,6 +16,7 @@ mod inflight;
 pub mod metrics;
 pub mod protocol;
 pub mod reaper;
+pub mod serve;
 pub mod store;
 pub mod throttle;
 pub mod wal;
@@ -36,6 +37,8 @@ pub struct Config {
     pub idempotency_window: Duration,
     /// Failed authentications one client address may make a minute ([`throttle`]).
     pub auth_failures_per_minute: u32,
+    /// How long a request body may take to arrive in full (`408 request_timeout` after).
+    pub body_read_timeout: Duration,
 }
 
 impl Config {
@@ -45,6 +48,7 @@ impl Config {
             reaper_interval: Duration::from_secs(60),
             idempotency_window: Duration::from_secs(24 * 3600),
             auth_failures_per_minute: 20,
+            body_read_timeout: Duration::from_secs(60),
         }
     }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use callsign_core::Prefix;
 use callsign_server::db::{accounts, Db};
-use callsign_server::{reaper, router, AppState, Config};
+use callsign_server::{reaper, router, serve, AppState, Config};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -37,6 +37,20 @@ enum Cmd {
         /// Failed authentications one client address may make a minute; past that, `429`.
         #[arg(long, default_value_t = 20)]
         auth_failures_per_minute: u32,
+        /// Most connections open at once; more wait to be accepted. Keep it well below the
+        /// open-file limit (`ulimit -n`).
+        #[arg(long, default_value_t = 512)]
+        max_connections: usize,
+        /// How long a request's line and headers may take to arrive, counted from when the
+        /// server starts waiting for them; the connection is closed after that.
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        header_read_timeout: Duration,
+        /// How long a request body may take to arrive in full; `408` after that.
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        body_read_timeout: Duration,
+        /// How long a connection with no request in flight and no bytes moving stays open.
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        idle_timeout: Duration,
     },
     /// Manage accounts.
     Account {
@@ -101,6 +115,10 @@ async fn main() -> anyhow::Result<()> {
             reaper_interval,
             idempotency_window,
             auth_failures_per_minute,
+            max_connections,
+            header_read_timeout,
+            body_read_timeout,
+            idle_timeout,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -114,6 +132,7 @@ async fn main() -> anyhow::Result<()> {
                 reaper_interval,
                 idempotency_window,
                 auth_failures_per_minute,
+                body_read_timeout,
             };
             let state = AppState::open(config)?;
             reaper::spawn(state.clone());
@@ -124,12 +143,12 @@ async fn main() -> anyhow::Result<()> {
             println!("callsign-server listening on http://{addr}");
             use std::io::Write;
             std::io::stdout().flush()?;
-            axum::serve(
-                listener,
-                router(state).into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .with_graceful_shutdown(shutdown())
-            .await?;
+            let limits = serve::Limits {
+                max_connections,
+                header_read_timeout,
+                idle_timeout,
+            };
+            serve::serve(listener, router(state), limits, shutdown()).await;
         }
         Cmd::Account {
             cmd:

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 use crate::protocol::Reply;
+use crate::AppState;
 
 /// The longest request target (path and query) answered; longer is `414 uri_too_long`.
 pub const MAX_URI: usize = 8 * 1024;
@@ -63,15 +64,24 @@ impl<S: Send + Sync> FromRequestParts<S> for RawRef {
     }
 }
 
-/// `Json<T>` whose rejections are `413 payload_too_large` or `422 invalid_body` (unknown
-/// fields included), with serde's message naming the field.
+/// `Json<T>` whose rejections are `413 payload_too_large`, `408 request_timeout` or
+/// `422 invalid_body` (unknown fields included), with serde's message naming the field.
 pub struct ApiJson<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match Json::<T>::from_request(req, state).await {
+    /// The whole body must arrive within the body-read timeout (`408 request_timeout`).
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.config.body_read_timeout;
+        let Ok(read) = tokio::time::timeout(limit, Json::<T>::from_request(req, state)).await
+        else {
+            return Err(ApiError::new(
+                ErrorCode::RequestTimeout,
+                format!("the request body did not arrive within {limit:?}"),
+            ));
+        };
+        match read {
             Ok(Json(v)) => Ok(ApiJson(v)),
             Err(rej) if rej.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::new(
                 ErrorCode::PayloadTooLarge,

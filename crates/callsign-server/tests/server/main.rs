@@ -6,5 +6,6 @@ mod concurrency;
 #[cfg(feature = "fault-injection")]
 mod crash;
 mod hardening;
+mod limits;
 mod routes;
 mod startup;
