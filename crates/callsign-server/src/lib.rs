@@ -20,6 +20,7 @@ pub mod serve;
 pub mod store;
 pub mod throttle;
 pub mod wal;
+pub mod window;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +40,9 @@ pub struct Config {
     pub auth_failures_per_minute: u32,
     /// How long a request body may take to arrive in full (`408 request_timeout` after).
     pub body_read_timeout: Duration,
+    /// Bytes of large request bodies (over 64 KiB) handled at once; more wait
+    /// (`api::extract::body_budget`). At least the largest body a route takes.
+    pub body_memory: u64,
 }
 
 impl Config {
@@ -49,6 +53,7 @@ impl Config {
             idempotency_window: Duration::from_secs(24 * 3600),
             auth_failures_per_minute: 20,
             body_read_timeout: Duration::from_secs(60),
+            body_memory: api::SYNC_BODY_LIMIT as u64,
         }
     }
 
@@ -66,6 +71,8 @@ pub struct Inner {
     tokens: api::auth::TokenCache,
     auth_failures: throttle::FailureLimit,
     cursors: cursor::CursorKey,
+    body_budget: tokio::sync::Semaphore,
+    body_budget_kib: u32,
 }
 
 /// Shared server state. Cheap to clone.
@@ -105,6 +112,13 @@ impl AppState {
         let cursors = cursor::CursorKey::new(db.read_blocking(db::meta::cursor_key)?);
         let store = store::TaskStore::start(config.data_dir.clone(), instance, checkpointer)
             .map_err(StartError::Store)?;
+        let body_budget_kib = u32::try_from(
+            config
+                .body_memory
+                .max(api::SYNC_BODY_LIMIT as u64)
+                .div_ceil(1024),
+        )
+        .unwrap_or(u32::MAX);
         let mut metrics = metrics::Metrics::default();
         metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());
         metrics.register_group_commits("task_store", "task store", store.group_commits());
@@ -116,6 +130,8 @@ impl AppState {
             tokens: api::auth::TokenCache::default(),
             auth_failures: throttle::FailureLimit::new(config.auth_failures_per_minute),
             cursors,
+            body_budget: tokio::sync::Semaphore::new(body_budget_kib as usize),
+            body_budget_kib,
             config,
         })))
     }

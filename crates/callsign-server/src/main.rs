@@ -48,6 +48,10 @@ enum Cmd {
         /// How long a request body may take to arrive in full; `408` after that.
         #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
         body_read_timeout: Duration,
+        /// Bytes of large request bodies (over 64 KiB) handled at once, in MiB; more wait their
+        /// turn. At least 32 (one full `/v1/sync` batch).
+        #[arg(long, default_value_t = 32)]
+        body_memory_mib: u64,
         /// How long a connection with no request in flight and no bytes moving stays open.
         #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
         idle_timeout: Duration,
@@ -119,6 +123,7 @@ async fn main() -> anyhow::Result<()> {
             header_read_timeout,
             body_read_timeout,
             idle_timeout,
+            body_memory_mib,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -133,6 +138,7 @@ async fn main() -> anyhow::Result<()> {
                 idempotency_window,
                 auth_failures_per_minute,
                 body_read_timeout,
+                body_memory: body_memory_mib.saturating_mul(1024 * 1024),
             };
             let state = AppState::open(config)?;
             reaper::spawn(state.clone());

@@ -45,6 +45,52 @@ pub async fn head_limits(req: Request, next: axum::middleware::Next) -> Result<R
     Ok(next.run(req).await)
 }
 
+/// Bodies this small skip the body budget (most requests: a task is a few KiB).
+pub const SMALL_BODY: u64 = 64 * 1024;
+
+/// Holds a request whose body is large until the body budget has room for it: a permit per
+/// KiB of its `Content-Length` (a body of unknown length counts as the largest the route
+/// takes), kept until the answer is ready, since the parsed request and the work done with it
+/// are a few times the body's size. Past the budget, large requests wait their turn with their
+/// bodies unread (in the kernel's socket buffers), so memory in flight stays bounded; small
+/// ones are not held.
+pub async fn body_budget(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let has_body = !matches!(
+        *req.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::DELETE
+    );
+    let route_max = if req.uri().path() == "/v1/sync" {
+        super::SYNC_BODY_LIMIT
+    } else {
+        super::BODY_LIMIT
+    } as u64;
+    let weight = match declared {
+        Some(n) => n.min(route_max),
+        None if has_body => route_max,
+        None => 0,
+    };
+    if weight <= SMALL_BODY {
+        return next.run(req).await;
+    }
+    let budget = &state.body_budget;
+    let kib = u32::try_from(weight.div_ceil(1024))
+        .unwrap_or(u32::MAX)
+        .min(state.body_budget_kib);
+    let Ok(_permit) = budget.acquire_many(kib).await else {
+        return ApiError::unavailable("the server is shutting down").into_response();
+    };
+    next.run(req).await
+}
+
 /// A task route's `{id}` as text; a path that is not UTF-8 (`%FF`) is `400 invalid_ref`.
 pub struct RawRef(pub String);
 

@@ -44,6 +44,10 @@ pub fn router(state: AppState) -> Router {
         .merge(batch)
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            extract::body_budget,
+        ))
         .layer(axum::middleware::from_fn(extract::head_limits))
         .with_state(state)
 }

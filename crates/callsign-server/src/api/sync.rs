@@ -70,15 +70,19 @@ pub async fn sync(
             answers[i] = Some(Err(e));
         }
     }
-    if !creates.1.is_empty() {
-        let out = protocol::create_many(&state, account, creates.1).await;
-        for (i, a) in creates.0.into_iter().zip(out) {
+    for (at, chunk) in chunks(creates.0, creates.1, |r| {
+        new_task_bytes(&r.body) + r.idem.len()
+    }) {
+        let out = protocol::create_many(&state, account, chunk).await;
+        for (i, a) in at.into_iter().zip(out) {
             answers[i] = Some(a);
         }
     }
-    if !updates.1.is_empty() {
-        let out = protocol::update_many(&state, account, updates.1).await;
-        for (i, a) in updates.0.into_iter().zip(out) {
+    for (at, chunk) in chunks(updates.0, updates.1, |r| {
+        patch_bytes(&r.patch) + r.idem.len()
+    }) {
+        let out = protocol::update_many(&state, account, chunk).await;
+        for (i, a) in at.into_iter().zip(out) {
             answers[i] = Some(a);
         }
     }
@@ -111,6 +115,51 @@ pub async fn sync(
     }))
 }
 
+/// Text bytes a batch goes through the protocol with at most at once. A batch of ordinary
+/// tasks (a few hundred bytes each) is one chunk, so it costs two allocation-database
+/// transactions and one TaskChampion commit; a batch of large notes is cut into chunks of
+/// about this much, one after another, because each stage holds several copies of what it
+/// carries (parsed fields, fingerprinted request, TaskChampion operations, SQLite pages kept
+/// until commit, stored answers): a 32 MB batch in one piece took the server's memory to
+/// about 550 MiB. Each mutation keeps its single-request semantics either way.
+pub const CHUNK_BYTES: usize = 2 * 1024 * 1024;
+
+fn new_task_bytes(t: &NewTask) -> usize {
+    t.description.len() + t.notes.len() + t.tags.iter().map(String::len).sum::<usize>()
+}
+
+fn patch_bytes(p: &TaskPatch) -> usize {
+    p.description.as_ref().map_or(0, String::len)
+        + p.notes.as_ref().map_or(0, String::len)
+        + p.tags.iter().flatten().map(String::len).sum::<usize>()
+}
+
+/// Cuts `items` (with their places `at` in the batch) into runs of at most [`CHUNK_BYTES`]
+/// by `size`, in order; an item larger than that is a run of its own.
+fn chunks<T>(
+    at: Vec<usize>,
+    items: Vec<T>,
+    size: impl Fn(&T) -> usize,
+) -> Vec<(Vec<usize>, Vec<T>)> {
+    let mut out: Vec<(Vec<usize>, Vec<T>)> = Vec::new();
+    let mut bytes = 0;
+    for (i, item) in at.into_iter().zip(items) {
+        let n = size(&item);
+        match out.last_mut() {
+            Some((ats, run)) if bytes + n <= CHUNK_BYTES => {
+                ats.push(i);
+                run.push(item);
+                bytes += n;
+            }
+            _ => {
+                out.push((vec![i], vec![item]));
+                bytes = n;
+            }
+        }
+    }
+    out
+}
+
 /// The result to send, and the change-feed entry its commit appended (none for a replay).
 fn result(
     state: &AppState,
@@ -141,5 +190,32 @@ fn result(
             };
             (r, None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_keep_order_and_cut_at_the_byte_budget() {
+        let sizes = vec![10, CHUNK_BYTES - 10, 1, CHUNK_BYTES * 2, 5, 6];
+        let at: Vec<usize> = (0..sizes.len()).map(|i| i * 2).collect();
+        let got = chunks(at, sizes.clone(), |n| *n);
+        let runs: Vec<Vec<usize>> = got.iter().map(|(_, r)| r.clone()).collect();
+        assert_eq!(
+            runs,
+            vec![
+                vec![10, CHUNK_BYTES - 10],
+                vec![1],
+                vec![CHUNK_BYTES * 2],
+                vec![5, 6]
+            ]
+        );
+        let places: Vec<usize> = got.into_iter().flat_map(|(a, _)| a).collect();
+        assert_eq!(places, vec![0, 2, 4, 6, 8, 10]);
+        assert!(chunks(Vec::new(), Vec::<usize>::new(), |n| *n).is_empty());
+        let small = chunks(vec![0, 1, 2], vec![100, 200, 300], |n| *n);
+        assert_eq!(small.len(), 1, "ordinary batches stay one chunk");
     }
 }

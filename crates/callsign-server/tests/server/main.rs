@@ -7,5 +7,6 @@ mod concurrency;
 mod crash;
 mod hardening;
 mod limits;
+mod memory;
 mod routes;
 mod startup;
