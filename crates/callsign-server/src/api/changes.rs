@@ -24,8 +24,8 @@ pub const MAX_LIMIT: usize = 1000;
 pub struct ChangesQuery {
     /// The cursor of the last page read; none (or `0`) for the start of the feed.
     pub since: Option<String>,
-    /// Tasks per page, 1-1000 (default 500; larger is read as 1000).
-    #[param(value_type = Option<u32>, minimum = 1)]
+    /// Tasks per page (default 500); 0 is read as 1, more than 1000 as 1000.
+    #[param(value_type = Option<u64>, minimum = 0)]
     pub limit: Option<String>,
 }
 
@@ -86,8 +86,9 @@ pub async fn page(
     })
 }
 
-#[utoipa::path(get, path = "/v1/changes", params(ChangesQuery), responses((status = 200, body = ChangesPage),
-    (status = 400, body = callsign_core::Problem, description = "invalid_cursor")))]
+#[utoipa::path(get, path = "/v1/changes", operation_id = "listChanges", params(ChangesQuery),
+    responses((status = 200, body = ChangesPage),
+    (status = 400, body = callsign_core::Problem, description = "invalid_cursor, invalid_query")))]
 pub async fn list(
     State(state): State<AppState>,
     Account(account): Account,

@@ -17,7 +17,12 @@ use crate::AppState;
         version = "1",
         description = "Tasks with speakable keys (SYN-42) that are never duplicated, skipped or lost."
     ),
+    modifiers(&Contract),
     paths(
+        healthz,
+        readyz,
+        metrics,
+        openapi,
         super::projects::list,
         super::projects::create,
         super::tasks::create,
@@ -46,7 +51,88 @@ use crate::AppState;
 )]
 pub struct ApiDoc;
 
+/// What holds for every operation, added to the document in one place: `/v1` operations need
+/// the bearer token (`security`) and may answer `401 unauthorized`, `429 too_many_requests`,
+/// `400 duplicate_header` and `503 unavailable`; every error answer is
+/// `application/problem+json`.
+struct Contract;
+
+impl utoipa::Modify for Contract {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::SecurityScheme;
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement};
+        use utoipa::openapi::{RefOr, ResponseBuilder};
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "a device token from `callsign-server account create` or `token create`",
+                    ))
+                    .build(),
+            ),
+        );
+        let problem = || {
+            utoipa::openapi::ContentBuilder::new()
+                .schema(Some(RefOr::Ref(utoipa::openapi::Ref::from_schema_name(
+                    "Problem",
+                ))))
+                .build()
+        };
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let ops = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for op in ops.into_iter().flatten() {
+                let responses = &mut op.responses.responses;
+                if path.starts_with("/v1/") {
+                    op.security = Some(vec![SecurityRequirement::new(
+                        "bearer",
+                        Vec::<String>::new(),
+                    )]);
+                    for (status, code) in [
+                        ("400", "duplicate_header"),
+                        ("401", "unauthorized"),
+                        ("429", "too_many_requests (Retry-After)"),
+                        ("503", "unavailable (Retry-After)"),
+                    ] {
+                        match responses.get_mut(status) {
+                            Some(RefOr::T(r)) => {
+                                r.description = format!("{}, {code}", r.description)
+                            }
+                            Some(RefOr::Ref(_)) => {}
+                            None => {
+                                responses.insert(
+                                    status.to_owned(),
+                                    RefOr::T(ResponseBuilder::new().description(code).build()),
+                                );
+                            }
+                        }
+                    }
+                }
+                for (status, r) in responses.iter_mut() {
+                    if let RefOr::T(r) = r {
+                        if status.starts_with('4') || status.starts_with('5') {
+                            r.content.clear();
+                            r.content
+                                .insert("application/problem+json".to_owned(), problem());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Liveness: the process answers. Says nothing about the databases (see [`readyz`]).
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz",
+    responses((status = 200, description = "the process answers", body = serde_json::Value)))]
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({"status": "ok"}))
 }
@@ -58,6 +144,9 @@ const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// read-only file fails here), the task store's worker runs, and no account's replica failed
 /// its last open, read or commit. `503 not_ready` says what failed; the log has the details
 /// (the endpoint needs no token, so the answer names no file or account).
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", responses(
+    (status = 200, description = "ready", body = serde_json::Value),
+    (status = 503, description = "not_ready (Retry-After)", body = callsign_core::Problem)))]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
     let probe = async {
         let mut failed = Vec::new();
@@ -115,6 +204,10 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json:
     }
 }
 
+/// Prometheus text (docs/OPERATIONS.md names the series).
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", responses(
+    (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
+    (status = 503, description = "unavailable", body = callsign_core::Problem)))]
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     let window = i64::try_from(state.config.idempotency_window.as_millis()).unwrap_or(i64::MAX);
     let since = now_ms().saturating_sub(window);
@@ -139,6 +232,8 @@ pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoRespon
     ))
 }
 
+#[utoipa::path(get, path = "/openapi.json", operation_id = "openapi",
+    responses((status = 200, description = "this document", body = serde_json::Value)))]
 pub async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }

@@ -11,7 +11,7 @@ use crate::db::accounts;
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
-#[utoipa::path(get, path = "/v1/projects", responses((status = 200, body = ProjectList)))]
+#[utoipa::path(get, path = "/v1/projects", operation_id = "listProjects", responses((status = 200, body = ProjectList)))]
 pub async fn list(
     State(state): State<AppState>,
     Account(account): Account,
@@ -27,10 +27,10 @@ pub async fn list(
 pub const RESERVED: &str =
     "INBOX is reserved for the tasks a device keeps before it has a server: choose another prefix";
 
-#[utoipa::path(post, path = "/v1/projects", request_body = NewProject, responses(
+#[utoipa::path(post, path = "/v1/projects", operation_id = "createProject", request_body = NewProject, responses(
     (status = 201, body = Project),
-    (status = 409, description = "prefix_taken", body = callsign_core::Problem),
-    (status = 422, description = "invalid_prefix", body = callsign_core::Problem)))]
+    (status = 422, description = "invalid_prefix, invalid_body", body = callsign_core::Problem),
+    (status = 409, description = "prefix_taken", body = callsign_core::Problem)))]
 pub async fn create(
     State(state): State<AppState>,
     Account(account): Account,

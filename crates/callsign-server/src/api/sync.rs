@@ -23,9 +23,11 @@ use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, Reply};
 use crate::AppState;
 
-#[utoipa::path(post, path = "/v1/sync", request_body = SyncRequest, responses(
+#[utoipa::path(post, path = "/v1/sync", operation_id = "sync", request_body = SyncRequest, responses(
     (status = 200, body = SyncResponse),
     (status = 413, body = callsign_core::Problem, description = "batch_too_large, payload_too_large"),
+    (status = 400, body = callsign_core::Problem, description = "invalid_cursor"),
+    (status = 408, body = callsign_core::Problem, description = "request_timeout"),
     (status = 422, body = callsign_core::Problem, description = "invalid_body")))]
 pub async fn sync(
     State(state): State<AppState>,

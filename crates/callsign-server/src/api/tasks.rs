@@ -38,12 +38,15 @@ pub(super) fn single(state: &AppState, mut answers: Vec<ApiResult<Reply>>) -> Ap
     Ok(reply)
 }
 
-#[utoipa::path(put, path = "/v1/tasks/{uuid}", request_body = NewTask,
-    params(("uuid" = Uuid, Path), ("Idempotency-Key" = String, Header)),
+#[utoipa::path(put, path = "/v1/tasks/{ref}", operation_id = "createTask", request_body = NewTask,
+    params(("ref" = Uuid, Path, description = "the task's UUID, made by the client"),
+        ("Idempotency-Key" = String, Header, description = "a fresh random string per change; resend it unchanged on retry")),
     responses(
         (status = 201, body = Task, description = "created and numbered"),
         (status = 200, body = Task, description = "the UUID already had this key, or a replay (Idempotent-Replayed: true)"),
-        (status = 400, body = callsign_core::Problem, description = "idempotency_key_missing, invalid_ref"),
+        (status = 400, body = callsign_core::Problem, description = "idempotency_key_missing, idempotency_key_invalid, invalid_ref"),
+        (status = 408, body = callsign_core::Problem, description = "request_timeout"),
+        (status = 413, body = callsign_core::Problem, description = "payload_too_large"),
         (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_exists"),
         (status = 422, body = callsign_core::Problem, description = "idempotency_key_reused, invalid_body"),
         (status = 503, body = callsign_core::Problem, description = "nothing numbered; retry with the same key")))]
@@ -69,7 +72,7 @@ pub async fn create(
     )?))
 }
 
-#[utoipa::path(get, path = "/v1/tasks/{ref}", params(("ref" = String, Path, description = "UUID or key: SYN-42, syn-42, SYN 42, syn42")),
+#[utoipa::path(get, path = "/v1/tasks/{ref}", operation_id = "getTask", params(("ref" = String, Path, description = "UUID or key: SYN-42, syn-42, SYN 42, syn42")),
     responses((status = 200, body = Task), (status = 400, body = callsign_core::Problem, description = "invalid_ref"),
         (status = 404, body = callsign_core::Problem, description = "unknown_prefix, task_not_found")))]
 pub async fn get(State(state): State<AppState>, task: Resolved) -> ApiResult<Json<Task>> {
@@ -81,9 +84,15 @@ pub async fn get(State(state): State<AppState>, task: Resolved) -> ApiResult<Jso
         .ok_or_else(|| ApiError::new(ErrorCode::TaskNotFound, format!("no task {}", task.uuid)))
 }
 
-#[utoipa::path(patch, path = "/v1/tasks/{ref}", request_body = TaskPatch,
-    params(("ref" = String, Path), ("Idempotency-Key" = String, Header)),
-    responses((status = 200, body = Task), (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_not_committed"),
+#[utoipa::path(patch, path = "/v1/tasks/{ref}", operation_id = "updateTask", request_body = TaskPatch,
+    params(("ref" = String, Path, description = "UUID or key: SYN-42, syn-42, SYN 42, syn42"),
+        ("Idempotency-Key" = String, Header, description = "a fresh random string per change; resend it unchanged on retry")),
+    responses((status = 200, body = Task),
+        (status = 400, body = callsign_core::Problem, description = "idempotency_key_missing, idempotency_key_invalid, invalid_ref"),
+        (status = 404, body = callsign_core::Problem, description = "unknown_prefix, task_not_found"),
+        (status = 408, body = callsign_core::Problem, description = "request_timeout"),
+        (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_not_committed"),
+        (status = 413, body = callsign_core::Problem, description = "payload_too_large"),
         (status = 422, body = callsign_core::Problem, description = "idempotency_key_reused, invalid_body")))]
 pub async fn update(
     State(state): State<AppState>,

@@ -411,7 +411,7 @@ async fn health_openapi_and_retry_metrics() {
         StatusCode::OK
     );
     let doc = app.call("", "GET", "/openapi.json", None, None).await;
-    assert!(doc.body["paths"]["/v1/tasks/{uuid}"]["put"].is_object());
+    assert!(doc.body["paths"]["/v1/tasks/{ref}"]["put"].is_object());
     assert!(doc.body["paths"]["/v1/sync"]["post"].is_object());
     let u = Uuid::new_v4();
     app.put(u, "r", task("x")).await;
@@ -863,4 +863,68 @@ async fn every_error_answer_is_problem_json_with_its_code() {
         let (got, _, body) = router_call(&app, "GET", &path, &auth).await;
         assert_eq!(got, StatusCode::OK, "{path}: {body}");
     }
+}
+
+/// `/openapi.json` describes the API exactly: unique operation ids, query parameters in the
+/// query and optional, one template per path, bearer security on every `/v1` operation, and
+/// every error answer (401 included) as problem+json.
+#[tokio::test]
+async fn the_openapi_document_is_exact() {
+    let app = TestApp::new("SYN").await;
+    let doc = app.call("", "GET", "/openapi.json", None, None).await.body;
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer",
+        "{}",
+        doc["components"]["securitySchemes"]
+    );
+    let paths = doc["paths"].as_object().unwrap();
+    for p in [
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+        "/v1/tasks/{ref}",
+    ] {
+        assert!(paths.contains_key(p), "{p} missing");
+    }
+    assert!(
+        !paths.contains_key("/v1/tasks/{uuid}"),
+        "one template per path"
+    );
+    let mut ids = std::collections::HashSet::new();
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let at = format!("{method} {path}");
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{at}: no id"));
+            assert!(ids.insert(id.to_owned()), "{at}: operationId {id} twice");
+            let v1 = path.starts_with("/v1/");
+            assert_eq!(op["security"].is_array(), v1, "{at}: security");
+            let responses = op["responses"].as_object().unwrap();
+            if v1 {
+                assert!(responses.contains_key("401"), "{at}: 401 undocumented");
+                assert!(responses.contains_key("429"), "{at}: 429 undocumented");
+            }
+            for (status, r) in responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    let content = r["content"].as_object();
+                    assert!(
+                        content.is_some_and(|c| c.keys().eq(["application/problem+json"])),
+                        "{at} {status}: {}",
+                        r["content"]
+                    );
+                }
+            }
+            for param in op["parameters"].as_array().into_iter().flatten() {
+                let name = param["name"].as_str().unwrap();
+                if ["since", "limit"].contains(&name) {
+                    assert_eq!(param["in"], "query", "{at} {name}");
+                    assert_ne!(param["required"], true, "{at} {name}");
+                }
+            }
+        }
+    }
+    let changes = &doc["paths"]["/v1/changes"]["get"]["parameters"];
+    assert_eq!(changes.as_array().map(Vec::len), Some(2), "{changes}");
 }
