@@ -165,7 +165,9 @@ pub struct Mutation {
     pub idempotency_key: String,
     pub op: MutationOp,
     pub uuid: Uuid,
-    #[schema(value_type = Object)]
+    /// A `NewTask` (create) or a `TaskPatch` (update). Any JSON is taken: a value of the
+    /// wrong shape fails this mutation alone, in its result, not the batch.
+    #[schema(value_type = Value)]
     pub fields: serde_json::Value,
 }
 

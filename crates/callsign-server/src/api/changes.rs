@@ -19,24 +19,29 @@ use crate::AppState;
 pub const DEFAULT_LIMIT: usize = 500;
 pub const MAX_LIMIT: usize = 1000;
 
+/// Unknown parameters are refused (`400 invalid_query`), as unknown body fields are.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ChangesQuery {
     /// The cursor of the last page read; none (or `0`) for the start of the feed.
     pub since: Option<String>,
     /// Tasks per page (default 500); 0 is read as 1, more than 1000 as 1000.
-    #[param(value_type = Option<u64>, minimum = 0)]
+    #[param(value_type = Option<i64>, minimum = 0)]
     pub limit: Option<String>,
 }
 
-/// `limit`: a non-negative integer, clamped to 1..=[`MAX_LIMIT`]; else `400 invalid_query`.
+/// `limit`: an integer from 0 to `i64::MAX`, clamped to 1..=[`MAX_LIMIT`]; else
+/// `400 invalid_query`.
 pub fn parse_limit(limit: Option<&str>) -> ApiResult<usize> {
     match limit.map(str::trim) {
         None | Some("") => Ok(DEFAULT_LIMIT),
         Some(s) => s
-            .parse::<u64>()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
             .map(|n| usize::try_from(n).unwrap_or(MAX_LIMIT).clamp(1, MAX_LIMIT))
-            .map_err(|_| {
+            .ok_or_else(|| {
                 ApiError::new(
                     ErrorCode::InvalidQuery,
                     format!("limit={s:?}: give a number of tasks, 1-{MAX_LIMIT}"),

@@ -114,27 +114,63 @@ impl<S: Send + Sync> FromRequestParts<S> for RawRef {
 /// `422 invalid_body` (unknown fields included), with serde's message naming the field.
 pub struct ApiJson<T>(pub T);
 
+/// `application/json` or `application/<anything>+json`, as axum's `Json` takes.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
 impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
-    /// The whole body must arrive within the body-read timeout (`408 request_timeout`).
+    /// The whole body must arrive within the body-read timeout (`408 request_timeout`), and
+    /// be a JSON object (serde would also take a struct written as an array).
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        if !is_json(req.headers()) {
+            return Err(ApiError::new(
+                ErrorCode::InvalidBody,
+                "send the body as JSON with Content-Type: application/json",
+            ));
+        }
         let limit = state.config.body_read_timeout;
-        let Ok(read) = tokio::time::timeout(limit, Json::<T>::from_request(req, state)).await
+        let Ok(read) =
+            tokio::time::timeout(limit, axum::body::Bytes::from_request(req, state)).await
         else {
             return Err(ApiError::new(
                 ErrorCode::RequestTimeout,
                 format!("the request body did not arrive within {limit:?}"),
             ));
         };
-        match read {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(rej) if rej.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::new(
-                ErrorCode::PayloadTooLarge,
-                "the request body is larger than this endpoint accepts",
-            )),
-            Err(rej) => Err(ApiError::new(ErrorCode::InvalidBody, rej.body_text())),
+        let bytes = match read {
+            Ok(b) => b,
+            Err(rej) if rej.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                return Err(ApiError::new(
+                    ErrorCode::PayloadTooLarge,
+                    "the request body is larger than this endpoint accepts",
+                ))
+            }
+            Err(rej) => return Err(ApiError::new(ErrorCode::InvalidBody, rej.body_text())),
+        };
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::new(
+                ErrorCode::InvalidBody,
+                "the request body must be a JSON object",
+            ));
         }
+        Json::<T>::from_bytes(&bytes)
+            .map(|Json(v)| ApiJson(v))
+            .map_err(|rej| ApiError::new(ErrorCode::InvalidBody, rej.body_text()))
     }
 }
 

@@ -209,8 +209,8 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json:
     (status = 200, description = "Prometheus text format 0.0.4", body = String, content_type = "text/plain"),
     (status = 503, description = "unavailable", body = callsign_core::Problem)))]
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
-    let window = i64::try_from(state.config.idempotency_window.as_millis()).unwrap_or(i64::MAX);
-    let since = now_ms().saturating_sub(window);
+    let period = state.config.idempotency_window.period();
+    let since = now_ms().saturating_sub(i64::try_from(period.as_millis()).unwrap_or(i64::MAX));
     let (spans, pending) = state
         .db
         .read(move |c| {

@@ -47,6 +47,7 @@ pub(super) fn single(state: &AppState, mut answers: Vec<ApiResult<Reply>>) -> Ap
         (status = 400, body = callsign_core::Problem, description = "idempotency_key_missing, idempotency_key_invalid, invalid_ref"),
         (status = 408, body = callsign_core::Problem, description = "request_timeout"),
         (status = 413, body = callsign_core::Problem, description = "payload_too_large"),
+        (status = 404, body = callsign_core::Problem, description = "project_not_found"),
         (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_exists"),
         (status = 422, body = callsign_core::Problem, description = "idempotency_key_reused, invalid_body"),
         (status = 503, body = callsign_core::Problem, description = "nothing numbered; retry with the same key")))]

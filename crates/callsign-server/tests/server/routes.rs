@@ -583,7 +583,7 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
 
     // The ghost slot is still pending; with a zero window it fails and consumes no number.
     let mut config = app.state.config.clone();
-    config.idempotency_window = std::time::Duration::ZERO;
+    config.idempotency_window = callsign_server::window::Setting::Fixed(std::time::Duration::ZERO);
     let state0 = callsign_server::AppState::open(config).unwrap();
     let r = reaper::run_once(&state0).await.unwrap();
     assert_eq!(r.failed, 1);
@@ -828,6 +828,14 @@ async fn every_error_answer_is_problem_json_with_its_code() {
         ("GET", "/v1/tasks/%FF", &auth, 400, "invalid_ref"),
         ("GET", "/v1/changes?limit=-1", &auth, 400, "invalid_query"),
         ("GET", "/v1/changes?limit=ten", &auth, 400, "invalid_query"),
+        ("GET", "/v1/changes?limit[x]=1", &auth, 400, "invalid_query"),
+        (
+            "GET",
+            "/v1/changes?limit=9223372036854775808",
+            &auth,
+            400,
+            "invalid_query",
+        ),
         ("GET", "/v1/tasks/SYN--1", &auth, 400, "invalid_ref"),
         ("GET", "/v1/tasks/SYN---1", &auth, 400, "invalid_ref"),
         ("GET", "/v1/tasks/SYN%09-%0A1", &auth, 400, "invalid_ref"),
@@ -925,6 +933,16 @@ async fn the_openapi_document_is_exact() {
             }
         }
     }
+    let fields = &doc["components"]["schemas"]["Mutation"]["properties"]["fields"];
+    assert!(
+        fields.get("type").is_none(),
+        "any JSON, checked per mutation: {fields}"
+    );
+    let put = &doc["paths"]["/v1/tasks/{ref}"]["put"]["responses"];
+    assert!(put["404"]["description"]
+        .as_str()
+        .unwrap()
+        .contains("project_not_found"));
     let changes = &doc["paths"]["/v1/changes"]["get"]["parameters"];
     assert_eq!(changes.as_array().map(Vec::len), Some(2), "{changes}");
 }
