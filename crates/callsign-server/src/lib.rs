@@ -34,8 +34,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// How often the reaper runs.
     pub reaper_interval: Duration,
-    /// How long a pending slot whose task never reached the store is kept for a retry.
-    pub idempotency_window: Duration,
+    /// How long a pending slot whose task never reached the store is kept for a retry: derived
+    /// from the retries observed ([`window`]), or fixed.
+    pub idempotency_window: window::Setting,
     /// Failed authentications one client address may make a minute ([`throttle`]).
     pub auth_failures_per_minute: u32,
     /// How long a request body may take to arrive in full (`408 request_timeout` after).
@@ -50,7 +51,10 @@ impl Config {
         Config {
             data_dir: data_dir.into(),
             reaper_interval: Duration::from_secs(60),
-            idempotency_window: Duration::from_secs(24 * 3600),
+            idempotency_window: window::Setting::Auto {
+                min: window::Setting::DEFAULT_MIN,
+                max: window::Setting::DEFAULT_MAX,
+            },
             auth_failures_per_minute: 20,
             body_read_timeout: Duration::from_secs(60),
             body_memory: api::SYNC_BODY_LIMIT as u64,
@@ -73,6 +77,9 @@ pub struct Inner {
     cursors: cursor::CursorKey,
     body_budget: tokio::sync::Semaphore,
     body_budget_kib: u32,
+    /// The idempotency window in force (the reaper derives it each pass and stores it in the
+    /// allocation database, [`db::window`]).
+    window: std::sync::Mutex<window::Window>,
 }
 
 /// Shared server state. Cheap to clone.
@@ -119,8 +126,22 @@ impl AppState {
                 .div_ceil(1024),
         )
         .unwrap_or(u32::MAX);
+        let window = match config.idempotency_window {
+            window::Setting::Fixed(d) => window::Window::fixed(d),
+            setting @ window::Setting::Auto { .. } => window::Window {
+                ms: db
+                    .read_blocking(db::window::in_force)?
+                    .unwrap_or(setting.initial().as_millis() as i64),
+                basis: db
+                    .read_blocking(db::window::basis)?
+                    .unwrap_or(window::Basis::Min),
+                p99_ms: None,
+                late_ms: None,
+            },
+        };
         let mut metrics = metrics::Metrics::default();
         metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());
+        metrics.window(&window);
         metrics.register_group_commits("task_store", "task store", store.group_commits());
         Ok(AppState(Arc::new(Inner {
             db,
@@ -132,7 +153,22 @@ impl AppState {
             cursors,
             body_budget: tokio::sync::Semaphore::new(body_budget_kib as usize),
             body_budget_kib,
+            window: std::sync::Mutex::new(window),
             config,
         })))
+    }
+
+    /// The idempotency window in force.
+    pub fn window(&self) -> window::Window {
+        *self.window.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the window in force; says so in one log line when it changes.
+    fn set_window(&self, w: window::Window) {
+        let mut cur = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        if (cur.ms, cur.basis) != (w.ms, w.basis) {
+            tracing::info!("idempotency window: {w}");
+        }
+        *cur = w;
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use callsign_core::Prefix;
 use callsign_server::db::{accounts, Db};
-use callsign_server::{reaper, router, serve, AppState, Config};
+use callsign_server::{reaper, router, serve, window, AppState, Config};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -31,9 +31,18 @@ enum Cmd {
         /// How often the reaper settles slots left pending by a crash (e.g. 60s, 500ms).
         #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
         reaper_interval: Duration,
-        /// How long a pending slot whose task never reached the store waits for a retry.
+        /// How long a pending slot whose task never reached the store waits for a retry:
+        /// `auto` derives it from the retries the server observes (p99 and late retries, ×2,
+        /// clamped by the two flags below); a duration (e.g. 24h) fixes it.
+        #[arg(long, default_value = "auto", value_parser = parse_window)]
+        idempotency_window: WindowArg,
+        /// With `--idempotency-window auto`: never shorter than this.
         #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
-        idempotency_window: Duration,
+        idempotency_window_min: Duration,
+        /// With `--idempotency-window auto`: never longer than this (also how far back the
+        /// evidence reaches).
+        #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+        idempotency_window_max: Duration,
         /// Failed authentications one client address may make a minute; past that, `429`.
         #[arg(long, default_value_t = 20)]
         auth_failures_per_minute: u32,
@@ -98,6 +107,19 @@ enum TokenCmd {
     },
 }
 
+/// `--idempotency-window`: `auto` or a duration.
+#[derive(Clone, Copy, Debug)]
+struct WindowArg(Option<Duration>);
+
+fn parse_window(s: &str) -> Result<WindowArg, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(WindowArg(None));
+    }
+    humantime::parse_duration(s)
+        .map(|d| WindowArg(Some(d)))
+        .map_err(|e| format!("{e}: expected `auto` or a duration such as 24h"))
+}
+
 fn open_db(data_dir: &std::path::Path) -> anyhow::Result<Db> {
     Ok(callsign_server::datadir::open_allocation_db(
         data_dir, None,
@@ -118,6 +140,8 @@ async fn main() -> anyhow::Result<()> {
             listen,
             reaper_interval,
             idempotency_window,
+            idempotency_window_min,
+            idempotency_window_max,
             auth_failures_per_minute,
             max_connections,
             header_read_timeout,
@@ -131,6 +155,16 @@ async fn main() -> anyhow::Result<()> {
                     reaper::MIN_INTERVAL
                 );
             }
+            if idempotency_window_min > idempotency_window_max {
+                bail!("--idempotency-window-min must not exceed --idempotency-window-max");
+            }
+            let idempotency_window = match idempotency_window.0 {
+                Some(d) => window::Setting::Fixed(d),
+                None => window::Setting::Auto {
+                    min: idempotency_window_min,
+                    max: idempotency_window_max,
+                },
+            };
             let _lock = lock_data_dir(&data_dir)?;
             let config = Config {
                 data_dir,

@@ -1,8 +1,9 @@
 //! Prometheus metrics, one registry per server (so tests can run many servers in a process).
 //!
 //! The retry span (how long clients keep retrying one idempotency key: slot creation to its
-//! last attempt) is read from the slots table at scrape time, so it survives restarts; its
-//! p50/p99 are what `--idempotency-window` should comfortably exceed.
+//! last attempt) is read from the slots table at scrape time, so it survives restarts; its p99
+//! (with the late retries) is what the idempotency window in force is derived from
+//! (`callsign_idempotency_window_*`, set by the reaper each pass; see [`crate::window`]).
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
@@ -23,8 +24,19 @@ pub struct Metrics {
     retry_span: Family<Labels, Gauge<f64, AtomicU64>>,
     retried_slots: Gauge,
     pending_slots: Gauge,
+    window: WindowGauges,
     /// One histogram per [`Stage`], made once: recording is on every create's path.
     create_stages: [Histogram; 3],
+}
+
+/// The idempotency window in force and why.
+#[derive(Default)]
+struct WindowGauges {
+    seconds: Gauge<f64, AtomicU64>,
+    p99: Gauge<f64, AtomicU64>,
+    late: Gauge<f64, AtomicU64>,
+    margin: Gauge<f64, AtomicU64>,
+    basis: Family<Labels, Gauge>,
 }
 
 /// What a writer thread's group commits carried: commits, and the jobs (or commands) in them.
@@ -76,13 +88,13 @@ impl Default for Metrics {
         let retry_span = Family::<Labels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "client_retry_span_seconds",
-            "How long clients kept retrying one idempotency key (slot creation to last attempt), over the idempotency window",
+            "How long clients kept retrying one idempotency key (slot creation to last attempt), over the window's evidence period (--idempotency-window-max)",
             retry_span.clone(),
         );
         let retried_slots = Gauge::default();
         registry.register(
             "retried_slots",
-            "Slots seen more than once within the idempotency window",
+            "Slots seen more than once within the window's evidence period",
             retried_slots.clone(),
         );
         let pending_slots = Gauge::default();
@@ -90,6 +102,32 @@ impl Default for Metrics {
             "pending_slots",
             "Idempotency slots pending (no number yet)",
             pending_slots.clone(),
+        );
+        let window = WindowGauges::default();
+        registry.register(
+            "idempotency_window_seconds",
+            "The idempotency window in force",
+            window.seconds.clone(),
+        );
+        registry.register(
+            "idempotency_window_observed_p99_seconds",
+            "The p99 retry span the window was derived from (0: none observed)",
+            window.p99.clone(),
+        );
+        registry.register(
+            "idempotency_window_late_retry_seconds",
+            "The longest late retry of the period (0: none): one that ate into the margin of the window in force when it came, or came after its slot failed",
+            window.late.clone(),
+        );
+        registry.register(
+            "idempotency_window_margin",
+            "The factor the window sits above the observed retries",
+            window.margin.clone(),
+        );
+        registry.register(
+            "idempotency_window_basis",
+            "1 for what decided the window: fixed, observed (p99), late, min or max (the clamp), pending (kept up to a pending slot's age)",
+            window.basis.clone(),
         );
         let stages = Family::<Labels, Histogram>::new_with_constructor(|| {
             // 0.1 ms to ~0.8 s.
@@ -111,6 +149,7 @@ impl Default for Metrics {
             retry_span,
             retried_slots,
             pending_slots,
+            window,
             create_stages,
         }
     }
@@ -162,6 +201,21 @@ impl Metrics {
             .inc_by(n);
     }
 
+    /// Publishes the window in force and why.
+    pub fn window(&self, w: &crate::window::Window) {
+        let secs = |ms: i64| ms as f64 / 1000.0;
+        self.window.seconds.set(secs(w.ms));
+        self.window.p99.set(w.p99_ms.map_or(0.0, secs));
+        self.window.late.set(w.late_ms.map_or(0.0, secs));
+        self.window.margin.set(crate::window::MARGIN);
+        for b in crate::window::Basis::ALL {
+            self.window
+                .basis
+                .get_or_create(&label("basis", b.as_str()))
+                .set(i64::from(b == w.basis));
+        }
+    }
+
     /// Renders the text format; `spans_ms` is sorted ascending.
     pub fn render(&self, spans_ms: &[i64], pending: i64) -> String {
         for (q, name) in [(0.5, "0.5"), (0.99, "0.99")] {
@@ -178,14 +232,7 @@ impl Metrics {
     }
 }
 
-/// Nearest-rank quantile of sorted values.
-pub fn quantile(sorted: &[i64], q: f64) -> Option<i64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
+pub use crate::window::quantile;
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use callsign_core::dto::TaskPatch;
 
 use crate::crash;
-use crate::db::{now_ms, slots, Slot};
+use crate::db::{now_ms, slots, window as db_window, Slot};
 use crate::error::ApiResult;
 use crate::protocol::{commit_create, commit_update, write_keys, Reserved};
 use crate::AppState;
@@ -53,7 +53,7 @@ pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
 pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     let mut report = Report::default();
     let now = now_ms();
-    let window = i64::try_from(state.config.idempotency_window.as_millis()).unwrap_or(i64::MAX);
+    let window = update_window(state, now).await?.ms;
     let pending = state
         .db
         .read(move |c| slots::pending_slots(c, now - GRACE_MS, BATCH))
@@ -71,6 +71,29 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);
     Ok(report)
+}
+
+/// Derives the window in force from the evidence of the period ([`crate::window`]), stores it
+/// in the allocation database (every node reads the same one) and in the state.
+pub async fn update_window(state: &AppState, now: i64) -> ApiResult<crate::window::Window> {
+    let setting = state.config.idempotency_window;
+    let current = state.window().ms;
+    let since = now.saturating_sub(setting.period().as_millis() as i64);
+    let w = state
+        .db
+        .write(move |c| {
+            let ev = db_window::evidence(c, since, now)?;
+            let w = crate::window::derive(&setting, current, &ev);
+            if db_window::in_force(c)? != Some(w.ms) {
+                db_window::set(c, &w, now)?;
+            }
+            db_window::forget_late(c, since)?;
+            Ok(w)
+        })
+        .await?;
+    state.set_window(w);
+    state.metrics.window(&w);
+    Ok(w)
 }
 
 enum Settled {

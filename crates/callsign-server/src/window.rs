@@ -79,6 +79,19 @@ pub enum Basis {
 }
 
 impl Basis {
+    pub fn parse(s: &str) -> Option<Basis> {
+        Basis::ALL.into_iter().find(|b| b.as_str() == s)
+    }
+
+    pub const ALL: [Basis; 6] = [
+        Basis::Fixed,
+        Basis::Observed,
+        Basis::Late,
+        Basis::Min,
+        Basis::Max,
+        Basis::Pending,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Basis::Fixed => "fixed",
@@ -205,11 +218,6 @@ mod tests {
         }
     }
 
-    fn spans(hours: &[f64]) -> Vec<i64> {
-        let mut v: Vec<i64> = hours.iter().map(|h| (h * H as f64) as i64).collect();
-        v.sort();
-        v
-    }
 
     /// What the server records when `hours` retries arrive one by one under an evolving
     /// window: every span, and the late ones with the window of their moment.

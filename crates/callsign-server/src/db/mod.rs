@@ -17,6 +17,7 @@ pub mod accounts;
 pub mod changes;
 pub mod meta;
 pub mod slots;
+pub mod window;
 
 use std::cell::Cell;
 use std::path::Path;
@@ -75,6 +76,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0005_per_account_numbers.sql"
         )),
+        M::up(include_str!("../../migrations/0006_idempotency_window.sql")),
     ])
 }
 

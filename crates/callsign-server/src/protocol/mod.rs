@@ -210,6 +210,7 @@ fn existing_slot(
     if slot.fingerprint != item.fp {
         return Ok(Some(Phase1::Done(Err(reused(op)))));
     }
+    db::window::note_retry(c, slot.created_at, now, slot.state == SlotState::Failed)?;
     match slot.state {
         SlotState::Committed => {
             slots::touch_slot(c, account, &item.idem, now)?;

@@ -10,3 +10,4 @@ mod limits;
 mod memory;
 mod routes;
 mod startup;
+mod window;
