@@ -31,11 +31,11 @@ pub struct ChangesQuery {
     pub limit: Option<String>,
 }
 
-/// `limit`: an integer from 0 to `i64::MAX`, clamped to 1..=[`MAX_LIMIT`]; else
-/// `400 invalid_query`.
+/// `limit`: absent, or an integer from 0 to `i64::MAX`, clamped to 1..=[`MAX_LIMIT`]; else
+/// (`limit=` included) `400 invalid_query`.
 pub fn parse_limit(limit: Option<&str>) -> ApiResult<usize> {
     match limit.map(str::trim) {
-        None | Some("") => Ok(DEFAULT_LIMIT),
+        None => Ok(DEFAULT_LIMIT),
         Some(s) => s
             .parse::<i64>()
             .ok()

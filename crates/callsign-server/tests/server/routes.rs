@@ -829,6 +829,7 @@ async fn every_error_answer_is_problem_json_with_its_code() {
         ("GET", "/v1/changes?limit=-1", &auth, 400, "invalid_query"),
         ("GET", "/v1/changes?limit=ten", &auth, 400, "invalid_query"),
         ("GET", "/v1/changes?limit[x]=1", &auth, 400, "invalid_query"),
+        ("GET", "/v1/changes?limit=", &auth, 400, "invalid_query"),
         (
             "GET",
             "/v1/changes?limit=9223372036854775808",
