@@ -30,6 +30,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
+/// Header fields hyper parses before it gives up with a bare `431`: well above what the API
+/// answers (`api::extract::MAX_HEADERS`), so a request with too many gets this server's
+/// problem+json `431` instead.
+const MAX_PARSED_HEADERS: usize = 256;
+
 /// How long shutdown waits for requests in flight.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -204,6 +209,7 @@ pub async fn serve(
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
+            .max_headers(MAX_PARSED_HEADERS)
             .serve_connection(io, service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

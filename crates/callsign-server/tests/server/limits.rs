@@ -155,3 +155,24 @@ async fn idle_connections_at_the_cap_give_way_to_a_new_one() {
         assert!(after < Duration::from_secs(5));
     }
 }
+
+/// A request with more header fields than hyper's default parses (100) is still answered by
+/// the server, as problem+json `431 headers_too_large`, not hyper's empty `431`.
+#[test]
+fn too_many_headers_get_a_problem_json_431() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start(dir.path(), &[], &[]);
+    let mut s = connect(&server);
+    let mut req = String::from("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+    for i in 0..150 {
+        req.push_str(&format!("X-H{i}: v\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let (answer, _) = read_until_closed(&mut s, Instant::now());
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+    assert!(
+        answer.contains("application/problem+json") && answer.contains("headers_too_large"),
+        "{answer}"
+    );
+}
