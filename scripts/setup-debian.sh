@@ -10,6 +10,7 @@ pkgs=(
   libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
   xvfb xauth webkit2gtk-driver imagemagick
   fonts-dejavu-core fonts-liberation2 fontconfig dbus-x11 at-spi2-core
+  python3 python3-venv
 )
 need=()
 for pkg in "${pkgs[@]}"; do

@@ -2,7 +2,8 @@
 # Every test of the project: the UI's unit tests and type check, cargo fmt --check, clippy with
 # -D warnings, all Rust tests (unit, route, end-to-end against the real server binary, crash
 # recovery with fault injection, the client engine and CLI end to end, the desktop commands on
-# Tauri's mock runtime), then the desktop app end to end in a real WebKit window.
+# Tauri's mock runtime), schema-based fuzzing of the HTTP API against the real server, then the
+# desktop app end to end in a real WebKit window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
@@ -17,6 +18,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features --locked
+
+echo "== API fuzzing: schemathesis against the real server (bounded)"
+bash scripts/fuzz-api.sh
 
 echo "== desktop end to end"
 bash scripts/test-desktop.sh

@@ -27,6 +27,8 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// MiB; one of a thousand tasks each at the field limits is near this, so a caller that meets
 /// the cap asks for less ([`crate::pass`] halves its batch or page).
 pub const MAX_ANSWER: usize = 64 * 1024 * 1024;
+/// How long an idle pooled connection is kept.
+const POOL_IDLE: Duration = Duration::from_secs(30);
 /// Redirects followed within the origin, at most.
 const MAX_REDIRECTS: usize = 5;
 
@@ -73,6 +75,9 @@ impl Client {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
+            // Below the server's idle timeout (60 s), so a pooled connection is never one the
+            // server has just closed.
+            .pool_idle_timeout(POOL_IDLE)
             .redirect(redirects)
             .build()
             .map_err(|e| Error::Protocol(format!("HTTP client: {e}")))?;
