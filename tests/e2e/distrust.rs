@@ -22,6 +22,25 @@ use uuid::Uuid;
 use crate::fake::{empty_page, projects, task, FakeServer, Hits};
 use crate::fixture::Cli;
 
+/// A fake server running `router`, and the CLI on a fresh data dir logged in to it.
+struct Setup {
+    cli: Cli,
+    _fake: FakeServer,
+    _home: tempfile::TempDir,
+}
+
+fn logged_in(router: Router) -> Result<Setup> {
+    let fake = FakeServer::start(router);
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    cli.login(&fake.url, "t0ken")?;
+    Ok(Setup {
+        cli,
+        _fake: fake,
+        _home: home,
+    })
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -104,10 +123,8 @@ fn still_queued(cli: &Cli, out: &Output) -> Result<()> {
 
 fn two_tasks_then_lies(answer: fn(usize, &callsign_core::dto::Mutation) -> Value) -> Result<()> {
     let lying = Arc::new(AtomicBool::new(true));
-    let fake = FakeServer::start(answering(lying.clone(), answer));
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    let setup = logged_in(answering(lying.clone(), answer))?;
+    let cli = &setup.cli;
     let a = cli.add("first", &[])?;
     let b = cli.add("second", &[])?;
     let (out, _) = sync_within(&cli, 5, Duration::from_secs(30))?;
@@ -153,10 +170,8 @@ fn a_change_feed_that_never_advances_ends_the_sync_at_once() -> Result<()> {
                 Json(json!({"changes": [junk], "cursor": "same", "has_more": true}))
             }),
         );
-    let fake = FakeServer::start(router);
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    let setup = logged_in(router)?;
+    let cli = &setup.cli;
     let (out, took) = sync_within(&cli, 5, Duration::from_secs(30))?;
     assert!(!out.status.success());
     assert!(
@@ -183,10 +198,8 @@ fn a_feed_that_goes_round_in_circles_is_bounded_by_the_timeout() -> Result<()> {
                 Json(json!({"changes": [junk], "cursor": format!("c{}", n % 2), "has_more": true}))
             }),
         );
-    let fake = FakeServer::start(router);
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    let setup = logged_in(router)?;
+    let cli = &setup.cli;
     let (out, took) = sync_within(&cli, 3, Duration::from_secs(30))?;
     assert!(!out.status.success());
     assert!(
@@ -227,10 +240,8 @@ fn an_answer_too_large_is_not_read_whole() -> Result<()> {
                 endless(BODY, s)
             }),
         );
-    let fake = FakeServer::start(router);
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    let setup = logged_in(router)?;
+    let cli = &setup.cli;
     let (out, _) = sync_within(&cli, 60, Duration::from_secs(120))?;
     assert!(!out.status.success());
     assert!(
@@ -269,10 +280,8 @@ fn a_declared_length_over_the_cap_is_refused_unread() -> Result<()> {
                 r
             }),
         );
-    let fake = FakeServer::start(router);
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    let setup = logged_in(router)?;
+    let cli = &setup.cli;
     let (out, took) = sync_within(&cli, 30, Duration::from_secs(60))?;
     assert!(!out.status.success());
     assert!(
@@ -376,10 +385,8 @@ fn feed_tasks_that_break_the_rules_are_skipped_and_block_nothing() -> Result<()>
                 })
             }),
         );
-    let fake = FakeServer::start(router);
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    let setup = logged_in(router)?;
+    let cli = &setup.cli;
     let (out, _) = sync_within(&cli, 10, Duration::from_secs(30))?;
     assert!(!out.status.success(), "the skipped tasks are reported");
     let err = stderr(&out);
@@ -405,12 +412,10 @@ fn feed_tasks_that_break_the_rules_are_skipped_and_block_nothing() -> Result<()>
 #[test]
 fn a_key_answered_for_a_task_that_another_task_holds_here_binds_nothing() -> Result<()> {
     let lying = Arc::new(AtomicBool::new(false));
-    let fake = FakeServer::start(answering(lying.clone(), |_, m| {
+    let setup = logged_in(answering(lying.clone(), |_, m| {
         json!(task(m.uuid, Some(1), "taken key"))
-    }));
-    let home = tempfile::tempdir()?;
-    let cli = Cli::new(home.path());
-    cli.login(&fake.url, "t0ken")?;
+    }))?;
+    let cli = &setup.cli;
     let a = cli.add("first", &[])?;
     cli.ok(&["sync", "--timeout", "10"])?;
     assert_eq!(cli.json(&["show", &a])?["key"], "SYN-1");

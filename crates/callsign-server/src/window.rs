@@ -218,7 +218,6 @@ mod tests {
         }
     }
 
-
     /// What the server records when `hours` retries arrive one by one under an evolving
     /// window: every span, and the late ones with the window of their moment.
     fn observe(setting: &Setting, hours: &[f64]) -> (Evidence, Window) {
