@@ -127,8 +127,8 @@ fn two_tasks_then_lies(answer: fn(usize, &callsign_core::dto::Mutation) -> Value
     let cli = &setup.cli;
     let a = cli.add("first", &[])?;
     let b = cli.add("second", &[])?;
-    let (out, _) = sync_within(&cli, 5, Duration::from_secs(30))?;
-    still_queued(&cli, &out)?;
+    let (out, _) = sync_within(cli, 5, Duration::from_secs(30))?;
+    still_queued(cli, &out)?;
     // The server mends its ways: the same rows go again and get the right keys.
     lying.store(false, Ordering::SeqCst);
     cli.ok(&["sync", "--timeout", "10"])?;
@@ -172,7 +172,7 @@ fn a_change_feed_that_never_advances_ends_the_sync_at_once() -> Result<()> {
         );
     let setup = logged_in(router)?;
     let cli = &setup.cli;
-    let (out, took) = sync_within(&cli, 5, Duration::from_secs(30))?;
+    let (out, took) = sync_within(cli, 5, Duration::from_secs(30))?;
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("does not advance"),
@@ -200,7 +200,7 @@ fn a_feed_that_goes_round_in_circles_is_bounded_by_the_timeout() -> Result<()> {
         );
     let setup = logged_in(router)?;
     let cli = &setup.cli;
-    let (out, took) = sync_within(&cli, 3, Duration::from_secs(30))?;
+    let (out, took) = sync_within(cli, 3, Duration::from_secs(30))?;
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("did not finish within 3 s"),
@@ -242,7 +242,7 @@ fn an_answer_too_large_is_not_read_whole() -> Result<()> {
         );
     let setup = logged_in(router)?;
     let cli = &setup.cli;
-    let (out, _) = sync_within(&cli, 60, Duration::from_secs(120))?;
+    let (out, _) = sync_within(cli, 60, Duration::from_secs(120))?;
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("larger than 64 MiB"),
@@ -282,7 +282,7 @@ fn a_declared_length_over_the_cap_is_refused_unread() -> Result<()> {
         );
     let setup = logged_in(router)?;
     let cli = &setup.cli;
-    let (out, took) = sync_within(&cli, 30, Duration::from_secs(60))?;
+    let (out, took) = sync_within(cli, 30, Duration::from_secs(60))?;
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("larger than 64 MiB"),
@@ -387,7 +387,7 @@ fn feed_tasks_that_break_the_rules_are_skipped_and_block_nothing() -> Result<()>
         );
     let setup = logged_in(router)?;
     let cli = &setup.cli;
-    let (out, _) = sync_within(&cli, 10, Duration::from_secs(30))?;
+    let (out, _) = sync_within(cli, 10, Duration::from_secs(30))?;
     assert!(!out.status.success(), "the skipped tasks are reported");
     let err = stderr(&out);
     assert!(
@@ -421,7 +421,7 @@ fn a_key_answered_for_a_task_that_another_task_holds_here_binds_nothing() -> Res
     assert_eq!(cli.json(&["show", &a])?["key"], "SYN-1");
     lying.store(true, Ordering::SeqCst);
     let b = cli.add("second", &[])?;
-    let (out, _) = sync_within(&cli, 5, Duration::from_secs(30))?;
+    let (out, _) = sync_within(cli, 5, Duration::from_secs(30))?;
     assert!(!out.status.success());
     assert!(stderr(&out).contains("names task"), "{}", stderr(&out));
     assert_eq!(cli.json(&["show", &a])?["key"], "SYN-1", "A keeps its key");

@@ -6,7 +6,10 @@
 //!   marked failed (and its UUID reservation released), consuming no number;
 //! - a pending update slot whose patch the store already shows is committed; one that does not
 //!   show it is failed after the window (re-applying an old patch could undo a newer one);
-//! - a committed key missing from its TaskChampion task is written there.
+//! - a committed key missing from its TaskChampion task is written there;
+//! - settled slots older than the idempotency window in force are purged, in batches of
+//!   [`PURGE_BATCH`] (each its own short transaction), leaving a tombstone for the window's
+//!   evidence period ([`slots::purge_settled`]).
 //!
 //! It claims each slot's idempotency key like a request does, so it never runs beside a
 //! request for the same slot; every step checks the slot is still pending in the transaction
@@ -25,12 +28,17 @@ use crate::AppState;
 /// Pending slots younger than this are left to the request that made them.
 const GRACE_MS: i64 = 1_000;
 const BATCH: usize = 1_000;
+/// Settled slots purged per transaction, so the writer is never held long.
+pub const PURGE_BATCH: usize = 500;
+/// Purge transactions per pass at most (the rest waits for the next pass).
+const PURGE_BATCHES: usize = 40;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Report {
     pub committed: u64,
     pub failed: u64,
     pub keys_repaired: u64,
+    pub purged: u64,
 }
 
 /// Runs the reaper every `interval` until the runtime shuts down.
@@ -67,9 +75,11 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
         }
     }
     report.keys_repaired = repair_keys(state).await?;
+    report.purged = purge(state, now, window).await?;
     state.metrics.reaped("committed", report.committed);
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);
+    state.metrics.reaped("purged", report.purged);
     Ok(report)
 }
 
@@ -94,6 +104,29 @@ pub async fn update_window(state: &AppState, now: i64) -> ApiResult<crate::windo
     state.set_window(w);
     state.metrics.window(&w);
     Ok(w)
+}
+
+/// Purges settled slots older than the window, and tombstones past the evidence period.
+async fn purge(state: &AppState, now: i64, window: i64) -> ApiResult<u64> {
+    let before = now.saturating_sub(window);
+    let mut purged = 0;
+    for _ in 0..PURGE_BATCHES {
+        let n = state
+            .db
+            .write(move |c| slots::purge_settled(c, before, PURGE_BATCH, now))
+            .await?;
+        purged += n as u64;
+        if n < PURGE_BATCH {
+            break;
+        }
+    }
+    let period = state.config.idempotency_window.period();
+    let forget = now.saturating_sub(i64::try_from(period.as_millis()).unwrap_or(i64::MAX));
+    state
+        .db
+        .write(move |c| slots::forget_purged(c, forget, PURGE_BATCH * PURGE_BATCHES))
+        .await?;
+    Ok(purged)
 }
 
 enum Settled {

@@ -77,6 +77,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0005_per_account_numbers.sql"
         )),
         M::up(include_str!("../../migrations/0006_idempotency_window.sql")),
+        M::up(include_str!("../../migrations/0007_slot_purge.sql")),
     ])
 }
 

@@ -335,8 +335,53 @@ pub fn mark_in_store(conn: &Connection, account: AccountId, uuid: Uuid) -> Resul
 pub fn retry_spans(conn: &Connection, since: i64) -> Result<Vec<i64>> {
     let mut st = conn.prepare_cached(
         "SELECT last_seen_at - created_at AS span FROM slots
-         WHERE attempts > 1 AND created_at >= ?1 ORDER BY span",
+         WHERE attempts > 1 AND created_at >= ?1
+         UNION ALL
+         SELECT span_ms FROM purged_slots WHERE span_ms IS NOT NULL AND created_at >= ?1
+         ORDER BY 1",
     )?;
     let rows = st.query_map([since], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Purges up to `limit` settled (committed or failed) slots made before `before`, oldest first,
+/// leaving for each a line in `purged_slots` (when it was made, its retry span). A replay of a
+/// purged key is then a new request: a create finds its task by UUID and keeps its key; the
+/// tombstone makes the retry count as late evidence for the window. Returns how many went.
+pub fn purge_settled(conn: &Connection, before: i64, limit: usize, now: i64) -> Result<usize> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO purged_slots (account_id, idem_key, created_at, span_ms, purged_at)
+         SELECT account_id, idem_key, created_at,
+                CASE WHEN attempts > 1 THEN last_seen_at - created_at END, ?3
+         FROM slots WHERE state <> 'pending' AND created_at < ?1 ORDER BY id LIMIT ?2",
+    )?
+    .execute(params![before, limit as i64, now])?;
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM slots WHERE id IN (SELECT id FROM slots
+             WHERE state <> 'pending' AND created_at < ?1 ORDER BY id LIMIT ?2)",
+        )?
+        .execute(params![before, limit as i64])?)
+}
+
+/// When the purged slot of `(account, idem)` was made, if there is one; the tombstone goes
+/// (the key starts a new slot).
+pub fn take_purged(conn: &Connection, account: AccountId, idem: &str) -> Result<Option<i64>> {
+    let at: Option<i64> = conn
+        .prepare_cached(
+            "DELETE FROM purged_slots WHERE account_id = ?1 AND idem_key = ?2 RETURNING created_at",
+        )?
+        .query_row(params![account, idem], |r| r.get(0))
+        .optional()?;
+    Ok(at)
+}
+
+/// Drops tombstones purged before `before` (past the evidence period); returns how many.
+pub fn forget_purged(conn: &Connection, before: i64, limit: usize) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM purged_slots WHERE (account_id, idem_key) IN (SELECT account_id,
+             idem_key FROM purged_slots WHERE purged_at < ?1 LIMIT ?2)",
+        )?
+        .execute(params![before, limit as i64])?)
 }

@@ -196,7 +196,8 @@ fn reused(op: &str) -> ApiError {
 
 /// The part of phase 1 that creates and updates share: `Some` when an existing slot decides
 /// the outcome (replay, resume, or `422`); `None` when the caller must insert a new slot (a
-/// failed slot is deleted first: its key is treated as new).
+/// failed slot is deleted first, and a purged one leaves only its tombstone: the key is
+/// treated as new).
 fn existing_slot(
     c: &Connection,
     account: AccountId,
@@ -205,6 +206,10 @@ fn existing_slot(
     now: i64,
 ) -> db::Result<Option<Phase1>> {
     let Some(slot) = slots::get_slot(c, account, &item.idem)? else {
+        // A key whose slot was purged past the window: a new request now, and late evidence.
+        if let Some(created_at) = slots::take_purged(c, account, &item.idem)? {
+            db::window::note_retry(c, created_at, now, true)?;
+        }
         return Ok(None);
     };
     if slot.fingerprint != item.fp {

@@ -8,13 +8,17 @@ use uuid::Uuid;
 
 use crate::common::{create_account, Client, TestServer};
 
-async fn metric(url: &str, name: &str) -> Option<f64> {
-    let text = reqwest::get(format!("{url}/metrics"))
+async fn scrape(url: &str) -> Option<String> {
+    reqwest::get(format!("{url}/metrics"))
         .await
         .ok()?
         .text()
         .await
-        .ok()?;
+        .ok()
+}
+
+async fn metric(url: &str, name: &str) -> Option<f64> {
+    let text = scrape(url).await?;
     text.lines()
         .find(|l| l.split([' ', '{']).next() == Some(name))
         .and_then(|l| l.rsplit(' ').next())
@@ -22,12 +26,7 @@ async fn metric(url: &str, name: &str) -> Option<f64> {
 }
 
 async fn basis(url: &str) -> Option<String> {
-    let text = reqwest::get(format!("{url}/metrics"))
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
+    let text = scrape(url).await?;
     text.lines()
         .filter(|l| l.starts_with("callsign_idempotency_window_basis{"))
         .find(|l| l.ends_with(" 1"))
@@ -154,4 +153,79 @@ fn auto_is_the_default_and_a_bad_value_is_refused() {
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("[default: auto]"), "{help}");
+}
+
+fn count(dir: &std::path::Path, sql: &str, idem: &str) -> i64 {
+    let c = rusqlite::Connection::open(dir.join("callsign.sqlite3")).unwrap();
+    c.query_row(sql, [idem], |r| r.get(0)).unwrap()
+}
+
+#[tokio::test]
+async fn slots_past_the_window_are_purged_and_a_late_retry_keeps_its_key_and_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, token) = create_account(dir.path(), "PUR");
+    let server = TestServer::start(
+        dir.path(),
+        &[
+            "--idempotency-window-min",
+            "2s",
+            "--idempotency-window-max",
+            "1h",
+            "--reaper-interval",
+            "200ms",
+        ],
+        &[],
+    );
+    let client = Client::new(&server.url, &token);
+    let uuid = Uuid::new_v4();
+    let body = json!({"project": "PUR", "description": "purged"});
+    let (status, replayed, first) = client.put(uuid, "k-purged", &body).await.unwrap();
+    assert_eq!(
+        (status, replayed, first["key"].as_str()),
+        (201, false, Some("PUR-1"))
+    );
+    // Inside the window: a replay from the stored slot.
+    let (status, replayed, _) = client.put(uuid, "k-purged", &body).await.unwrap();
+    assert_eq!((status, replayed), (201, true));
+
+    // Past the window (2 s): the reaper purges the slot and leaves a tombstone.
+    let d = dir.path().to_owned();
+    let slot = "SELECT COUNT(*) FROM slots WHERE idem_key = ?1";
+    let tomb = "SELECT COUNT(*) FROM purged_slots WHERE idem_key = ?1";
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while count(&d, slot, "k-purged") > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the slot was not purged within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(count(&d, tomb, "k-purged"), 1);
+
+    // A late retry is a new request: the task's UUID keeps its key, no number is spent, and
+    // the retry counts as evidence that the window is too short.
+    let (status, replayed, again) = client.put(uuid, "k-purged", &body).await.unwrap();
+    assert_eq!((status, replayed), (200, false), "the task exists: {again}");
+    assert_eq!(again["key"], "PUR-1");
+    assert_eq!(crate::common::numbers_in_db(&d).len(), 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let late = metric(
+            &server.url,
+            "callsign_idempotency_window_late_retry_seconds",
+        )
+        .await;
+        if late.is_some_and(|l| l >= 2.0) {
+            let w = metric(&server.url, "callsign_idempotency_window_seconds").await;
+            assert!(w.is_some_and(|w| w >= 4.0), "{w:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "late retry not seen: {late:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let purged = scrape(&server.url).await.unwrap_or_default();
+    assert!(
+        purged.contains("callsign_reaper_settled_total{outcome=\"purged\"} "),
+        "{purged}"
+    );
 }
