@@ -29,7 +29,7 @@ SERVER_PID=$!
 trap 'kill $SERVER_PID 2>/dev/null; wait $SERVER_PID 2>/dev/null || true' EXIT INT TERM
 for _ in $(seq 100); do curl -fsS "http://$LISTEN/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 
-"$BIN/callsign" login --server "http://$LISTEN" --token "$TOKEN" --device "$(hostname)" >/dev/null
+printf '%s\n' "$TOKEN" | "$BIN/callsign" login --server "http://$LISTEN" --token-stdin --device "$(hostname)" >/dev/null
 echo "run: server on http://$LISTEN; app and CLI share $CALLSIGN_DATA_DIR"
 if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   echo "run: no display; starting the app under Xvfb"
