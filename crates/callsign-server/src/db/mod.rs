@@ -78,6 +78,9 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0006_idempotency_window.sql")),
         M::up(include_str!("../../migrations/0007_slot_purge.sql")),
+        M::up(include_str!(
+            "../../migrations/0008_one_change_per_task.sql"
+        )),
     ])
 }
 

@@ -5,6 +5,7 @@ mod common;
 mod concurrency;
 #[cfg(feature = "fault-injection")]
 mod crash;
+mod growth;
 mod hardening;
 mod limits;
 mod memory;
