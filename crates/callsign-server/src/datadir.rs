@@ -106,6 +106,35 @@ pub fn replica_accounts(data_dir: &Path) -> Result<Vec<AccountId>, DataDirError>
     Ok(ids)
 }
 
+/// Bytes on disk of the allocation database and of every replica (each with its WAL and
+/// shared-memory files).
+pub fn sizes(data_dir: &Path) -> (u64, u64) {
+    let with_wal = |file: PathBuf| -> u64 {
+        ["", "-wal", "-shm"]
+            .iter()
+            .filter_map(|s| {
+                let mut p = file.clone().into_os_string();
+                p.push(s);
+                std::fs::metadata(p).ok().map(|m| m.len())
+            })
+            .sum()
+    };
+    let allocation = with_wal(data_dir.join(DB_FILE));
+    let replicas = replica_accounts(data_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|id| {
+            with_wal(
+                data_dir
+                    .join(ACCOUNTS_DIR)
+                    .join(id.to_string())
+                    .join(callsign_tcstore::FILE_NAME),
+            )
+        })
+        .sum();
+    (allocation, replicas)
+}
+
 /// The accounts in `found` that are not in `known`.
 pub fn unknown(found: &[AccountId], known: &[AccountId]) -> Vec<AccountId> {
     found

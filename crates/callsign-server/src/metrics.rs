@@ -25,6 +25,7 @@ pub struct Metrics {
     retried_slots: Gauge,
     pending_slots: Gauge,
     window: WindowGauges,
+    database_bytes: Family<Labels, Gauge>,
     /// One histogram per [`Stage`], made once: recording is on every create's path.
     create_stages: [Histogram; 3],
 }
@@ -129,6 +130,12 @@ impl Default for Metrics {
             "1 for what decided the window: fixed, observed (p99), late, min or max (the clamp), pending (kept up to a pending slot's age)",
             window.basis.clone(),
         );
+        let database_bytes = Family::<Labels, Gauge>::default();
+        registry.register(
+            "database_bytes",
+            "Bytes on disk, with WAL files, as of the last reaper pass: db=\"allocation\" (callsign.sqlite3), db=\"replicas\" (every account's taskchampion.sqlite3)",
+            database_bytes.clone(),
+        );
         let stages = Family::<Labels, Histogram>::new_with_constructor(|| {
             // 0.1 ms to ~0.8 s.
             Histogram::new(exponential_buckets(0.0001, 2.0, 14))
@@ -150,6 +157,7 @@ impl Default for Metrics {
             retried_slots,
             pending_slots,
             window,
+            database_bytes,
             create_stages,
         }
     }
@@ -199,6 +207,15 @@ impl Metrics {
         self.reaper
             .get_or_create(&label("outcome", outcome))
             .inc_by(n);
+    }
+
+    /// Publishes the databases' sizes on disk.
+    pub fn database_sizes(&self, allocation: u64, replicas: u64) {
+        for (db, bytes) in [("allocation", allocation), ("replicas", replicas)] {
+            self.database_bytes
+                .get_or_create(&label("db", db))
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
     }
 
     /// Publishes the window in force and why.

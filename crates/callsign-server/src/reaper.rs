@@ -80,6 +80,12 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);
     state.metrics.reaped("purged", report.purged);
+    let dir = state.config.data_dir.clone();
+    if let Ok((allocation, replicas)) =
+        tokio::task::spawn_blocking(move || crate::datadir::sizes(&dir)).await
+    {
+        state.metrics.database_sizes(allocation, replicas);
+    }
     Ok(report)
 }
 

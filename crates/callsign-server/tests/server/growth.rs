@@ -152,6 +152,25 @@ async fn edits_past_the_window_do_not_grow_the_allocation_database() {
         "a full pull reads one row per task"
     );
     assert_eq!(rows(dir.path(), "changes"), TASKS as i64);
+    let metrics = reqwest::get(format!("{}/metrics", server.url))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for db in ["allocation", "replicas"] {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("callsign_database_bytes{{db=\"{db}\"}}")))
+            .unwrap_or_else(|| panic!("no size of {db} in /metrics"));
+        let bytes: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(bytes > 1_000_000, "{line}");
+    }
+    let purged = format!(
+        "callsign_reaper_settled_total{{outcome=\"purged\"}} {}",
+        TASKS + 2 * EDITS
+    );
+    assert!(metrics.contains(&purged), "every slot purged: {metrics}");
     let first = a1.saturating_sub(a0);
     let second = a2.saturating_sub(a1);
     assert!(
