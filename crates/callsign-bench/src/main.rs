@@ -6,6 +6,7 @@
 mod figures;
 mod load;
 mod server;
+mod soak;
 mod stats;
 
 use std::path::{Path, PathBuf};
@@ -43,6 +44,19 @@ struct Args {
     /// Also write the figures as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Instead of the figures: run the server at a fixed data size this long (e.g. 30m, 1h)
+    /// with steady edits, replays, pulls and creates, sampling its RSS and open files.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    soak: Option<std::time::Duration>,
+    /// Soak: concurrent clients.
+    #[arg(long, default_value_t = 8)]
+    soak_clients: usize,
+    /// Soak: tasks in the account.
+    #[arg(long, default_value_t = 3_000)]
+    soak_tasks: usize,
+    /// Soak: the server's idempotency window (short, so the purge runs throughout).
+    #[arg(long, default_value = "2m")]
+    soak_window: String,
     /// Internal: open an engine on this store, list it, print RSS before/after.
     #[arg(long, hide = true)]
     hold: Option<PathBuf>,
@@ -68,6 +82,16 @@ async fn main() -> Result<()> {
         let (before, after) = figures::hold(dir)?;
         println!("{before} {after}");
         return Ok(());
+    }
+    if let Some(duration) = a.soak {
+        return soak::run(soak::Plan {
+            duration,
+            clients: a.soak_clients.max(1),
+            tasks: a.soak_tasks.max(1),
+            sample: std::time::Duration::from_secs(5),
+            window: a.soak_window.clone(),
+        })
+        .await;
     }
     if let Some(bad) = a.only.iter().find(|s| !SECTIONS.contains(&s.as_str())) {
         bail!(

@@ -43,6 +43,11 @@ pub struct Server {
 impl Server {
     /// A fresh data dir with one account (project `BEN`), served on 127.0.0.1:0.
     pub fn start() -> Result<Server> {
+        Server::start_with(&[])
+    }
+
+    /// As [`Server::start`], with more `serve` flags.
+    pub fn start_with(flags: &[&str]) -> Result<Server> {
         let bin = server_bin()?;
         let dir = tempfile::Builder::new()
             .prefix("callsign-bench-")
@@ -61,6 +66,7 @@ impl Server {
             .args(["serve", "--data-dir"])
             .arg(dir.path())
             .args(["--listen", "127.0.0.1:0"])
+            .args(flags)
             .env("RUST_LOG", "error")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -111,6 +117,11 @@ pub fn rss_mib(pid: u32) -> Result<f64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .context("VmRSS")?;
     Ok(kb / 1024.0)
+}
+
+/// Open file descriptors of a process (entries of `/proc/<pid>/fd`).
+pub fn open_fds(pid: u32) -> Result<usize> {
+    Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count())
 }
 
 /// What a process has used so far: CPU seconds (`utime + stime` of `/proc/<pid>/stat`, all its
