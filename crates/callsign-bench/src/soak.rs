@@ -129,7 +129,7 @@ async fn client(
                 None => true,
             },
             80..=98 => {
-                if n % 10 == 0 {
+                if n.is_multiple_of(10) {
                     cursor.clear();
                 }
                 let resp = http
