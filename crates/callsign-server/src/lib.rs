@@ -12,6 +12,7 @@ pub mod cursor;
 pub mod datadir;
 pub mod db;
 pub mod error;
+pub mod files;
 mod inflight;
 pub mod metrics;
 pub mod protocol;
@@ -44,6 +45,9 @@ pub struct Config {
     /// Bytes of large request bodies (over 64 KiB) handled at once; more wait
     /// (`api::extract::body_budget`). At least the largest body a route takes.
     pub body_memory: u64,
+    /// How many account replicas the task store keeps open, and for how long ([`store`]).
+    /// `main` sizes it from the open-file limit ([`files::replica_budget`]).
+    pub replicas: store::PoolSettings,
 }
 
 impl Config {
@@ -58,6 +62,7 @@ impl Config {
             auth_failures_per_minute: 20,
             body_read_timeout: Duration::from_secs(60),
             body_memory: api::SYNC_BODY_LIMIT as u64,
+            replicas: store::PoolSettings::default(),
         }
     }
 
@@ -117,8 +122,13 @@ impl AppState {
         let db = datadir::open_allocation_db(&config.data_dir, Some(checkpointer.clone()))?;
         let instance = db.read_blocking(db::meta::instance_id)?;
         let cursors = cursor::CursorKey::new(db.read_blocking(db::meta::cursor_key)?);
-        let store = store::TaskStore::start(config.data_dir.clone(), instance, checkpointer)
-            .map_err(StartError::Store)?;
+        let store = store::TaskStore::start(
+            config.data_dir.clone(),
+            instance,
+            checkpointer,
+            config.replicas,
+        )
+        .map_err(StartError::Store)?;
         let body_budget_kib = u32::try_from(
             config
                 .body_memory
@@ -143,6 +153,7 @@ impl AppState {
         metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());
         metrics.window(&window);
         metrics.register_group_commits("task_store", "task store", store.group_commits());
+        metrics.register_replicas(store.replica_stats());
         Ok(AppState(Arc::new(Inner {
             db,
             store,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use callsign_core::Prefix;
 use callsign_server::db::{accounts, Db};
-use callsign_server::{reaper, router, serve, window, AppState, Config};
+use callsign_server::{files, reaper, router, serve, store, window, AppState, Config};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -64,6 +64,14 @@ enum Cmd {
         /// How long a connection with no request in flight and no bytes moving stays open.
         #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
         idle_timeout: Duration,
+        /// Most account replicas (TaskChampion databases) open at once; the least recently
+        /// used is closed to make room. Lowered at start to what fits in the open-file limit
+        /// beside --max-connections (5 descriptors a replica).
+        #[arg(long, default_value_t = 256)]
+        max_open_replicas: usize,
+        /// Close a replica unused for this long (0s: only to make room).
+        #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+        replica_idle_close: Duration,
     },
     /// Manage accounts.
     Account {
@@ -148,6 +156,8 @@ async fn main() -> anyhow::Result<()> {
             body_read_timeout,
             idle_timeout,
             body_memory_mib,
+            max_open_replicas,
+            replica_idle_close,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -166,6 +176,10 @@ async fn main() -> anyhow::Result<()> {
                 },
             };
             let _lock = lock_data_dir(&data_dir)?;
+            let replicas = store::PoolSettings {
+                max_open: replica_pool(max_open_replicas, max_connections),
+                idle_close: Some(replica_idle_close).filter(|d| !d.is_zero()),
+            };
             let config = Config {
                 data_dir,
                 reaper_interval,
@@ -173,6 +187,7 @@ async fn main() -> anyhow::Result<()> {
                 auth_failures_per_minute,
                 body_read_timeout,
                 body_memory: body_memory_mib.saturating_mul(1024 * 1024),
+                replicas,
             };
             let state = AppState::open(config)?;
             reaper::spawn(state.clone());
@@ -234,6 +249,40 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Raises the open-file soft limit to the hard one and sizes the replica pool from it: at most
+/// `wanted`, fewer if the limit leaves no room for them beside the connections. Says what it
+/// decided in one log line (a warning when the pool is smaller than asked).
+fn replica_pool(wanted: usize, max_connections: usize) -> usize {
+    let raised = match files::raise_limit() {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not raise the open-file limit");
+            None
+        }
+    };
+    let Some((soft, hard)) = files::limit() else {
+        return wanted;
+    };
+    let pool = files::replica_budget(wanted, soft, max_connections);
+    let from = raised.map_or(soft, |(before, _)| before);
+    let msg = format!(
+        "open files: limit {soft} (soft limit was {from}, hard {hard}); at most {pool} replicas \
+         open at once ({} descriptors kept for --max-connections {max_connections} and the \
+         server, {} a replica)",
+        files::reserved(max_connections),
+        files::FILES_PER_REPLICA,
+    );
+    if pool < wanted {
+        tracing::warn!(
+            "{msg}: fewer than --max-open-replicas {wanted}; raise the open-file limit \
+             (LimitNOFILE=) or lower --max-connections"
+        );
+    } else {
+        tracing::info!("{msg}");
+    }
+    pool
 }
 
 /// One server per data dir: the in-process idempotency claims (no two phase-2 runs at once for

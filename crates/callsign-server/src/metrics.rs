@@ -47,6 +47,51 @@ pub struct GroupCommits {
     pub jobs: Counter,
 }
 
+/// The task store's pool of open replicas: how many are open, and how many were closed, by
+/// reason (`lru`: to make room, `idle`: unused for `--replica-idle-close`, `pressure`: to free
+/// descriptors after an open failed for want of them).
+#[derive(Clone, Default)]
+pub struct ReplicaStats {
+    pub open: Gauge,
+    closed: Family<Labels, Counter>,
+}
+
+impl ReplicaStats {
+    pub fn closed(&self, reason: &str) {
+        self.closed.get_or_create(&label("reason", reason)).inc();
+    }
+
+    pub fn closed_total(&self, reason: &str) -> u64 {
+        self.closed.get_or_create(&label("reason", reason)).get()
+    }
+}
+
+/// `callsign_open_files`, counted at each scrape (Linux: the entries of `/proc/self/fd`).
+#[derive(Debug)]
+struct OpenFiles;
+
+impl prometheus_client::collector::Collector for OpenFiles {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> std::fmt::Result {
+        use prometheus_client::encoding::EncodeMetric;
+        let Ok(n) = crate::files::open_files() else {
+            return Ok(());
+        };
+        let gauge = prometheus_client::metrics::gauge::ConstGauge::new(
+            i64::try_from(n).unwrap_or(i64::MAX),
+        );
+        let metric = encoder.encode_descriptor(
+            "open_files",
+            "File descriptors the process has open (connections, databases, replicas)",
+            None,
+            gauge.metric_type(),
+        )?;
+        gauge.encode(metric)
+    }
+}
+
 /// The stages a create's request waits for, in order (DESIGN.md section 3).
 #[derive(Clone, Copy)]
 pub enum Stage {
@@ -190,6 +235,23 @@ impl Metrics {
             format!("Jobs carried by the group commits of the {what}"),
             g.jobs.clone(),
         );
+    }
+
+    /// Publishes the replica pool (`callsign_open_replicas`,
+    /// `callsign_replicas_closed_total{reason}`) and the process's open files
+    /// (`callsign_open_files`).
+    pub fn register_replicas(&mut self, r: &ReplicaStats) {
+        self.registry.register(
+            "open_replicas",
+            "Account replicas the task store holds open",
+            r.open.clone(),
+        );
+        self.registry.register(
+            "replicas_closed",
+            "Replicas the task store closed, by reason: lru (to make room), idle, pressure (out of open files)",
+            r.closed.clone(),
+        );
+        self.registry.register_collector(Box::new(OpenFiles));
     }
 
     /// Records the stage that began at `since`; returns now, when the next one begins.

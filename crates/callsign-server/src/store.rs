@@ -18,6 +18,18 @@
 //! it each time; `Replica::get_task` rebuilds a dependency map over it). So no `Replica` is
 //! used: the worker reads `TaskData` and builds the operations with TaskChampion's own
 //! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
+//!
+//! Replicas are opened when an account's command needs one and kept in a bounded pool
+//! ([`pool`]): at most [`PoolSettings::max_open`] open at once (the least recently used is
+//! closed to make room), and each closed once unused for [`PoolSettings::idle_close`]. Closing
+//! one tells the checkpoint thread to close its connection too, so the last connection's close
+//! checkpoints the WAL into the database and removes it; nothing committed depends on a replica
+//! staying open (a group that spans more accounts than the pool holds opens again, for its
+//! commit, those closed while it was applied). Every open checks the replica's binding again
+//! ([`bind_replica`]). When an open
+//! fails for want of file descriptors, the worker closes the least recently used half of the
+//! pool and tries once more; if that fails too the command is answered
+//! [`StoreError::OutOfFiles`] (`503` with `Retry-After`), and the next command tries again.
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -31,8 +43,10 @@ use uuid::Uuid;
 
 use crate::db::meta::InstanceId;
 use crate::db::AccountId;
-use crate::metrics::GroupCommits;
+use crate::metrics::{GroupCommits, ReplicaStats};
 use crate::wal::Checkpointer;
+
+mod pool;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -50,6 +64,21 @@ pub enum StoreError {
         path: String,
         account: AccountId,
         found_account: AccountId,
+    },
+    /// A replica could not be opened because the process has no file descriptor left.
+    #[error(
+        "cannot open the replica of account {account}: the server is out of open files \
+         ({open} of {limit} in use; {replicas} replicas open, {closed} others just closed \
+         to free some). It answers 503 until descriptors free up. Raise the open-file limit \
+         (LimitNOFILE=) or lower --max-connections / --max-open-replicas \
+         (docs/OPERATIONS.md, \"Open files and replicas\")"
+    )]
+    OutOfFiles {
+        account: AccountId,
+        open: String,
+        limit: String,
+        replicas: usize,
+        closed: usize,
     },
 }
 
@@ -156,6 +185,8 @@ impl Failing {
             Ok(_) => {
                 m.remove(&account);
             }
+            // Pressure on the whole process, not this account's database.
+            Err(StoreError::OutOfFiles { .. }) => {}
             Err(e) => {
                 m.insert(account, e.to_string());
             }
@@ -168,11 +199,30 @@ impl Failing {
     }
 }
 
+/// How many replicas the worker keeps open, and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    /// The most replicas open at once (at least one).
+    pub max_open: usize,
+    /// A replica unused this long is closed; `None`: only to make room.
+    pub idle_close: Option<Duration>,
+}
+
+impl Default for PoolSettings {
+    fn default() -> PoolSettings {
+        PoolSettings {
+            max_open: 256,
+            idle_close: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
 /// Handle to the store worker. Cheap to clone.
 #[derive(Clone)]
 pub struct TaskStore {
     tx: mpsc::UnboundedSender<Cmd>,
     group_commits: GroupCommits,
+    replica_stats: ReplicaStats,
     failing: Failing,
 }
 
@@ -183,22 +233,33 @@ impl TaskStore {
         data_dir: PathBuf,
         instance: InstanceId,
         checkpointer: Checkpointer,
+        pool: PoolSettings,
     ) -> std::io::Result<TaskStore> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let rt = tokio::runtime::Builder::new_current_thread().build()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
         let group_commits = GroupCommits::default();
         let counted = group_commits.clone();
         let failing = Failing::default();
-        let mut worker = Worker::new(data_dir, instance, counted, checkpointer);
+        let replica_stats = ReplicaStats::default();
+        let mut worker = Worker::new(data_dir, instance, counted, checkpointer, pool);
         worker.failing = failing.clone();
+        worker.stats = replica_stats.clone();
         std::thread::Builder::new()
             .name("task-store".into())
             .spawn(move || rt.block_on(worker.run(rx)))?;
         Ok(TaskStore {
             tx,
             group_commits,
+            replica_stats,
             failing,
         })
+    }
+
+    /// Replicas open now, and those closed so far by reason.
+    pub fn replica_stats(&self) -> &ReplicaStats {
+        &self.replica_stats
     }
 
     /// Whether the worker runs, and the accounts whose replica failed its last use.
@@ -245,6 +306,12 @@ impl TaskStore {
     pub async fn get(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<Vec<Option<Snapshot>>> {
         self.call(|tx| Cmd::Get(account, uuids, tx)).await
     }
+}
+
+/// How often the worker looks for idle replicas: a replica unused for `idle` is closed within
+/// `idle` and a quarter.
+fn sweep_every(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60))
 }
 
 /// The longest a key write waits behind requests (see [`Worker::run`]).
@@ -319,11 +386,36 @@ fn take_waiting(
     }
 }
 
+/// Why a replica was closed (`callsign_replicas_closed_total{reason}`).
+#[derive(Clone, Copy)]
+enum Closed {
+    /// To make room in a full pool.
+    Lru,
+    /// Unused for the idle time.
+    Idle,
+    /// To free descriptors after an open failed for want of them.
+    Pressure,
+}
+
+impl Closed {
+    fn as_str(self) -> &'static str {
+        match self {
+            Closed::Lru => "lru",
+            Closed::Idle => "idle",
+            Closed::Pressure => "pressure",
+        }
+    }
+}
+
 struct Worker {
     data_dir: PathBuf,
     instance: InstanceId,
-    replicas: HashMap<AccountId, InlineStorage>,
+    replicas: pool::Pool<InlineStorage>,
+    idle_close: Option<Duration>,
+    /// When idle replicas are next looked for.
+    next_idle_sweep: Instant,
     counted: GroupCommits,
+    stats: ReplicaStats,
     checkpointer: Checkpointer,
     failing: Failing,
 }
@@ -334,12 +426,17 @@ impl Worker {
         instance: InstanceId,
         counted: GroupCommits,
         checkpointer: Checkpointer,
+        pool: PoolSettings,
     ) -> Worker {
+        let idle_close = pool.idle_close.filter(|d| !d.is_zero());
         Worker {
             data_dir,
             instance,
-            replicas: HashMap::new(),
+            replicas: pool::Pool::new(pool.max_open),
+            idle_close,
+            next_idle_sweep: Instant::now() + idle_close.map_or(Duration::ZERO, sweep_every),
             counted,
+            stats: ReplicaStats::default(),
             checkpointer,
             failing: Failing::default(),
         }
@@ -358,9 +455,14 @@ impl Worker {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>) {
         let mut keys = HeldKeys::default();
         loop {
+            self.close_idle();
             let mut cmds = Vec::new();
             if keys.cmds.is_empty() {
-                match rx.recv().await {
+                let next = tokio::select! {
+                    c = rx.recv() => c,
+                    () = self.idle_sweep_due() => continue,
+                };
+                match next {
                     Some(c) => keys.sort(c, &mut cmds),
                     None => break,
                 }
@@ -417,14 +519,89 @@ impl Worker {
         }
     }
 
+    /// Resolves when idle replicas are next due to be looked for (never, without an idle time).
+    async fn idle_sweep_due(&self) {
+        match self.idle_close {
+            Some(_) => tokio::time::sleep_until(self.next_idle_sweep.into()).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Closes the replicas unused for the idle time, when it is time to look.
+    fn close_idle(&mut self) {
+        let Some(after) = self.idle_close else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.next_idle_sweep {
+            return;
+        }
+        self.next_idle_sweep = now + sweep_every(after);
+        for (account, r) in self.replicas.idle(now, after) {
+            self.close(account, r, Closed::Idle);
+        }
+    }
+
+    /// Closes a replica taken out of the pool. Its checkpoint connection goes too, so the
+    /// last close checkpoints the WAL and removes it (a reader elsewhere, Taskwarrior say,
+    /// keeps it for that reader's own close).
+    fn close(&mut self, account: AccountId, replica: InlineStorage, why: Closed) {
+        let path = replica.path().map(std::path::Path::to_owned);
+        drop(replica);
+        if let Some(path) = path {
+            self.checkpointer.closed(&path);
+        }
+        tracing::debug!(account, reason = why.as_str(), "closed a replica");
+        self.stats.closed(why.as_str());
+        self.stats.open.set(self.replicas.len() as i64);
+    }
+
     async fn replica(&mut self, account: AccountId) -> Result<&mut InlineStorage> {
-        if !self.replicas.contains_key(&account) {
-            let opened = self.open_replica(account).await;
+        if !self.replicas.contains(account) {
+            if let Some((lru, r)) = self.replicas.make_room() {
+                self.close(lru, r, Closed::Lru);
+            }
+            let opened = self.open_under_pressure(account).await;
             self.failing.record(account, &opened);
-            self.replicas.insert(account, opened?);
+            self.replicas.insert(account, opened?, Instant::now());
+            self.stats.open.set(self.replicas.len() as i64);
             self.hand_off(account);
         }
-        Ok(self.replicas.get_mut(&account).expect("inserted above"))
+        Ok(self
+            .replicas
+            .get(account, Instant::now())
+            .expect("inserted above"))
+    }
+
+    /// Opens the replica; if that fails while the process is out of descriptors, closes the
+    /// least recently used half of the pool and tries once more.
+    async fn open_under_pressure(&mut self, account: AccountId) -> Result<InlineStorage> {
+        let first = match self.open_replica(account).await {
+            Err(StoreError::Backend(e)) if crate::files::exhausted() => e,
+            other => return other,
+        };
+        let freed = self.replicas.oldest(self.replicas.len().div_ceil(2));
+        let closed = freed.len();
+        for (a, r) in freed {
+            self.close(a, r, Closed::Pressure);
+        }
+        match self.open_replica(account).await {
+            Err(StoreError::Backend(e)) if crate::files::exhausted() => {
+                let limit = crate::files::limit().map(|(soft, _)| soft);
+                let err = StoreError::OutOfFiles {
+                    account,
+                    // Counting them takes a descriptor too.
+                    open: crate::files::open_files()
+                        .map_or_else(|_| "all".to_owned(), |n| n.to_string()),
+                    limit: limit.map_or_else(|| "no limit".to_owned(), |n| n.to_string()),
+                    replicas: self.replicas.len(),
+                    closed,
+                };
+                tracing::warn!(first = %first, last = %e, "{err}");
+                Err(err)
+            }
+            other => other,
+        }
     }
 
     async fn open_replica(&self, account: AccountId) -> Result<InlineStorage> {
@@ -450,7 +627,7 @@ impl Worker {
     /// Tells the checkpoint thread that `account`'s replica has frames in its WAL: a commit
     /// went into it, or it has just been opened (a crash may have left a WAL behind).
     fn hand_off(&self, account: AccountId) {
-        if let Some(path) = self.replicas.get(&account).and_then(|r| r.path()) {
+        if let Some(path) = self.replicas.peek(account).and_then(|r| r.path()) {
             self.checkpointer.committed(path);
         }
     }
@@ -763,6 +940,7 @@ mod tests {
             dir.path().into(),
             vec![7; 16],
             Checkpointer::start().unwrap(),
+            PoolSettings::default(),
         )
         .unwrap();
         store.get(1, vec![Uuid::new_v4()]).await.unwrap();
@@ -806,6 +984,7 @@ mod tests {
             dir.path().into(),
             vec![2u8; 16],
             Checkpointer::start().unwrap(),
+            PoolSettings::default(),
         )
         .unwrap();
         let refused = store.get(1, vec![Uuid::new_v4()]).await.unwrap_err();
@@ -851,5 +1030,132 @@ mod tests {
         drop(other);
         let got = store.get(1, vec![a, b]).await.unwrap();
         assert!(got.iter().all(Option::is_none), "nothing of the group kept");
+    }
+
+    fn small_pool(dir: &std::path::Path, max_open: usize, idle: Option<Duration>) -> TaskStore {
+        TaskStore::start(
+            dir.into(),
+            vec![7; 16],
+            Checkpointer::start().unwrap(),
+            PoolSettings {
+                max_open,
+                idle_close: idle,
+            },
+        )
+        .unwrap()
+    }
+
+    /// With room for two replicas, a third account's command closes the least recently used
+    /// one; its tasks are read back when it is opened again, and a replica whose binding was
+    /// changed while it was closed is refused on that reopen.
+    #[tokio::test]
+    async fn a_full_pool_closes_the_least_recently_used_and_reopens_it_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = small_pool(dir.path(), 2, None);
+        let stats = store.replica_stats().clone();
+        let tasks: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+        for (account, &uuid) in (1..=3).zip(&tasks) {
+            let made = store
+                .create(account, vec![(uuid, new_task("t"))])
+                .await
+                .unwrap();
+            assert_eq!(made[0].uuid, uuid);
+        }
+        assert_eq!(stats.open.get(), 2);
+        assert_eq!(stats.closed_total("lru"), 1, "account 1 made room for 3");
+        // Account 2 is used, so 3 is the least recently used when 1 comes back.
+        store.get(2, vec![tasks[1]]).await.unwrap();
+        let again = store.get(1, vec![tasks[0]]).await.unwrap();
+        assert_eq!(again[0].as_ref().map(|s| s.uuid), Some(tasks[0]));
+        assert_eq!(stats.closed_total("lru"), 2);
+        store.get(2, vec![tasks[1]]).await.unwrap();
+        assert_eq!(stats.closed_total("lru"), 2, "2 was open still");
+
+        // Account 3's replica is closed now: give it another account's binding.
+        let file = dir
+            .path()
+            .join("accounts/3")
+            .join(callsign_tcstore::FILE_NAME);
+        let c = rusqlite::Connection::open(&file).unwrap();
+        c.execute("UPDATE callsign_replica SET account_id = 9", [])
+            .unwrap();
+        drop(c);
+        let refused = store.get(3, vec![tasks[2]]).await.unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                StoreError::Foreign {
+                    account: 3,
+                    found_account: 9,
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+    }
+
+    /// A group holding commands of more accounts than the pool has room for still commits
+    /// each account once, with all its commands.
+    #[tokio::test]
+    async fn a_group_wider_than_the_pool_commits_every_account() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = small_pool(dir.path(), 1, None);
+        let (hold, applying, release) = hold();
+        store.tx.send(hold).unwrap();
+        applying.recv().unwrap();
+        let mut answers = Vec::new();
+        let mut made = Vec::new();
+        for account in 1..=3 {
+            for _ in 0..2 {
+                let uuid = Uuid::new_v4();
+                let (tx, rx) = oneshot::channel();
+                store
+                    .tx
+                    .send(Cmd::Create(account, vec![(uuid, new_task("t"))], tx))
+                    .unwrap();
+                answers.push(rx);
+                made.push((account, uuid));
+            }
+        }
+        release.send(()).unwrap();
+        for rx in answers {
+            rx.await.unwrap().unwrap();
+        }
+        assert_eq!(
+            store.group_commits().commits.get(),
+            3,
+            "one commit per account"
+        );
+        for (account, uuid) in made {
+            let got = store.get(account, vec![uuid]).await.unwrap();
+            assert!(got[0].is_some(), "account {account}'s task {uuid}");
+        }
+        assert_eq!(store.replica_stats().open.get(), 1);
+    }
+
+    /// A replica unused for the idle time is closed (its WAL goes with it), and opened again
+    /// by the next command.
+    #[tokio::test]
+    async fn an_idle_replica_is_closed_and_opened_again_when_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = small_pool(dir.path(), 8, Some(Duration::from_millis(200)));
+        let stats = store.replica_stats().clone();
+        let uuid = Uuid::new_v4();
+        store.create(1, vec![(uuid, new_task("t"))]).await.unwrap();
+        assert_eq!(stats.open.get(), 1);
+        let file = dir
+            .path()
+            .join("accounts/1")
+            .join(callsign_tcstore::FILE_NAME);
+        let wal = dir.path().join("accounts/1/taskchampion.sqlite3-wal");
+        let closed = crate::wal::testing::wait_until(Duration::from_secs(5), || {
+            stats.open.get() == 0 && !wal.exists()
+        });
+        assert!(closed, "open {}, wal {}", stats.open.get(), wal.exists());
+        assert_eq!(stats.closed_total("idle"), 1);
+        assert!(file.exists());
+        let got = store.get(1, vec![uuid]).await.unwrap();
+        assert_eq!(got[0].as_ref().map(|s| s.uuid), Some(uuid));
+        assert_eq!(stats.open.get(), 1);
     }
 }

@@ -33,6 +33,9 @@ pub const AT_REST: Duration = Duration::from_secs(1);
 struct State {
     /// Files committed to since their last background checkpoint.
     written: HashSet<PathBuf>,
+    /// Files whose writer has closed them since the thread last looked: it closes its own
+    /// connection to them too (see [`Checkpointer::closed`]).
+    closed: HashSet<PathBuf>,
     stop: bool,
 }
 
@@ -66,10 +69,23 @@ impl Checkpointer {
     pub fn committed(&self, path: &Path) {
         let (m, cv) = &*self.inner.shared;
         let mut s = m.lock().expect("checkpoint state");
+        s.closed.remove(path);
         if !s.written.contains(path) {
             s.written.insert(path.to_owned());
             cv.notify_one();
         }
+    }
+
+    /// Tells the thread that the writer of `path` has closed it: the thread closes its own
+    /// connection to it too (SQLite checkpoints a WAL database when its last connection in the
+    /// process closes, and removes the WAL), so a file no writer holds open holds no descriptor
+    /// here either. A later [`Checkpointer::committed`] for the file takes it up again.
+    pub fn closed(&self, path: &Path) {
+        let (m, cv) = &*self.inner.shared;
+        let mut s = m.lock().expect("checkpoint state");
+        s.written.remove(path);
+        s.closed.insert(path.to_owned());
+        cv.notify_one();
     }
 }
 
@@ -103,13 +119,13 @@ impl Thread {
     fn run(mut self, shared: &Shared) {
         let (m, cv) = &**shared;
         loop {
-            let written = {
+            let (written, closed) = {
                 let mut s = m.lock().expect("checkpoint state");
                 loop {
                     if s.stop {
                         return;
                     }
-                    if !s.written.is_empty() {
+                    if !s.written.is_empty() || !s.closed.is_empty() {
                         break;
                     }
                     let Some(next) = self.due.values().map(|d| d.at).min() else {
@@ -122,8 +138,15 @@ impl Thread {
                     }
                     s = cv.wait_timeout(s, next - now).expect("checkpoint state").0;
                 }
-                std::mem::take(&mut s.written)
+                (
+                    std::mem::take(&mut s.written),
+                    std::mem::take(&mut s.closed),
+                )
             };
+            for path in closed {
+                self.due.remove(&path);
+                self.conns.remove(&path);
+            }
             let busy = !written.is_empty();
             for path in written {
                 let at = Instant::now() + AT_REST;

@@ -9,6 +9,7 @@ mod growth;
 mod hardening;
 mod limits;
 mod memory;
+mod replicas;
 mod routes;
 mod startup;
 mod window;

@@ -1,0 +1,379 @@
+//! Issue 27, item 1: the replicas as a bounded pool, against the real binary run under an
+//! open-file limit (`ulimit -n`).
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use callsign_core::Prefix;
+use callsign_server::db::accounts;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::common::{eventually, TestServer, BIN};
+
+/// `n` accounts made with the library, in one transaction, before the server starts (the
+/// binary's `account create` is one process and one fsync per account). Their tokens, in
+/// account order.
+async fn make_accounts(data_dir: &Path, n: usize) -> Vec<String> {
+    let db = callsign_server::datadir::open_allocation_db(data_dir, None).unwrap();
+    let prefix = Prefix::parse("SYN").unwrap();
+    db.write(move |c| {
+        (0..n)
+            .map(|i| {
+                accounts::create_account(c, &format!("a{i}"), &prefix, "Project").map(|a| a.token)
+            })
+            .collect()
+    })
+    .await
+    .unwrap()
+}
+
+/// The server's log so far (stderr), read by a thread.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<String>>);
+
+impl Log {
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// `callsign-server serve` under an open-file limit of `nofile` (soft and hard, as a systemd
+/// service with `LimitNOFILE=` would have it).
+fn start_limited(data_dir: &Path, nofile: u64, extra: &[&str]) -> (TestServer, Log) {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+        .arg(BIN)
+        .args(["serve", "--data-dir"])
+        .arg(data_dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("CALLSIGN_CRASH_AT")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn callsign-server");
+    let log = Log::default();
+    let stderr = child.stderr.take().unwrap();
+    let into = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            let mut l = into.0.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("callsign-server listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .unwrap();
+    assert_eq!(soft, nofile.to_string(), "the server's soft limit");
+    (TestServer { child, url }, log)
+}
+
+/// Descriptors the process `pid` has open (entries of `/proc/<pid>/fd`).
+fn open_files(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count() as u64)
+        .unwrap_or(0)
+}
+
+/// Of those, how many are replica files (`taskchampion.sqlite3` and its `-wal`, `-shm`).
+fn replica_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|p| p.to_string_lossy().contains("taskchampion.sqlite3"))
+        .count()
+}
+
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+/// A metric's value in a `/metrics` scrape (0 when absent).
+async fn metric(http: &reqwest::Client, url: &str, series: &str) -> f64 {
+    let text = http
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+async fn create(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    (uuid, idem): (Uuid, &str),
+) -> reqwest::Result<reqwest::Response> {
+    http.put(format!("{url}/v1/tasks/{uuid}"))
+        .bearer_auth(token)
+        .header("idempotency-key", idem)
+        .json(&json!({"project": "syn", "description": "one task"}))
+        .send()
+        .await
+}
+
+/// Peak of `open_files(pid)`, sampled every 10 ms until dropped.
+struct PeakFiles {
+    peak: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PeakFiles {
+    fn start(pid: u32) -> PeakFiles {
+        let peak = Arc::new(AtomicU64::new(open_files(pid)));
+        let done = Arc::new(AtomicBool::new(false));
+        let (p, d) = (peak.clone(), done.clone());
+        let thread = std::thread::spawn(move || {
+            while !d.load(Ordering::Relaxed) {
+                p.fetch_max(open_files(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        PeakFiles {
+            peak,
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    fn stop(mut self) -> u64 {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// 5,000 accounts each create their first task against a server whose open-file limit is
+/// 1024 (systemd's default soft limit for a service): every create is `201`, the server's open
+/// files stay under the limit throughout, and the replicas open stay within the pool the
+/// server sized from that limit. Before the pool, the 215th account's create answered `503`.
+/// The time, the peak of open files and the RSS are printed (`--nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_thousand_accounts_create_under_an_open_file_limit_of_1024() {
+    const ACCOUNTS: usize = 5_000;
+    const LIMIT: u64 = 1024;
+    const CLIENTS: usize = 32;
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let tokens = Arc::new(make_accounts(dir.path(), ACCOUNTS).await);
+    let made = started.elapsed();
+    let (server, log) = start_limited(dir.path(), LIMIT, &[]);
+    let pid = server.child.id();
+    // (1024 - 64 - 512 connections) / 5 descriptors a replica.
+    assert!(
+        log.text().contains("at most 89 replicas open"),
+        "{}",
+        log.text()
+    );
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(CLIENTS)
+        .build()
+        .unwrap();
+
+    let peak = PeakFiles::start(pid);
+    let started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (http, url, tokens, next) = (
+                http.clone(),
+                server.url.clone(),
+                tokens.clone(),
+                next.clone(),
+            );
+            tokio::spawn(async move {
+                let mut failed = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= tokens.len() {
+                        return failed;
+                    }
+                    let res = create(&http, &url, &tokens[i], (Uuid::new_v4(), "first"))
+                        .await
+                        .unwrap();
+                    if res.status() != 201 {
+                        failed.push((i, res.status().as_u16()));
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for w in workers {
+        failed.extend(w.await.unwrap());
+    }
+    let took = started.elapsed();
+    let peak = peak.stop();
+    let rss = rss_mib(pid);
+    let open_now = open_files(pid);
+    let replicas = metric(&http, &server.url, "callsign_open_replicas").await;
+    let lru = metric(
+        &http,
+        &server.url,
+        "callsign_replicas_closed_total{reason=\"lru\"}",
+    )
+    .await;
+    let reported = metric(&http, &server.url, "callsign_open_files").await;
+    println!(
+        "{ACCOUNTS} accounts made in {made:.1?}; their first creates (ulimit -n {LIMIT}, \
+         {CLIENTS} clients) in {took:.1?} ({:.0}/s): open files peak {peak}, {open_now} after \
+         (/metrics: {reported}); replicas open {replicas}, closed to make room {lru}; \
+         RSS {rss} MiB",
+        ACCOUNTS as f64 / took.as_secs_f64()
+    );
+    assert!(
+        failed.is_empty(),
+        "{} creates failed, first {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    assert!(peak < LIMIT, "open files peaked at {peak}");
+    assert!(replicas <= 89.0, "{replicas} replicas open");
+    assert!(lru >= (ACCOUNTS - 89) as f64, "{lru} closed to make room");
+    assert!(reported > 0.0 && (reported as u64) < LIMIT);
+}
+
+/// A replica unused for `--replica-idle-close` is closed, with its files (the log, the
+/// checkpoint connection): a server at rest holds no replica open. The next create opens it
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_replicas_are_closed_and_reopened_by_the_next_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = make_accounts(dir.path(), 3).await;
+    let (server, _log) = start_limited(dir.path(), 1024, &["--replica-idle-close", "1s"]);
+    let pid = server.child.id();
+    let http = reqwest::Client::new();
+    for t in &tokens {
+        let res = create(&http, &server.url, t, (Uuid::new_v4(), "a"))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201);
+    }
+    assert!(
+        replica_files(pid) >= 3,
+        "{} replica files",
+        replica_files(pid)
+    );
+    eventually(10, "every replica closed", || replica_files(pid) == 0).await;
+    assert_eq!(
+        metric(&http, &server.url, "callsign_open_replicas").await,
+        0.0
+    );
+    assert_eq!(
+        metric(
+            &http,
+            &server.url,
+            "callsign_replicas_closed_total{reason=\"idle\"}"
+        )
+        .await,
+        3.0
+    );
+    // No WAL is left beside a closed replica.
+    for a in 1..=3 {
+        let wal = dir
+            .path()
+            .join(format!("accounts/{a}/taskchampion.sqlite3-wal"));
+        assert!(!wal.exists(), "{}", wal.display());
+    }
+    let res = create(&http, &server.url, &tokens[0], (Uuid::new_v4(), "b"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    assert_eq!(
+        metric(&http, &server.url, "callsign_open_replicas").await,
+        1.0
+    );
+}
+
+/// When the process runs out of descriptors (here: idle client connections fill a limit of
+/// 128), a create that needs a replica opened is answered `503 unavailable` with
+/// `Retry-After`, and the log says why in plain words. Once the connections close, the same
+/// request succeeds, with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_files_answers_503_with_retry_after_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = make_accounts(dir.path(), 2).await;
+    let (server, log) = start_limited(dir.path(), 128, &[]);
+    let pid = server.child.id();
+    // One keep-alive connection, authenticated once (so the allocation database has a reader
+    // open), used for every request below.
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap();
+    let res = http
+        .get(format!("{}/v1/projects", server.url))
+        .bearer_auth(&tokens[0])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    // Idle connections until the server cannot take another descriptor.
+    let addr = server.url.strip_prefix("http://").unwrap().to_owned();
+    let mut hogs = Vec::new();
+    for _ in 0..200 {
+        hogs.push(std::net::TcpStream::connect(&addr).unwrap());
+    }
+    eventually(10, "the server at its limit", || open_files(pid) >= 127).await;
+
+    let first = (Uuid::new_v4(), "k");
+    let res = create(&http, &server.url, &tokens[0], first).await.unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(
+        res.headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap()),
+        Some("1")
+    );
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "unavailable");
+    let text = log.text();
+    assert!(text.contains("out of open files"), "{text}");
+    assert!(!text.contains("cs_"), "no token in the log");
+
+    drop(hogs);
+    eventually(10, "connections closed", || open_files(pid) < 100).await;
+    // The same request again (its slot waits, pending), and another account's first.
+    let res = create(&http, &server.url, &tokens[0], first).await.unwrap();
+    assert_eq!(res.status(), 201);
+    let res = create(&http, &server.url, &tokens[1], (Uuid::new_v4(), "k"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+}
