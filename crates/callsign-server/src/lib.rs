@@ -45,9 +45,10 @@ pub struct Config {
     /// Bytes of large request bodies (over 64 KiB) handled at once; more wait
     /// (`api::extract::body_budget`). At least the largest body a route takes.
     pub body_memory: u64,
-    /// How many account replicas the task store keeps open, and for how long ([`store`]).
-    /// `main` sizes it from the open-file limit ([`files::replica_budget`]).
-    pub replicas: store::PoolSettings,
+    /// How many account replicas the task store keeps open, for how long, and how much task
+    /// history they keep ([`store`]). `main` sizes the pool from the open-file limit
+    /// ([`files::replica_budget`]).
+    pub replicas: store::Settings,
 }
 
 impl Config {
@@ -62,7 +63,7 @@ impl Config {
             auth_failures_per_minute: 20,
             body_read_timeout: Duration::from_secs(60),
             body_memory: api::SYNC_BODY_LIMIT as u64,
-            replicas: store::PoolSettings::default(),
+            replicas: store::Settings::default(),
         }
     }
 

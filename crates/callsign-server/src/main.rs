@@ -72,6 +72,10 @@ enum Cmd {
         /// Close a replica unused for this long (0s: only to make room).
         #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
         replica_idle_close: Duration,
+        /// How long each account's task history (its TaskChampion operations log) is kept;
+        /// older operations are trimmed while its replica is open. Tasks are never trimmed.
+        #[arg(long, default_value = "90d", value_parser = humantime::parse_duration)]
+        history_retention: Duration,
     },
     /// Manage accounts.
     Account {
@@ -158,12 +162,16 @@ async fn main() -> anyhow::Result<()> {
             body_memory_mib,
             max_open_replicas,
             replica_idle_close,
+            history_retention,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
                     "--reaper-interval must be at least {:?}",
                     reaper::MIN_INTERVAL
                 );
+            }
+            if history_retention.is_zero() {
+                bail!("--history-retention must be more than 0s");
             }
             if idempotency_window_min > idempotency_window_max {
                 bail!("--idempotency-window-min must not exceed --idempotency-window-max");
@@ -176,9 +184,10 @@ async fn main() -> anyhow::Result<()> {
                 },
             };
             let _lock = lock_data_dir(&data_dir)?;
-            let replicas = store::PoolSettings {
+            let replicas = store::Settings {
                 max_open: replica_pool(max_open_replicas, max_connections),
                 idle_close: Some(replica_idle_close).filter(|d| !d.is_zero()),
+                history_retention: Some(history_retention),
             };
             let config = Config {
                 data_dir,

@@ -54,6 +54,8 @@ pub struct GroupCommits {
 pub struct ReplicaStats {
     pub open: Gauge,
     closed: Family<Labels, Counter>,
+    /// Operations trimmed from replicas' logs (past `--history-retention`).
+    pub trimmed: Counter,
 }
 
 impl ReplicaStats {
@@ -250,6 +252,11 @@ impl Metrics {
             "replicas_closed",
             "Replicas the task store closed, by reason: lru (to make room), idle, pressure (out of open files)",
             r.closed.clone(),
+        );
+        self.registry.register(
+            "replica_operations_trimmed",
+            "Operations deleted from replicas' logs, older than --history-retention",
+            r.trimmed.clone(),
         );
         self.registry.register_collector(Box::new(OpenFiles));
     }

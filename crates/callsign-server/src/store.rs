@@ -20,16 +20,24 @@
 //! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
 //!
 //! Replicas are opened when an account's command needs one and kept in a bounded pool
-//! ([`pool`]): at most [`PoolSettings::max_open`] open at once (the least recently used is
-//! closed to make room), and each closed once unused for [`PoolSettings::idle_close`]. Closing
-//! one tells the checkpoint thread to close its connection too, so the last connection's close
+//! ([`pool`]): at most [`Settings::max_open`] open at once (the least recently used is closed
+//! to make room), and each closed once unused for [`Settings::idle_close`]. Closing one tells
+//! the checkpoint thread to close its connection too, so the last connection's close
 //! checkpoints the WAL into the database and removes it; nothing committed depends on a replica
 //! staying open (a group that spans more accounts than the pool holds opens again, for its
 //! commit, those closed while it was applied). Every open checks the replica's binding again
-//! ([`bind_replica`]). When an open
-//! fails for want of file descriptors, the worker closes the least recently used half of the
-//! pool and tries once more; if that fails too the command is answered
-//! [`StoreError::OutOfFiles`] (`503` with `Retry-After`), and the next command tries again.
+//! ([`bind_replica`]). When an open fails for want of file descriptors, the worker closes the
+//! least recently used half of the pool and tries once more; if that fails too the command is
+//! answered [`StoreError::OutOfFiles`] (`503` with `Retry-After`), and the next command tries
+//! again.
+//!
+//! Housekeeping, on the worker after a group's answers are sent (or when it has nothing else
+//! to do): an open replica's operations log loses what is older than
+//! [`Settings::history_retention`], one batch of at most 1,000 operations at a time and at
+//! most one batch every 100 ms (`callsign_tcstore` trims; tasks are never touched), checked
+//! when the replica is opened and then every minute; and an account's working set is rebuilt
+//! once it holds more than twice its live (pending) tasks, so neither the file nor the
+//! in-memory copy keeps every task ever created.
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -199,22 +207,38 @@ impl Failing {
     }
 }
 
-/// How many replicas the worker keeps open, and for how long.
+/// How many replicas the worker keeps open, for how long, and how much history they keep.
 #[derive(Debug, Clone, Copy)]
-pub struct PoolSettings {
+pub struct Settings {
     /// The most replicas open at once (at least one).
     pub max_open: usize,
     /// A replica unused this long is closed; `None`: only to make room.
     pub idle_close: Option<Duration>,
+    /// Operations older than this are trimmed from an open replica's log (`Worker::trim_some`);
+    /// `None`: kept forever.
+    pub history_retention: Option<Duration>,
 }
 
-impl Default for PoolSettings {
-    fn default() -> PoolSettings {
-        PoolSettings {
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
             max_open: 256,
             idle_close: Some(Duration::from_secs(300)),
+            history_retention: Some(Duration::from_secs(90 * 24 * 3600)),
         }
     }
+}
+
+/// The most operations one trim deletes (one short transaction on the worker).
+const TRIM_BATCH: usize = 1000;
+
+/// The least time between two trims, so that a backlog never holds the worker long.
+const TRIM_PAUSE: Duration = Duration::from_millis(100);
+
+/// How often an open replica's log is looked at again once nothing was left to trim: a
+/// quarter of the history kept, within [50 ms, 1 min].
+fn trim_every(history: Duration) -> Duration {
+    (history / 4).clamp(Duration::from_millis(50), Duration::from_secs(60))
 }
 
 /// Handle to the store worker. Cheap to clone.
@@ -233,7 +257,7 @@ impl TaskStore {
         data_dir: PathBuf,
         instance: InstanceId,
         checkpointer: Checkpointer,
-        pool: PoolSettings,
+        pool: Settings,
     ) -> std::io::Result<TaskStore> {
         let (tx, rx) = mpsc::unbounded_channel();
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -414,6 +438,11 @@ struct Worker {
     idle_close: Option<Duration>,
     /// When idle replicas are next looked for.
     next_idle_sweep: Instant,
+    history: Option<Duration>,
+    /// When each open replica's log is next to be trimmed.
+    trim_due: HashMap<AccountId, Instant>,
+    /// No trim before this ([`TRIM_PAUSE`]).
+    next_trim: Instant,
     counted: GroupCommits,
     stats: ReplicaStats,
     checkpointer: Checkpointer,
@@ -426,7 +455,7 @@ impl Worker {
         instance: InstanceId,
         counted: GroupCommits,
         checkpointer: Checkpointer,
-        pool: PoolSettings,
+        pool: Settings,
     ) -> Worker {
         let idle_close = pool.idle_close.filter(|d| !d.is_zero());
         Worker {
@@ -435,6 +464,9 @@ impl Worker {
             replicas: pool::Pool::new(pool.max_open),
             idle_close,
             next_idle_sweep: Instant::now() + idle_close.map_or(Duration::ZERO, sweep_every),
+            history: pool.history_retention,
+            trim_due: HashMap::new(),
+            next_trim: Instant::now(),
             counted,
             stats: ReplicaStats::default(),
             checkpointer,
@@ -456,11 +488,12 @@ impl Worker {
         let mut keys = HeldKeys::default();
         loop {
             self.close_idle();
+            self.trim_some();
             let mut cmds = Vec::new();
             if keys.cmds.is_empty() {
                 let next = tokio::select! {
                     c = rx.recv() => c,
-                    () = self.idle_sweep_due() => continue,
+                    () = self.housekeeping_due() => continue,
                 };
                 match next {
                     Some(c) => keys.sort(c, &mut cmds),
@@ -491,6 +524,7 @@ impl Worker {
                 taken += cmds.len();
             }
             let mut failed: HashMap<AccountId, StoreError> = HashMap::new();
+            let mut committed = Vec::new();
             for (account, group) in groups {
                 if group.ops.is_empty() {
                     continue;
@@ -504,6 +538,7 @@ impl Worker {
                     Ok(()) => {
                         self.hand_off(account);
                         self.counted.commits.inc();
+                        committed.push(account);
                     }
                     Err(e) => {
                         tracing::error!(error = %e, account, "task store commit failed");
@@ -516,15 +551,89 @@ impl Worker {
             for (account, f) in waiting {
                 f(failed.get(&account));
             }
+            for account in committed {
+                self.compact_working_set(account);
+            }
+            self.trim_some();
         }
     }
 
-    /// Resolves when idle replicas are next due to be looked for (never, without an idle time).
-    async fn idle_sweep_due(&self) {
-        match self.idle_close {
-            Some(_) => tokio::time::sleep_until(self.next_idle_sweep.into()).await,
+    /// Rebuilds the account's working set once it holds more than twice its live tasks
+    /// (`InlineStorage::compact_working_set`), after the commit that grew it was answered.
+    fn compact_working_set(&mut self, account: AccountId) {
+        let Some(replica) = self.replicas.peek_mut(account) else {
+            return;
+        };
+        match replica.compact_working_set() {
+            Ok(true) => self.hand_off(account),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(account, error = %e, "rebuilding a working set"),
+        }
+    }
+
+    /// Resolves when idle replicas are next due to be looked for, or a log to be trimmed.
+    async fn housekeeping_due(&self) {
+        let sweep = self.idle_close.map(|_| self.next_idle_sweep);
+        let trim = self
+            .trim_due
+            .values()
+            .min()
+            .map(|&due| due.max(self.next_trim));
+        match sweep.into_iter().chain(trim).min() {
+            Some(at) => tokio::time::sleep_until(at.into()).await,
             None => std::future::pending().await,
         }
+    }
+
+    /// Trims the log of the open replica most overdue, one batch ([`TRIM_BATCH`]), at most once
+    /// every [`TRIM_PAUSE`]. A replica is due when opened, again at once while a batch was
+    /// full, else after [`trim_every`].
+    fn trim_some(&mut self) {
+        let Some(history) = self.history else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.next_trim {
+            return;
+        }
+        let Some((&account, _)) = self
+            .trim_due
+            .iter()
+            .filter(|(_, &due)| due <= now)
+            .min_by_key(|(_, &due)| due)
+        else {
+            return;
+        };
+        self.next_trim = now + TRIM_PAUSE;
+        let cutoff = chrono::Duration::from_std(history)
+            .ok()
+            .and_then(|h| Utc::now().checked_sub_signed(h));
+        let Some(cutoff) = cutoff else {
+            self.trim_due.remove(&account);
+            return;
+        };
+        let Some(replica) = self.replicas.peek_mut(account) else {
+            self.trim_due.remove(&account);
+            return;
+        };
+        let next = match replica.trim_operations(cutoff, TRIM_BATCH) {
+            Ok(n) => {
+                if n > 0 {
+                    self.stats.trimmed.inc_by(n as u64);
+                    self.hand_off(account);
+                }
+                if n == TRIM_BATCH {
+                    now
+                } else {
+                    now + trim_every(history)
+                }
+            }
+            Err(e) => {
+                tracing::warn!(account, error = %e, "trimming a replica's operations log");
+                now + trim_every(history)
+            }
+        };
+        self.trim_due.insert(account, next);
     }
 
     /// Closes the replicas unused for the idle time, when it is time to look.
@@ -548,6 +657,7 @@ impl Worker {
     fn close(&mut self, account: AccountId, replica: InlineStorage, why: Closed) {
         let path = replica.path().map(std::path::Path::to_owned);
         drop(replica);
+        self.trim_due.remove(&account);
         if let Some(path) = path {
             self.checkpointer.closed(&path);
         }
@@ -563,7 +673,11 @@ impl Worker {
             }
             let opened = self.open_under_pressure(account).await;
             self.failing.record(account, &opened);
-            self.replicas.insert(account, opened?, Instant::now());
+            let now = Instant::now();
+            self.replicas.insert(account, opened?, now);
+            if self.history.is_some() {
+                self.trim_due.insert(account, now);
+            }
             self.stats.open.set(self.replicas.len() as i64);
             self.hand_off(account);
         }
@@ -940,7 +1054,7 @@ mod tests {
             dir.path().into(),
             vec![7; 16],
             Checkpointer::start().unwrap(),
-            PoolSettings::default(),
+            Settings::default(),
         )
         .unwrap();
         store.get(1, vec![Uuid::new_v4()]).await.unwrap();
@@ -984,7 +1098,7 @@ mod tests {
             dir.path().into(),
             vec![2u8; 16],
             Checkpointer::start().unwrap(),
-            PoolSettings::default(),
+            Settings::default(),
         )
         .unwrap();
         let refused = store.get(1, vec![Uuid::new_v4()]).await.unwrap_err();
@@ -1037,12 +1151,63 @@ mod tests {
             dir.into(),
             vec![7; 16],
             Checkpointer::start().unwrap(),
-            PoolSettings {
+            Settings {
                 max_open,
                 idle_close: idle,
+                history_retention: None,
             },
         )
         .unwrap()
+    }
+
+    fn operations(dir: &std::path::Path, account: AccountId) -> i64 {
+        let file = dir
+            .join(format!("accounts/{account}"))
+            .join(callsign_tcstore::FILE_NAME);
+        let c = rusqlite::Connection::open(file).unwrap();
+        c.query_row("SELECT count(*) FROM operations", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// With a history of 300 ms, a task edited 50 times keeps none of those edits' operations
+    /// once they are older than that (the worker trims by itself, with no command), the task
+    /// keeps its content, and edits after it are kept.
+    #[tokio::test]
+    async fn operations_older_than_the_history_kept_are_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::start(
+            dir.path().into(),
+            vec![7; 16],
+            Checkpointer::start().unwrap(),
+            Settings {
+                history_retention: Some(Duration::from_millis(300)),
+                ..Settings::default()
+            },
+        )
+        .unwrap();
+        let uuid = Uuid::new_v4();
+        store.create(1, vec![(uuid, new_task("t"))]).await.unwrap();
+        for i in 0..50 {
+            let patch = TaskPatch {
+                description: Some(format!("edit {i}")),
+                ..TaskPatch::default()
+            };
+            store.update(1, vec![(uuid, patch)]).await.unwrap();
+        }
+        assert!(operations(dir.path(), 1) >= 100);
+        let trimmed = crate::wal::testing::wait_until(Duration::from_secs(5), || {
+            operations(dir.path(), 1) == 0
+        });
+        assert!(trimmed, "{} operations left", operations(dir.path(), 1));
+        assert!(store.replica_stats().trimmed.get() >= 100);
+        let got = store.get(1, vec![uuid]).await.unwrap();
+        assert_eq!(got[0].as_ref().unwrap().description, "edit 49");
+        let patch = TaskPatch {
+            notes: Some("kept".into()),
+            ..TaskPatch::default()
+        };
+        store.update(1, vec![(uuid, patch)]).await.unwrap();
+        assert!(operations(dir.path(), 1) >= 2, "the new edit's operations");
     }
 
     /// With room for two replicas, a third account's command closes the least recently used
@@ -1157,5 +1322,44 @@ mod tests {
         let got = store.get(1, vec![uuid]).await.unwrap();
         assert_eq!(got[0].as_ref().map(|s| s.uuid), Some(uuid));
         assert_eq!(stats.open.get(), 1);
+    }
+
+    /// 600 tasks created and 590 of them completed, then 1,000 more created: the account's
+    /// working set (on disk and cached) is rebuilt to the 1,010 pending ones once it holds more
+    /// than twice the 600 it held at its last rebuild, instead of keeping every task ever
+    /// created (1,600).
+    #[tokio::test]
+    async fn the_working_set_is_bounded_by_the_live_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = small_pool(dir.path(), 4, None);
+        let uuids: Vec<Uuid> = (0..600).map(|_| Uuid::new_v4()).collect();
+        let tasks = uuids.iter().map(|u| (*u, new_task("t"))).collect();
+        store.create(1, tasks).await.unwrap();
+        let done = TaskPatch {
+            status: Some(TaskStatus::Completed),
+            ..TaskPatch::default()
+        };
+        let patches = uuids[10..].iter().map(|u| (*u, done.clone())).collect();
+        store.update(1, patches).await.unwrap();
+        store.get(1, Vec::new()).await.unwrap();
+        let file = dir
+            .path()
+            .join("accounts/1")
+            .join(callsign_tcstore::FILE_NAME);
+        let c = rusqlite::Connection::open(file).unwrap();
+        let in_set: i64 = c
+            .query_row("SELECT count(*) FROM working_set", [], |r| r.get(0))
+            .unwrap();
+        // Rebuilt after the creates (600 live), not yet after the completions.
+        assert_eq!(in_set, 600);
+        let more: Vec<(Uuid, NewTask)> =
+            (0..1000).map(|_| (Uuid::new_v4(), new_task("t"))).collect();
+        store.create(1, more).await.unwrap();
+        // The rebuild follows the answer: the next command waits for it.
+        store.get(1, Vec::new()).await.unwrap();
+        let in_set: i64 = c
+            .query_row("SELECT count(*) FROM working_set", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(in_set, 1010, "the 10 pending and the 1,000 new ones");
     }
 }

@@ -35,6 +35,8 @@ const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 type WorkingSet = Vec<Option<Uuid>>;
 
 mod direct;
+mod trim;
+mod working;
 
 pub use direct::task_data;
 
@@ -43,6 +45,8 @@ pub struct InlineStorage {
     con: Connection,
     /// The committed working set, with the `data_version` it was read at.
     working_set: Option<CachedWorkingSet>,
+    /// The working set's size after its last rebuild here ([`InlineStorage::compact_working_set`]).
+    live_at_rebuild: usize,
 }
 
 /// The committed working set as of `version` (this connection's `PRAGMA data_version`).
@@ -68,6 +72,7 @@ impl InlineStorage {
         Ok(InlineStorage {
             con,
             working_set: None,
+            live_at_rebuild: 0,
         })
     }
 

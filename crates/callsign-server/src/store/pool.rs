@@ -54,6 +54,11 @@ impl<V> Pool<V> {
         self.entries.get(&account).map(|e| &e.value)
     }
 
+    /// The entry, changed without marking it used (housekeeping).
+    pub fn peek_mut(&mut self, account: AccountId) -> Option<&mut V> {
+        self.entries.get_mut(&account).map(|e| &mut e.value)
+    }
+
     /// When the pool is full, takes out the least recently used entry, to make room for one
     /// more.
     pub fn make_room(&mut self) -> Option<(AccountId, V)> {

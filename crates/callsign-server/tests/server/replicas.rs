@@ -377,3 +377,104 @@ async fn out_of_files_answers_503_with_retry_after_and_recovers() {
         .unwrap();
     assert_eq!(res.status(), 201);
 }
+
+/// The replica's file once its WAL has been emptied (the server does that after 1 s at rest).
+async fn replica_size_at_rest(data_dir: &Path, account: i64) -> u64 {
+    let db = data_dir.join(format!("accounts/{account}/taskchampion.sqlite3"));
+    let wal = data_dir.join(format!("accounts/{account}/taskchampion.sqlite3-wal"));
+    eventually(20, "the replica's WAL emptied", || {
+        std::fs::metadata(&wal).map_or(true, |m| m.len() == 0)
+    })
+    .await;
+    std::fs::metadata(&db).unwrap().len()
+}
+
+/// 10,000 edits of the tasks in `uuids`: ten `POST /v1/sync` batches of 1,000.
+async fn edit(http: &reqwest::Client, url: &str, token: &str, uuids: &[Uuid], round: &str) {
+    for batch in 0..10 {
+        let mutations: Vec<serde_json::Value> = (0..1000)
+            .map(|i| {
+                json!({"idempotency_key": format!("{round}-{batch}-{i}"), "op": "update",
+                       "uuid": uuids[i % uuids.len()],
+                       "fields": {"description": format!("{round} {batch} {i}")}})
+            })
+            .collect();
+        let res: serde_json::Value = http
+            .post(format!("{url}/v1/sync"))
+            .bearer_auth(token)
+            .json(&json!({ "mutations": mutations }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let results = res["results"].as_array().unwrap();
+        assert!(
+            results.iter().all(|r| r["status"] == 200),
+            "{round} {batch}"
+        );
+    }
+}
+
+/// Issue 27, item 2 for the replicas: 200 tasks edited 10,000 times grow the account's
+/// replica by the operations log; once those edits are older than `--history-retention`
+/// their operations are trimmed, and 10,000 more edits grow the file by at most a third of
+/// what the first ones added (the freed pages are reused). The figures are printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operations_log_is_trimmed_past_the_history_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = make_accounts(dir.path(), 1).await;
+    let (server, _log) = start_limited(dir.path(), 1024, &["--history-retention", "3s"]);
+    let http = reqwest::Client::new();
+    let uuids: Vec<Uuid> = (0..200).map(|_| Uuid::new_v4()).collect();
+    let creates: Vec<serde_json::Value> = uuids
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            json!({"idempotency_key": format!("c{i}"), "op": "create", "uuid": u,
+                   "fields": {"project": "SYN", "description": format!("task {i}")}})
+        })
+        .collect();
+    let res = http
+        .post(format!("{}/v1/sync", server.url))
+        .bearer_auth(&tokens[0])
+        .json(&json!({ "mutations": creates }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let created = replica_size_at_rest(dir.path(), 1).await;
+    let started = Instant::now();
+    edit(&http, &server.url, &tokens[0], &uuids, "r1").await;
+    let first = replica_size_at_rest(dir.path(), 1).await;
+    let first_took = started.elapsed();
+    let trimmed = "callsign_replica_operations_trimmed_total";
+    // Each edit writes `modified` and `description`: 20,000 operations to trim.
+    let mut waited = 0;
+    while metric(&http, &server.url, trimmed).await < 20_000.0 {
+        assert!(
+            waited < 200,
+            "trimmed {}",
+            metric(&http, &server.url, trimmed).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        waited += 1;
+    }
+    edit(&http, &server.url, &tokens[0], &uuids, "r2").await;
+    let second = replica_size_at_rest(dir.path(), 1).await;
+    println!(
+        "replica: {created} bytes after 200 creates, {first} after 10,000 edits ({first_took:.1?}), \
+         {second} after 10,000 more once the first were past the 3 s history"
+    );
+    assert!(
+        first > created + 1_000_000,
+        "the first edits' log: {first} bytes"
+    );
+    assert!(
+        second - first <= (first - created) / 3,
+        "grew {} bytes, the first round {}",
+        second - first,
+        first - created
+    );
+}
