@@ -97,7 +97,8 @@ pub async fn run(p: Plan) -> Result<()> {
 }
 
 /// One client: 70 % edits, 10 % replays of its last edit, 19 % pulls (an incremental one
-/// from its cursor, every tenth from the start), 1 % creates.
+/// from its cursor, every tenth from the start), 1 % creates of existing tasks under new keys
+/// (the data size stays fixed).
 async fn client(
     s: &Server,
     http: &reqwest::Client,
@@ -146,11 +147,14 @@ async fn client(
                 ok
             }
             _ => {
+                // A create that adds nothing: a new idempotency key for a task the fill made,
+                // with the fill's body, so phase 1 and 2 run and the data size stays fixed.
+                let i = rand::thread_rng().gen_range(0..uuids.len());
                 let resp = http
-                    .put(format!("{}/v1/tasks/{}", s.url, Uuid::new_v4()))
+                    .put(format!("{}/v1/tasks/{}", s.url, uuids[i]))
                     .bearer_auth(&s.token)
                     .header("Idempotency-Key", Uuid::new_v4().to_string())
-                    .json(&new_task(format!("soak create {n}")))
+                    .json(&new_task(format!("fill {i}")))
                     .send()
                     .await?;
                 ops.creates.fetch_add(1, Ordering::Relaxed);
