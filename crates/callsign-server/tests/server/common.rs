@@ -159,15 +159,7 @@ impl TestServer {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn callsign-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("callsign-server listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
+        let url = listening_url(&mut child);
         TestServer { child, url }
     }
 
@@ -189,6 +181,29 @@ impl Drop for TestServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The URL of the `listening on` line a starting server prints first on stdout.
+pub fn listening_url(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim()
+        .strip_prefix("callsign-server listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned()
+}
+
+/// The process's resident set, in MiB (`VmRSS` in `/proc/<pid>/status`).
+pub fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024
 }
 
 /// `callsign-server account create`, through the binary.

@@ -6,18 +6,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::common::{create_account, Client, TestServer};
-
-/// The process's resident set, in MiB (`VmRSS` in `/proc/<pid>/status`).
-fn rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024
-}
+use crate::common::{create_account, rss_mib, Client, TestServer};
 
 /// A `POST /v1/sync` body of 1000 creates with 32,000 bytes of notes each: about 32 MB, under the
 /// endpoint's 32 MiB limit.

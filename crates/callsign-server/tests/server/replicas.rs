@@ -12,7 +12,7 @@ use callsign_server::db::accounts;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::{eventually, TestServer, BIN};
+use crate::common::{eventually, listening_url, rss_mib, TestServer, BIN};
 
 /// `n` accounts made with the library, in one transaction, before the server starts (the
 /// binary's `account create` is one process and one fsync per account). Their tokens, in
@@ -69,15 +69,7 @@ fn start_limited(data_dir: &Path, nofile: u64, extra: &[&str]) -> (TestServer, L
             l.push('\n');
         }
     });
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("callsign-server listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    let url = listening_url(&mut child);
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
     let soft = limits
         .lines()
@@ -102,16 +94,6 @@ fn replica_files(pid: u32) -> usize {
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .filter(|p| p.to_string_lossy().contains("taskchampion.sqlite3"))
         .count()
-}
-
-fn rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib / 1024
 }
 
 /// A metric's value in a `/metrics` scrape (0 when absent).
