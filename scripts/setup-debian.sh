@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build, run and test Callsign: the C toolchain,
 # the WebKitGTK/GTK libraries Tauri links against, and Xvfb + WebKitWebDriver for the desktop
-# end-to-end tests. Idempotent: only missing packages are installed, so a second run is fast.
+# end-to-end tests, and PostgreSQL, whose binaries the tests use to start throwaway clusters of
+# their own on free ports (crates/callsign-pgtest); the `main` cluster that Debian's postinst may
+# create and start on 5432 is never used. Idempotent: only missing packages are installed, so a
+# second run is fast.
 set -euo pipefail
 
 pkgs=(
@@ -11,6 +14,7 @@ pkgs=(
   xvfb xauth webkit2gtk-driver imagemagick
   fonts-dejavu-core fonts-liberation2 fontconfig dbus-x11 at-spi2-core
   python3 python3-venv
+  postgresql
 )
 need=()
 for pkg in "${pkgs[@]}"; do
