@@ -1,7 +1,8 @@
 //! Callsign's sync server: hands out `PREFIX-N` keys that are never duplicated, never skipped
 //! by a failure and never lost (DESIGN.md sections 1-4).
 //!
-//! Layout: [`db`] is the allocation database, [`store`] the TaskChampion replicas,
+//! Layout: [`storage`] is the seam between the server and its database (SQLite by default:
+//! [`db`] is the allocation database, [`store`] the TaskChampion replicas),
 //! [`protocol`] the two-phase create/update, [`reaper`] settles what crashes left pending,
 //! [`api`] the HTTP surface. `main.rs` only parses the command line.
 #![forbid(unsafe_code)]
@@ -18,6 +19,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod reaper;
 pub mod serve;
+pub mod storage;
 pub mod store;
 pub mod throttle;
 pub mod wal;
@@ -32,7 +34,8 @@ pub use api::router;
 /// Server settings, from the command line.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub data_dir: PathBuf,
+    /// Where the data lives (`--database`).
+    pub database: storage::Database,
     /// How often the reaper runs.
     pub reaper_interval: Duration,
     /// How long a pending slot whose task never reached the store is kept for a retry: derived
@@ -52,9 +55,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// The embedded default: SQLite files in `data_dir`.
     pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        Config::with_database(storage::Database::Sqlite(data_dir.into()))
+    }
+
+    pub fn with_database(database: storage::Database) -> Config {
         Config {
-            data_dir: data_dir.into(),
+            database,
             reaper_interval: Duration::from_secs(60),
             idempotency_window: window::Setting::Auto {
                 min: window::Setting::DEFAULT_MIN,
@@ -67,16 +75,20 @@ impl Config {
         }
     }
 
-    pub fn db_path(&self) -> PathBuf {
-        self.data_dir.join(datadir::DB_FILE)
+    /// The allocation database's file, on SQLite.
+    pub fn db_path(&self) -> Option<PathBuf> {
+        self.database.data_dir().map(|d| d.join(datadir::DB_FILE))
     }
 }
 
 pub struct Inner {
-    pub db: db::Db,
-    pub store: store::TaskStore,
+    /// The allocation store (accounts, counters, slots, keys, change feed).
+    pub alloc: Arc<dyn storage::AllocStore>,
+    /// The task store (TaskChampion's model per account).
+    pub tasks: Arc<dyn storage::TaskStore>,
+    /// The SQLite allocation database, when that is the backend (tests look inside it).
+    pub sqlite: Option<db::Db>,
     pub config: Config,
-    inflight: inflight::InFlight,
     metrics: metrics::Metrics,
     tokens: api::auth::TokenCache,
     auth_failures: throttle::FailureLimit,
@@ -111,25 +123,52 @@ pub enum StartError {
     Store(std::io::Error),
     #[error("cannot start the WAL checkpoint thread: {0}")]
     Checkpointer(std::io::Error),
+    #[error("this server cannot use PostgreSQL yet: use --database sqlite:<data-dir>")]
+    Unsupported,
 }
 
 impl AppState {
-    /// Opens the allocation database (migrating it; refusing a data dir whose allocation
-    /// database does not know its replicas, see [`datadir`]) and starts the task store worker.
-    pub fn open(config: Config) -> Result<AppState, StartError> {
-        datadir::create_private_dir(&config.data_dir)
-            .map_err(|e| StartError::DataDir(config.data_dir.clone(), e))?;
-        let checkpointer = wal::Checkpointer::start().map_err(StartError::Checkpointer)?;
-        let db = datadir::open_allocation_db(&config.data_dir, Some(checkpointer.clone()))?;
-        let instance = db.read_blocking(db::meta::instance_id)?;
-        let cursors = cursor::CursorKey::new(db.read_blocking(db::meta::cursor_key)?);
-        let store = store::TaskStore::start(
-            config.data_dir.clone(),
-            instance,
-            checkpointer,
-            config.replicas,
-        )
-        .map_err(StartError::Store)?;
+    /// Opens the database the config names and starts what serves it. On SQLite: the
+    /// allocation database (migrating it; refusing a data dir whose allocation database does
+    /// not know its replicas, see [`datadir`]) and the task store worker.
+    pub async fn open(config: Config) -> Result<AppState, StartError> {
+        let mut metrics = metrics::Metrics::default();
+        let (alloc, tasks, sqlite): (Arc<dyn storage::AllocStore>, Arc<dyn storage::TaskStore>, _) =
+            match &config.database {
+                storage::Database::Sqlite(dir) => {
+                    datadir::create_private_dir(dir)
+                        .map_err(|e| StartError::DataDir(dir.clone(), e))?;
+                    let checkpointer =
+                        wal::Checkpointer::start().map_err(StartError::Checkpointer)?;
+                    let db = datadir::open_allocation_db(dir, Some(checkpointer.clone()))?;
+                    let instance = db.read_blocking(db::meta::instance_id)?;
+                    let store = store::TaskStore::start(
+                        dir.clone(),
+                        instance,
+                        checkpointer,
+                        config.replicas,
+                    )
+                    .map_err(StartError::Store)?;
+                    metrics.register_group_commits(
+                        "alloc_db",
+                        "allocation database",
+                        db.group_commits(),
+                    );
+                    metrics.register_group_commits(
+                        "task_store",
+                        "task store",
+                        store.group_commits(),
+                    );
+                    metrics.register_replicas(store.replica_stats());
+                    (
+                        Arc::new(db::backend::SqliteAlloc::new(db.clone())),
+                        Arc::new(store),
+                        Some(db),
+                    )
+                }
+                storage::Database::Postgres(_) => return Err(StartError::Unsupported),
+            };
+        let cursors = cursor::CursorKey::new(alloc.cursor_key().await?);
         let body_budget_kib = u32::try_from(
             config
                 .body_memory
@@ -139,26 +178,21 @@ impl AppState {
         .unwrap_or(u32::MAX);
         let window = match config.idempotency_window {
             window::Setting::Fixed(d) => window::Window::fixed(d),
-            setting @ window::Setting::Auto { .. } => window::Window {
-                ms: db
-                    .read_blocking(db::window::in_force)?
-                    .unwrap_or(setting.initial().as_millis() as i64),
-                basis: db
-                    .read_blocking(db::window::basis)?
-                    .unwrap_or(window::Basis::Min),
-                p99_ms: None,
-                late_ms: None,
-            },
+            setting @ window::Setting::Auto { .. } => {
+                let stored = alloc.window_in_force().await?;
+                window::Window {
+                    ms: stored.map_or(setting.initial().as_millis() as i64, |(ms, _)| ms),
+                    basis: stored.map_or(window::Basis::Min, |(_, b)| b),
+                    p99_ms: None,
+                    late_ms: None,
+                }
+            }
         };
-        let mut metrics = metrics::Metrics::default();
-        metrics.register_group_commits("alloc_db", "allocation database", db.group_commits());
         metrics.window(&window);
-        metrics.register_group_commits("task_store", "task store", store.group_commits());
-        metrics.register_replicas(store.replica_stats());
         Ok(AppState(Arc::new(Inner {
-            db,
-            store,
-            inflight: inflight::InFlight::default(),
+            alloc,
+            tasks,
+            sqlite,
             metrics,
             tokens: api::auth::TokenCache::default(),
             auth_failures: throttle::FailureLimit::new(config.auth_failures_per_minute),

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use callsign_core::Prefix;
-use callsign_server::db::{accounts, Db};
+use callsign_server::storage::{AllocStore, Database};
 use callsign_server::{files, reaper, router, serve, store, window, AppState, Config};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -24,8 +24,8 @@ struct Cli {
 enum Cmd {
     /// Serve the HTTP API.
     Serve {
-        #[arg(long, env = "CALLSIGN_SERVER_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArg,
         #[arg(long, default_value = "127.0.0.1:8750")]
         listen: SocketAddr,
         /// How often the reaper settles slots left pending by a crash (e.g. 60s, 500ms).
@@ -93,8 +93,8 @@ enum Cmd {
 enum AccountCmd {
     /// Create an account with its first project and a token; prints JSON.
     Create {
-        #[arg(long)]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArg,
         #[arg(long)]
         name: String,
         /// The first project's key prefix (2-10 characters, a letter first).
@@ -110,8 +110,8 @@ enum AccountCmd {
 enum TokenCmd {
     /// Create a token for a device; prints JSON `{token}`.
     Create {
-        #[arg(long)]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArg,
         #[arg(long)]
         account: i64,
         #[arg(long)]
@@ -132,10 +132,39 @@ fn parse_window(s: &str) -> Result<WindowArg, String> {
         .map_err(|e| format!("{e}: expected `auto` or a duration such as 24h"))
 }
 
-fn open_db(data_dir: &std::path::Path) -> anyhow::Result<Db> {
-    Ok(callsign_server::datadir::open_allocation_db(
-        data_dir, None,
-    )?)
+/// Where the data lives: `--database` (or `CALLSIGN_DATABASE_URL`), or `--data-dir` for the
+/// embedded SQLite default.
+#[derive(Args, Clone, Debug)]
+struct DatabaseArg {
+    /// The embedded SQLite database's directory (the same as `--database sqlite:DIR`).
+    #[arg(long, env = "CALLSIGN_SERVER_DATA_DIR", conflicts_with = "database")]
+    data_dir: Option<PathBuf>,
+    /// `sqlite:<data-dir>` or `postgres://user@host:port/db`.
+    #[arg(long, env = "CALLSIGN_DATABASE_URL", value_parser = Database::parse)]
+    database: Option<Database>,
+}
+
+impl DatabaseArg {
+    fn get(self) -> anyhow::Result<Database> {
+        match (self.database, self.data_dir) {
+            (Some(d), _) => Ok(d),
+            (None, Some(dir)) => Ok(Database::Sqlite(dir)),
+            (None, None) => bail!(
+                "say where the data lives: --data-dir DIR (embedded SQLite) or --database \
+                 postgres://user@host:port/db"
+            ),
+        }
+    }
+}
+
+/// The allocation store alone, for the admin commands.
+async fn open_alloc(database: &Database) -> anyhow::Result<Box<dyn AllocStore>> {
+    match database {
+        Database::Sqlite(dir) => Ok(Box::new(callsign_server::db::backend::SqliteAlloc::new(
+            callsign_server::datadir::open_allocation_db(dir, None)?,
+        ))),
+        Database::Postgres(_) => Err(callsign_server::StartError::Unsupported.into()),
+    }
 }
 
 #[tokio::main]
@@ -148,7 +177,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().cmd {
         Cmd::Serve {
-            data_dir,
+            database,
             listen,
             reaper_interval,
             idempotency_window,
@@ -183,14 +212,19 @@ async fn main() -> anyhow::Result<()> {
                     max: idempotency_window_max,
                 },
             };
-            let _lock = lock_data_dir(&data_dir)?;
+            let database = database.get()?;
+            // One process per data dir; PostgreSQL takes any number of nodes.
+            let _lock = match database.data_dir() {
+                Some(dir) => Some(lock_data_dir(dir)?),
+                None => None,
+            };
             let replicas = store::Settings {
                 max_open: replica_pool(max_open_replicas, max_connections),
                 idle_close: Some(replica_idle_close).filter(|d| !d.is_zero()),
                 history_retention: Some(history_retention),
             };
             let config = Config {
-                data_dir,
+                database,
                 reaper_interval,
                 idempotency_window,
                 auth_failures_per_minute,
@@ -198,7 +232,7 @@ async fn main() -> anyhow::Result<()> {
                 body_memory: body_memory_mib.saturating_mul(1024 * 1024),
                 replicas,
             };
-            let state = AppState::open(config)?;
+            let state = AppState::open(config).await?;
             reaper::spawn(state.clone());
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
@@ -217,7 +251,7 @@ async fn main() -> anyhow::Result<()> {
         Cmd::Account {
             cmd:
                 AccountCmd::Create {
-                    data_dir,
+                    database,
                     name,
                     prefix,
                     project_name,
@@ -228,29 +262,20 @@ async fn main() -> anyhow::Result<()> {
                 bail!("{}", callsign_server::api::projects::RESERVED);
             }
             let project_name = project_name.unwrap_or_else(|| prefix.to_string());
-            let db = open_db(&data_dir)?;
-            let made = db
-                .write(move |c| accounts::create_account(c, &name, &prefix, &project_name))
-                .await?;
+            let alloc = open_alloc(&database.get()?).await?;
+            let made = alloc.create_account(&name, &prefix, &project_name).await?;
             println!("{}", serde_json::to_string(&made)?);
         }
         Cmd::Token {
             cmd:
                 TokenCmd::Create {
-                    data_dir,
+                    database,
                     account,
                     device,
                 },
         } => {
-            let db = open_db(&data_dir)?;
-            let token = db
-                .write(move |c| {
-                    if !accounts::account_exists(c, account)? {
-                        return Ok(None);
-                    }
-                    accounts::create_token(c, account, &device).map(Some)
-                })
-                .await?;
+            let alloc = open_alloc(&database.get()?).await?;
+            let token = alloc.create_token(account, &device).await?;
             match token {
                 Some(token) => println!("{}", serde_json::json!({ "token": token })),
                 None => bail!("no account {account}"),

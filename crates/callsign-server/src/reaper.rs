@@ -9,7 +9,7 @@
 //! - a committed key missing from its TaskChampion task is written there;
 //! - settled slots older than the idempotency window in force are purged, in batches of
 //!   [`PURGE_BATCH`] (each its own short transaction), leaving a tombstone for the window's
-//!   evidence period ([`slots::purge_settled`]).
+//!   evidence period ([`crate::storage::AllocStore::purge_settled`]).
 //!
 //! It claims each slot's idempotency key like a request does, so it never runs beside a
 //! request for the same slot; every step checks the slot is still pending in the transaction
@@ -20,9 +20,10 @@ use std::time::Duration;
 use callsign_core::dto::TaskPatch;
 
 use crate::crash;
-use crate::db::{now_ms, slots, window as db_window, Slot};
+use crate::db::{now_ms, Slot};
 use crate::error::ApiResult;
-use crate::protocol::{commit_create, commit_update, write_keys, Reserved};
+use crate::protocol::write_keys;
+use crate::storage::{Commit, Op, Reserved};
 use crate::AppState;
 
 /// Pending slots younger than this are left to the request that made them.
@@ -62,10 +63,7 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     let mut report = Report::default();
     let now = now_ms();
     let window = update_window(state, now).await?.ms;
-    let pending = state
-        .db
-        .read(move |c| slots::pending_slots(c, now - GRACE_MS, BATCH))
-        .await?;
+    let pending = state.alloc.pending_slots(now - GRACE_MS, BATCH).await?;
     for slot in pending {
         let expired = slot.created_at < now.saturating_sub(window);
         match settle(state, slot, expired).await? {
@@ -80,11 +78,12 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);
     state.metrics.reaped("purged", report.purged);
-    let dir = state.config.data_dir.clone();
-    if let Ok((allocation, replicas)) =
-        tokio::task::spawn_blocking(move || crate::datadir::sizes(&dir)).await
-    {
-        state.metrics.database_sizes(allocation, replicas);
+    if let Some(dir) = state.config.database.data_dir().map(|d| d.to_owned()) {
+        if let Ok((allocation, replicas)) =
+            tokio::task::spawn_blocking(move || crate::datadir::sizes(&dir)).await
+        {
+            state.metrics.database_sizes(allocation, replicas);
+        }
     }
     Ok(report)
 }
@@ -96,16 +95,8 @@ pub async fn update_window(state: &AppState, now: i64) -> ApiResult<crate::windo
     let current = state.window().ms;
     let since = now.saturating_sub(setting.period().as_millis() as i64);
     let w = state
-        .db
-        .write(move |c| {
-            let ev = db_window::evidence(c, since, now)?;
-            let w = crate::window::derive(&setting, current, &ev);
-            if db_window::in_force(c)? != Some(w.ms) {
-                db_window::set(c, &w, now)?;
-            }
-            db_window::forget_late(c, since)?;
-            Ok(w)
-        })
+        .alloc
+        .update_window(setting, current, since, now)
         .await?;
     state.set_window(w);
     state.metrics.window(&w);
@@ -117,10 +108,7 @@ async fn purge(state: &AppState, now: i64, window: i64) -> ApiResult<u64> {
     let before = now.saturating_sub(window);
     let mut purged = 0;
     for _ in 0..PURGE_BATCHES {
-        let n = state
-            .db
-            .write(move |c| slots::purge_settled(c, before, PURGE_BATCH, now))
-            .await?;
+        let n = state.alloc.purge_settled(before, PURGE_BATCH, now).await?;
         purged += n as u64;
         if n < PURGE_BATCH {
             break;
@@ -129,8 +117,8 @@ async fn purge(state: &AppState, now: i64, window: i64) -> ApiResult<u64> {
     let period = state.config.idempotency_window.period();
     let forget = now.saturating_sub(i64::try_from(period.as_millis()).unwrap_or(i64::MAX));
     state
-        .db
-        .write(move |c| slots::forget_purged(c, forget, PURGE_BATCH * PURGE_BATCHES))
+        .alloc
+        .forget_purged(forget, PURGE_BATCH * PURGE_BATCHES)
         .await?;
     Ok(purged)
 }
@@ -142,12 +130,12 @@ enum Settled {
 }
 
 async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settled> {
-    let Some(_claim) = state.inflight.claim(slot.account_id, &slot.idem_key) else {
+    let Some(_claim) = state.alloc.claim(slot.account_id, &slot.idem_key).await? else {
         return Ok(Settled::Left);
     };
     let account = slot.account_id;
     let snap = state
-        .store
+        .tasks
         .get(account, vec![slot.task_uuid])
         .await?
         .pop()
@@ -168,17 +156,22 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
     };
     if ready {
         let snap = snap.expect("ready implies a snapshot");
-        let is_create = slot.op == "create";
+        let op = if slot.op == "create" {
+            Op::Create
+        } else {
+            Op::Update
+        };
+        let work = vec![Commit {
+            idem,
+            at,
+            snapshot: snap,
+        }];
         let reply = state
-            .db
-            .write(move |c| {
-                if is_create {
-                    commit_create(c, account, &idem, at, &snap, now)
-                } else {
-                    commit_update(c, account, &idem, at, &snap, now)
-                }
-            })
-            .await?;
+            .alloc
+            .commit(account, op, work, now)
+            .await?
+            .pop()
+            .ok_or_else(|| crate::db::DbError::CommitFailed("no answer".into()))??;
         if reply.replayed {
             return Ok(Settled::Left);
         }
@@ -192,14 +185,9 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
     if !expired {
         return Ok(Settled::Left);
     }
-    let uuid = slot.task_uuid;
     let failed = state
-        .db
-        .write(move |c| {
-            let failed = slots::fail_slot(c, account, &idem, now)?;
-            slots::release_task_row(c, account, uuid)?;
-            Ok(failed)
-        })
+        .alloc
+        .fail_slot(account, &idem, slot.task_uuid, now)
         .await?;
     Ok(if failed {
         Settled::Failed
@@ -211,10 +199,7 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
 /// Writes committed keys that never reached their TaskChampion task.
 async fn repair_keys(state: &AppState) -> ApiResult<u64> {
     let before = now_ms() - GRACE_MS;
-    let missing = state
-        .db
-        .read(move |c| slots::keys_not_in_store(c, before, BATCH))
-        .await?;
+    let missing = state.alloc.keys_not_in_store(before, BATCH).await?;
     let mut by_account: BTreeMap<i64, Vec<(uuid::Uuid, String)>> = BTreeMap::new();
     for (account, uuid, key) in missing {
         by_account.entry(account).or_default().push((uuid, key));

@@ -287,10 +287,6 @@ impl TaskStore {
     }
 
     /// Whether the worker runs, and the accounts whose replica failed its last use.
-    pub fn health(&self) -> (bool, Vec<(AccountId, String)>) {
-        (!self.tx.is_closed(), self.failing.list())
-    }
-
     /// The worker's commits so far (one per account a group wrote to), and the commands the
     /// groups carried.
     pub fn group_commits(&self) -> &GroupCommits {
@@ -302,10 +298,17 @@ impl TaskStore {
         self.tx.send(make(tx)).map_err(|_| StoreError::Gone)?;
         rx.await.map_err(|_| StoreError::Gone)?
     }
+}
+
+#[async_trait::async_trait]
+impl crate::storage::TaskStore for TaskStore {
+    fn health(&self) -> (bool, Vec<(AccountId, String)>) {
+        (!self.tx.is_closed(), self.failing.list())
+    }
 
     /// Creates each task that does not exist yet (one commit for all); returns every task's
     /// current content, in order.
-    pub async fn create(
+    async fn create(
         &self,
         account: AccountId,
         tasks: Vec<(Uuid, NewTask)>,
@@ -314,7 +317,7 @@ impl TaskStore {
     }
 
     /// Applies patches (one commit for all); `None` for a task that does not exist.
-    pub async fn update(
+    async fn update(
         &self,
         account: AccountId,
         patches: Vec<(Uuid, TaskPatch)>,
@@ -323,11 +326,11 @@ impl TaskStore {
     }
 
     /// Writes `key` onto existing tasks (one commit for all); missing tasks are skipped.
-    pub async fn set_keys(&self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()> {
+    async fn set_keys(&self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()> {
         self.call(|tx| Cmd::SetKeys(account, keys, tx)).await
     }
 
-    pub async fn get(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<Vec<Option<Snapshot>>> {
+    async fn get(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<Vec<Option<Snapshot>>> {
         self.call(|tx| Cmd::Get(account, uuids, tx)).await
     }
 }
@@ -844,7 +847,7 @@ impl Worker {
 /// made before bindings existed has none and is bound on its first open. A replica bound to
 /// another instance or account is refused ([`StoreError::Foreign`]) and never read.
 pub fn bind_replica(file: &std::path::Path, instance: &[u8], account: AccountId) -> Result<()> {
-    let conn = callsign_walvfs::open(
+    let conn = rusqlite::Connection::open_with_flags(
         file,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
@@ -993,6 +996,7 @@ fn set_tags(task: &mut TaskData, tags: &[String], ops: &mut Operations) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::TaskStore as _;
 
     fn new_task(description: &str) -> NewTask {
         NewTask {

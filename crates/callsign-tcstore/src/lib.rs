@@ -64,8 +64,7 @@ impl InlineStorage {
     /// upgrades an older one exactly as TaskChampion does; then this storage takes over.
     pub async fn open(dir: &Path) -> Result<InlineStorage> {
         drop(SqliteStorage::new(dir, AccessMode::ReadWrite, true).await?);
-        // A commit's WAL frames reach the kernel as one write (`callsign-walvfs`).
-        let con = callsign_walvfs::open(&dir.join(FILE_NAME), OpenFlags::default())?;
+        let con = Connection::open_with_flags(dir.join(FILE_NAME), OpenFlags::default())?;
         con.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))?;
         con.busy_timeout(BUSY_TIMEOUT)?;
         con.set_prepared_statement_cache_capacity(32);

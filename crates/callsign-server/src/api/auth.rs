@@ -115,10 +115,9 @@ impl FromRequestParts<AppState> for Account {
             }
         }
         let hash = hash.ok_or_else(failed)?;
-        let key = hash.clone();
         let account = state
-            .db
-            .read(move |c| accounts::account_by_token_hash(c, &key))
+            .alloc
+            .account_by_token_hash(&hash)
             .await?
             .ok_or_else(failed)?;
         state.tokens.put(hash, account);

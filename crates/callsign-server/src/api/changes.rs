@@ -11,7 +11,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::auth::Account;
-use crate::db::{changes, AccountId};
+use crate::db::AccountId;
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::load_tasks;
 use crate::AppState;
@@ -73,10 +73,7 @@ pub async fn page(
     limit: usize,
     answered: &HashMap<Uuid, i64>,
 ) -> ApiResult<ChangesPage> {
-    let (rows, has_more) = state
-        .db
-        .read(move |c| changes::since(c, account, after, limit))
-        .await?;
+    let (rows, has_more) = state.alloc.changes_since(account, after, limit).await?;
     let cursor = rows.last().map_or(after, |r| r.seq);
     let uuids = rows
         .iter()

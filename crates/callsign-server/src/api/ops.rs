@@ -6,7 +6,7 @@ use axum::Json;
 use callsign_core::ErrorCode;
 use utoipa::OpenApi;
 
-use crate::db::{now_ms, slots};
+use crate::db::now_ms;
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -150,29 +150,10 @@ const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json::Value>> {
     let probe = async {
         let mut failed = Vec::new();
-        if let Err(e) = state
-            .db
-            .read(|c| Ok(c.query_row("SELECT id FROM server_meta", [], |r| r.get::<_, i64>(0))?))
-            .await
-        {
-            tracing::warn!(error = %e, "readyz: allocation database read failed");
-            failed.push("the allocation database cannot be read".to_owned());
+        if let Err(e) = state.alloc.probe().await {
+            failed.push(e);
         }
-        if let Err(e) = state
-            .db
-            .write(|c| {
-                c.execute(
-                    "UPDATE server_meta SET ready_probe = ready_probe + 1 WHERE id = 1",
-                    [],
-                )?;
-                Ok(())
-            })
-            .await
-        {
-            tracing::warn!(error = %e, "readyz: allocation database write failed");
-            failed.push("the allocation database cannot be written".to_owned());
-        }
-        let (running, failing) = state.store.health();
+        let (running, failing) = state.tasks.health();
         if !running {
             failed.push("task store worker stopped".to_owned());
         }
@@ -211,18 +192,7 @@ pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<serde_json:
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     let period = state.config.idempotency_window.period();
     let since = now_ms().saturating_sub(i64::try_from(period.as_millis()).unwrap_or(i64::MAX));
-    let (spans, pending) = state
-        .db
-        .read(move |c| {
-            let spans = slots::retry_spans(c, since)?;
-            let pending: i64 = c.query_row(
-                "SELECT COUNT(*) FROM slots WHERE state = 'pending'",
-                [],
-                |r| r.get(0),
-            )?;
-            Ok((spans, pending))
-        })
-        .await?;
+    let (spans, pending) = state.alloc.retry_stats(since).await?;
     Ok((
         [(
             header::CONTENT_TYPE,

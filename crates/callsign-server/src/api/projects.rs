@@ -7,7 +7,6 @@ use callsign_core::{ErrorCode, Prefix};
 
 use super::auth::Account;
 use super::extract::ApiJson;
-use crate::db::accounts;
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -16,10 +15,7 @@ pub async fn list(
     State(state): State<AppState>,
     Account(account): Account,
 ) -> ApiResult<Json<ProjectList>> {
-    let projects = state
-        .db
-        .read(move |c| accounts::list_projects(c, account))
-        .await?;
+    let projects = state.alloc.list_projects(account).await?;
     Ok(Json(ProjectList { projects }))
 }
 
@@ -48,11 +44,7 @@ pub async fn create(
             "a project name is 1-200 characters",
         ));
     }
-    let p = prefix.clone();
-    let made = state
-        .db
-        .write(move |c| accounts::create_project(c, account, &name, &p))
-        .await?;
+    let made = state.alloc.create_project(account, &name, &prefix).await?;
     made.map(|p| (StatusCode::CREATED, Json(p))).ok_or_else(|| {
         ApiError::new(
             ErrorCode::PrefixTaken,

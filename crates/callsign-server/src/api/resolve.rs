@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::auth::Account;
 use super::extract::RawRef;
-use crate::db::{slots, AccountId};
+use crate::db::AccountId;
 use crate::error::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -37,21 +37,15 @@ impl FromRequestParts<AppState> for Resolved {
 pub async fn resolve(state: &AppState, account: AccountId, r: TaskRef) -> ApiResult<Uuid> {
     match r {
         TaskRef::Uuid(u) => {
-            let found = state
-                .db
-                .read(move |c| slots::task_row(c, account, u))
-                .await?;
+            let found = state.alloc.task_reserved(account, u).await?;
             found
-                .map(|_| u)
+                .then_some(u)
                 .ok_or_else(|| ApiError::new(ErrorCode::TaskNotFound, format!("no task {u}")))
         }
         TaskRef::Key(k) => {
             let prefix = k.prefix.to_string();
             let number = i64::try_from(k.number).unwrap_or(i64::MAX);
-            let found = state
-                .db
-                .read(move |c| slots::uuid_for_key(c, account, &prefix, number))
-                .await?;
+            let found = state.alloc.uuid_for_key(account, &prefix, number).await?;
             match found {
                 Ok(u) => Ok(u),
                 Err(false) => Err(ApiError::new(

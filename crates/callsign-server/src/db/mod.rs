@@ -14,8 +14,10 @@
 //! effects, exactly as if the savepoints had been there all along. Jobs are therefore `Fn`: the
 //! writer may run one twice, and only the effects of the run that commits remain.
 pub mod accounts;
+pub mod backend;
 pub mod changes;
 pub mod meta;
+pub mod protocol;
 pub mod slots;
 pub mod window;
 
@@ -85,8 +87,7 @@ fn migrations() -> Migrations<'static> {
 }
 
 fn open_conn(path: &Path) -> Result<Connection> {
-    // A commit's WAL frames reach the kernel as one write (`callsign-walvfs`).
-    let conn = callsign_walvfs::open(
+    let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE

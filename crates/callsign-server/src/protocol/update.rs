@@ -3,17 +3,13 @@
 //! An update changes no number. It needs the task's create committed (the task has a key);
 //! before that it is `409 task_not_committed`, which clients retry after the create.
 use callsign_core::dto::TaskPatch;
-use callsign_core::ErrorCode;
-use rusqlite::Connection;
 use uuid::Uuid;
 
-use super::{
-    commit_update, existing_slot, fingerprint, in_one_transaction, Batch, Item, Phase1, Reply,
-    Reserved,
-};
+use super::{fingerprint, Batch, Reply};
 use crate::crash;
-use crate::db::{self, now_ms, slots, AccountId};
+use crate::db::{now_ms, AccountId};
 use crate::error::{ApiError, ApiResult};
+use crate::storage::{Commit, Mutation, Op};
 use crate::AppState;
 
 /// A validated update of a resolved task.
@@ -36,14 +32,15 @@ pub async fn update_many(
             let fp = fingerprint("update", r.uuid, &r.patch);
             let request = serde_json::to_string(&r.patch).unwrap_or_default();
             patches.insert(r.idem.clone(), r.patch);
-            (r.idem, r.uuid, request, fp)
+            Mutation {
+                idem: r.idem,
+                uuid: r.uuid,
+                fp,
+                request,
+            }
         })
         .collect();
-    let (mut batch, items) = Batch::claim(state, account, "update", prepared);
-
-    let now = now_ms();
-    let phase1 = in_one_transaction(state, &items, move |c, it| phase1(c, account, it, now)).await;
-    let go = batch.proceeding(items, phase1);
+    let (mut batch, go) = Batch::phase1(state, account, Op::Update, prepared, now_ms()).await;
     if go.is_empty() {
         return batch.finish();
     }
@@ -53,12 +50,12 @@ pub async fn update_many(
         .iter()
         .map(|(it, _)| {
             (
-                it.uuid,
-                patches.remove(&it.idem).expect("one patch per key"),
+                it.m.uuid,
+                patches.remove(&it.m.idem).expect("one patch per key"),
             )
         })
         .collect();
-    let snapshots = match state.store.update(account, work).await {
+    let snapshots = match state.tasks.update(account, work).await {
         Ok(s) => s,
         Err(e) => return batch.fail_all(&go, e.into()),
     };
@@ -66,24 +63,24 @@ pub async fn update_many(
 
     let now = now_ms();
     let mut commits = Vec::new();
+    let mut positions = Vec::new();
     for ((it, at), snap) in go.iter().zip(snapshots) {
         match snap {
-            Some(s) => commits.push((it.pos, it.idem.clone(), *at, s)),
+            Some(snapshot) => {
+                positions.push(it.pos);
+                commits.push(Commit {
+                    idem: it.m.idem.clone(),
+                    at: *at,
+                    snapshot,
+                });
+            }
             None => batch.set(
                 it.pos,
                 Err(ApiError::unavailable("task missing from the store")),
             ),
         }
     }
-    let positions: Vec<usize> = commits.iter().map(|(p, ..)| *p).collect();
-    let committed = state
-        .db
-        .write(move |c| {
-            db::each_item(c, &commits, |c, (_, idem, at, snap)| {
-                commit_update(c, account, idem, *at, snap, now)
-            })
-        })
-        .await;
+    let committed = state.alloc.commit(account, Op::Update, commits, now).await;
     match committed {
         Ok(v) => {
             crash::point(crash::PHASE2_AFTER_COMMIT);
@@ -99,43 +96,4 @@ pub async fn update_many(
         }
     }
     batch.finish()
-}
-
-fn phase1(c: &Connection, account: AccountId, it: &Item, now: i64) -> db::Result<Phase1> {
-    if let Some(decided) = existing_slot(c, account, it, "update", now)? {
-        return Ok(decided);
-    }
-    if slots::current_key(c, account, it.uuid)?.is_none() {
-        let code = if slots::task_row(c, account, it.uuid)?.is_some() {
-            ErrorCode::TaskNotCommitted
-        } else {
-            ErrorCode::TaskNotFound
-        };
-        let detail = match code {
-            ErrorCode::TaskNotCommitted => format!(
-                "task {} has no key yet; send the update after its create is answered",
-                it.uuid
-            ),
-            _ => format!("no task {}", it.uuid),
-        };
-        let mut e = ApiError::new(code, detail);
-        if code == ErrorCode::TaskNotCommitted {
-            e.retry_after = Some(1);
-        }
-        return Ok(Phase1::Done(Err(e)));
-    }
-    let slot = slots::insert_pending_slot(
-        c,
-        account,
-        &it.idem,
-        &it.fp,
-        "update",
-        it.uuid,
-        &it.request,
-        now,
-    )?;
-    Ok(Phase1::Proceed(Reserved {
-        slot,
-        project: None,
-    }))
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use callsign_core::Prefix;
-use callsign_server::db::{accounts, NewAccount};
+use callsign_server::db::NewAccount;
 use callsign_server::{router, AppState, Config};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -31,7 +31,7 @@ pub struct Answer {
 impl TestApp {
     pub async fn new(prefix: &str) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let state = AppState::open(Config::new(dir.path())).unwrap();
+        let state = AppState::open(Config::new(dir.path())).await.unwrap();
         let account = add_account(&state, "a", prefix).await;
         TestApp {
             state,
@@ -123,11 +123,10 @@ impl TestApp {
 }
 
 pub async fn add_account(state: &AppState, name: &str, prefix: &str) -> NewAccount {
-    let name = name.to_owned();
     let prefix = Prefix::parse(prefix).unwrap();
     state
-        .db
-        .write(move |c| accounts::create_account(c, &name, &prefix, "Project"))
+        .alloc
+        .create_account(name, &prefix, "Project")
         .await
         .unwrap()
 }

@@ -3,6 +3,7 @@
 mod batch;
 mod common;
 mod concurrency;
+mod conformance;
 #[cfg(feature = "fault-injection")]
 mod crash;
 mod growth;

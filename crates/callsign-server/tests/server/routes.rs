@@ -461,7 +461,9 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
     let now = now_ms();
     let ids = app
         .state
-        .db
+        .sqlite
+        .as_ref()
+        .unwrap()
         .write(move |c| {
             let mut ids = Vec::new();
             for (u, idem) in [(a, "a"), (b, "b")] {
@@ -477,20 +479,24 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
     assert_ne!(ids[0], ids[1]);
     let snap = app
         .state
-        .store
+        .tasks
         .create(account, vec![(a, body("A"))])
         .await
         .unwrap()
         .pop()
         .unwrap();
-    let wrong = protocol::Reserved {
+    let wrong = callsign_server::storage::Reserved {
         slot: ids[1],
         project: Some(1),
     };
     let reply = app
         .state
-        .db
-        .write(move |c| protocol::commit_create(c, account, "a", wrong, &snap, now))
+        .sqlite
+        .as_ref()
+        .unwrap()
+        .write(move |c| {
+            callsign_server::db::protocol::commit_create(c, account, "a", wrong, &snap, now)
+        })
         .await
         .unwrap();
     let answered: Value = serde_json::from_str(&reply.body).unwrap();
@@ -499,7 +505,9 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
     assert_eq!(answered["key"], "SYN-1");
     let (sa, sb) = app
         .state
-        .db
+        .sqlite
+        .as_ref()
+        .unwrap()
         .write(move |c| {
             Ok((
                 slots::get_slot(c, account, "a")?,
@@ -537,7 +545,9 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
     let (fp2, req2) = (fp.clone(), request.clone());
     let ghost = Uuid::new_v4();
     app.state
-        .db
+        .sqlite
+        .as_ref()
+        .unwrap()
         .write(move |c| {
             slots::insert_task_row(c, account, u, 1, &fp2, old)?;
             slots::insert_pending_slot(c, account, "stranded", &fp2, "create", u, &req2, old)?;
@@ -548,7 +558,7 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
         .await
         .unwrap();
     app.state
-        .store
+        .tasks
         .create(account, vec![(u, body.clone())])
         .await
         .unwrap();
@@ -574,7 +584,7 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
         .await;
     assert!(retry.replayed);
     assert_eq!(retry.body["key"], "SYN-1");
-    let stored = app.state.store.get(account, vec![u]).await.unwrap();
+    let stored = app.state.tasks.get(account, vec![u]).await.unwrap();
     assert_eq!(
         stored[0].as_ref().unwrap().key.as_deref(),
         Some("SYN-1"),
@@ -584,7 +594,7 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
     // The ghost slot is still pending; with a zero window it fails and consumes no number.
     let mut config = app.state.config.clone();
     config.idempotency_window = callsign_server::window::Setting::Fixed(std::time::Duration::ZERO);
-    let state0 = callsign_server::AppState::open(config).unwrap();
+    let state0 = callsign_server::AppState::open(config).await.unwrap();
     let r = reaper::run_once(&state0).await.unwrap();
     assert_eq!(r.failed, 1);
     let next = app.put(Uuid::new_v4(), "n", task("Next")).await;

@@ -1,0 +1,343 @@
+//! [`AllocStore`] on the SQLite allocation database: each step is a group-commit job
+//! ([`Db::write`]) or a pooled read, and claims are held in this process ([`InFlight`]): the
+//! data-dir lock keeps a second process off the same files.
+use async_trait::async_trait;
+use callsign_core::dto::Project;
+use callsign_core::Prefix;
+use uuid::Uuid;
+
+use super::protocol::{self as sql, Decided};
+use super::{accounts, changes, each_item, meta, slots, window as db_window};
+use super::{AccountId, ChangeRow, Db, NewAccount, Result, Slot};
+use crate::error::{ApiError, ApiResult};
+use crate::inflight::InFlight;
+use crate::protocol::Reply;
+use crate::storage::{AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, TaskMeta};
+use crate::window::{Basis, Setting, Window};
+
+/// The allocation store on one SQLite file.
+#[derive(Clone)]
+pub struct SqliteAlloc {
+    db: Db,
+    inflight: InFlight,
+}
+
+impl SqliteAlloc {
+    pub fn new(db: Db) -> SqliteAlloc {
+        SqliteAlloc {
+            db,
+            inflight: InFlight::default(),
+        }
+    }
+
+    /// The database handle (group-commit counters, the data dir's checks).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+#[async_trait]
+impl AllocStore for SqliteAlloc {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn create_account(
+        &self,
+        name: &str,
+        prefix: &Prefix,
+        project_name: &str,
+    ) -> Result<NewAccount> {
+        let (name, prefix, project_name) =
+            (name.to_owned(), prefix.clone(), project_name.to_owned());
+        self.db
+            .write(move |c| accounts::create_account(c, &name, &prefix, &project_name))
+            .await
+    }
+
+    async fn create_token(&self, account: AccountId, device: &str) -> Result<Option<String>> {
+        let device = device.to_owned();
+        self.db
+            .write(move |c| {
+                if !accounts::account_exists(c, account)? {
+                    return Ok(None);
+                }
+                accounts::create_token(c, account, &device).map(Some)
+            })
+            .await
+    }
+
+    async fn account_by_token_hash(&self, hash: &[u8]) -> Result<Option<AccountId>> {
+        let hash = hash.to_vec();
+        self.db
+            .read(move |c| accounts::account_by_token_hash(c, &hash))
+            .await
+    }
+
+    async fn list_projects(&self, account: AccountId) -> Result<Vec<Project>> {
+        self.db
+            .read(move |c| accounts::list_projects(c, account))
+            .await
+    }
+
+    async fn create_project(
+        &self,
+        account: AccountId,
+        name: &str,
+        prefix: &Prefix,
+    ) -> Result<Option<Project>> {
+        let (name, prefix) = (name.to_owned(), prefix.clone());
+        self.db
+            .write(move |c| accounts::create_project(c, account, &name, &prefix))
+            .await
+    }
+
+    async fn account_ids(&self) -> Result<Vec<AccountId>> {
+        self.db.read(meta::account_ids).await
+    }
+
+    async fn instance_id(&self) -> Result<meta::InstanceId> {
+        self.db.read(meta::instance_id).await
+    }
+
+    async fn cursor_key(&self) -> Result<Vec<u8>> {
+        self.db.read(meta::cursor_key).await
+    }
+
+    async fn phase1(
+        &self,
+        account: AccountId,
+        op: Op,
+        items: &[Mutation],
+        now: i64,
+    ) -> Vec<ApiResult<Phase1>> {
+        // Claim first, in this process; only claimed keys reach the transaction.
+        let mut out: Vec<Option<ApiResult<Phase1>>> = Vec::with_capacity(items.len());
+        let mut claims = Vec::new();
+        let mut claimed = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            match self.inflight.claim(account, &it.idem) {
+                Some(c) => {
+                    out.push(None);
+                    claims.push((i, c));
+                    claimed.push(it.clone());
+                }
+                None => out.push(Some(Err(ApiError::in_progress()))),
+            }
+        }
+        if !claimed.is_empty() {
+            let res = self
+                .db
+                .write(move |c| {
+                    each_item(c, &claimed, |c, it| match op {
+                        Op::Create => sql::phase1_create(c, account, it, now),
+                        Op::Update => sql::phase1_update(c, account, it, now),
+                    })
+                })
+                .await;
+            match res {
+                Ok(decided) => {
+                    for ((i, claim), d) in claims.into_iter().zip(decided) {
+                        out[i] = Some(match d {
+                            Ok(Decided::Done(answer)) => Ok(Phase1::Done(answer)),
+                            Ok(Decided::Proceed(at)) => Ok(Phase1::Proceed(at, Claim::new(claim))),
+                            Err(e) => Err(ApiError::from(e)),
+                        });
+                    }
+                }
+                Err(e) => {
+                    let e = ApiError::from(e);
+                    for (i, _) in claims {
+                        out[i] = Some(Err(e.clone()));
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(ApiError::unavailable("not processed"))))
+            .collect()
+    }
+
+    async fn claim(&self, account: AccountId, idem: &str) -> Result<Option<Claim>> {
+        Ok(self.inflight.claim(account, idem).map(Claim::new))
+    }
+
+    async fn commit(
+        &self,
+        account: AccountId,
+        op: Op,
+        work: Vec<Commit>,
+        now: i64,
+    ) -> Result<Vec<Result<Reply>>> {
+        self.db
+            .write(move |c| {
+                each_item(c, &work, |c, w| match op {
+                    Op::Create => sql::commit_create(c, account, &w.idem, w.at, &w.snapshot, now),
+                    Op::Update => sql::commit_update(c, account, &w.idem, w.at, &w.snapshot, now),
+                })
+            })
+            .await
+    }
+
+    async fn task_meta(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<TaskMeta> {
+        self.db
+            .read(move |c| sql::task_meta(c, account, &uuids))
+            .await
+    }
+
+    async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()> {
+        self.db
+            .write(move |c| {
+                for u in &uuids {
+                    slots::mark_in_store(c, account, *u)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    async fn task_reserved(&self, account: AccountId, uuid: Uuid) -> Result<bool> {
+        self.db
+            .read(move |c| Ok(slots::task_row(c, account, uuid)?.is_some()))
+            .await
+    }
+
+    async fn uuid_for_key(
+        &self,
+        account: AccountId,
+        prefix: &str,
+        number: i64,
+    ) -> Result<KeyLookup> {
+        let prefix = prefix.to_owned();
+        self.db
+            .read(move |c| slots::uuid_for_key(c, account, &prefix, number))
+            .await
+    }
+
+    async fn changes_since(
+        &self,
+        account: AccountId,
+        after: i64,
+        limit: usize,
+    ) -> Result<(Vec<ChangeRow>, bool)> {
+        self.db
+            .read(move |c| changes::since(c, account, after, limit))
+            .await
+    }
+
+    async fn pending_slots(&self, before: i64, limit: usize) -> Result<Vec<Slot>> {
+        self.db
+            .read(move |c| slots::pending_slots(c, before, limit))
+            .await
+    }
+
+    async fn fail_slot(
+        &self,
+        account: AccountId,
+        idem: &str,
+        uuid: Uuid,
+        now: i64,
+    ) -> Result<bool> {
+        let idem = idem.to_owned();
+        self.db
+            .write(move |c| {
+                let failed = slots::fail_slot(c, account, &idem, now)?;
+                slots::release_task_row(c, account, uuid)?;
+                Ok(failed)
+            })
+            .await
+    }
+
+    async fn keys_not_in_store(
+        &self,
+        before: i64,
+        limit: usize,
+    ) -> Result<Vec<(AccountId, Uuid, String)>> {
+        self.db
+            .read(move |c| slots::keys_not_in_store(c, before, limit))
+            .await
+    }
+
+    async fn purge_settled(&self, before: i64, limit: usize, now: i64) -> Result<usize> {
+        self.db
+            .write(move |c| slots::purge_settled(c, before, limit, now))
+            .await
+    }
+
+    async fn forget_purged(&self, before: i64, limit: usize) -> Result<usize> {
+        self.db
+            .write(move |c| slots::forget_purged(c, before, limit))
+            .await
+    }
+
+    async fn update_window(
+        &self,
+        setting: Setting,
+        current: i64,
+        since: i64,
+        now: i64,
+    ) -> Result<Window> {
+        self.db
+            .write(move |c| {
+                let ev = db_window::evidence(c, since, now)?;
+                let w = crate::window::derive(&setting, current, &ev);
+                if db_window::in_force(c)? != Some(w.ms) {
+                    db_window::set(c, &w, now)?;
+                }
+                db_window::forget_late(c, since)?;
+                Ok(w)
+            })
+            .await
+    }
+
+    async fn window_in_force(&self) -> Result<Option<(i64, Basis)>> {
+        self.db
+            .read(|c| {
+                Ok(match db_window::in_force(c)? {
+                    Some(ms) => Some((ms, db_window::basis(c)?.unwrap_or(Basis::Min))),
+                    None => None,
+                })
+            })
+            .await
+    }
+
+    async fn retry_stats(&self, since: i64) -> Result<(Vec<i64>, i64)> {
+        self.db
+            .read(move |c| {
+                let spans = slots::retry_spans(c, since)?;
+                let pending: i64 = c.query_row(
+                    "SELECT COUNT(*) FROM slots WHERE state = 'pending'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                Ok((spans, pending))
+            })
+            .await
+    }
+
+    async fn probe(&self) -> std::result::Result<(), String> {
+        if let Err(e) = self
+            .db
+            .read(|c| Ok(c.query_row("SELECT id FROM server_meta", [], |r| r.get::<_, i64>(0))?))
+            .await
+        {
+            tracing::warn!(error = %e, "readyz: allocation database read failed");
+            return Err("the allocation database cannot be read".to_owned());
+        }
+        if let Err(e) = self
+            .db
+            .write(|c| {
+                c.execute(
+                    "UPDATE server_meta SET ready_probe = ready_probe + 1 WHERE id = 1",
+                    [],
+                )?;
+                Ok(())
+            })
+            .await
+        {
+            tracing::warn!(error = %e, "readyz: allocation database write failed");
+            return Err("the allocation database cannot be written".to_owned());
+        }
+        Ok(())
+    }
+}

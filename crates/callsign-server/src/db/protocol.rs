@@ -1,0 +1,274 @@
+//! The key protocol's transactions on SQLite: phase 1 per mutation and phase 2's commits, run
+//! as group-commit jobs by [`super::backend::SqliteAlloc`]. The reaper settles slots with the
+//! same [`commit_create`] and [`commit_update`].
+use std::collections::HashMap;
+
+use callsign_core::dto::NewTask;
+use callsign_core::{ErrorCode, Prefix};
+use rusqlite::{params, Connection, OptionalExtension};
+use uuid::Uuid;
+
+use super::{accounts, changes, slots, AccountId, DbError, KeyRow, Result, SlotState};
+use crate::error::ApiError;
+use crate::protocol::{refused_reuse, to_task, Reply};
+use crate::storage::{Mutation, Op, Reserved};
+use crate::store::Snapshot;
+
+/// How phase 1 left one mutation (the claim is added by the caller).
+pub enum Decided {
+    Done(crate::error::ApiResult<Reply>),
+    Proceed(Reserved),
+}
+
+/// The part of phase 1 that creates and updates share: `Some` when an existing slot decides
+/// the outcome (replay, resume, or `422`); `None` when the caller must insert a new slot (a
+/// failed slot is deleted first, and a purged one leaves only its tombstone: the key is
+/// treated as new).
+fn existing_slot(
+    c: &Connection,
+    account: AccountId,
+    item: &Mutation,
+    op: Op,
+    now: i64,
+) -> Result<Option<Decided>> {
+    let Some(slot) = slots::get_slot(c, account, &item.idem)? else {
+        // A key whose slot was purged past the window: a new request now, and late evidence.
+        if let Some(created_at) = slots::take_purged(c, account, &item.idem)? {
+            super::window::note_retry(c, created_at, now, true)?;
+        }
+        return Ok(None);
+    };
+    if slot.fingerprint != item.fp {
+        return Ok(Some(Decided::Done(Err(refused_reuse(op)))));
+    }
+    super::window::note_retry(c, slot.created_at, now, slot.state == SlotState::Failed)?;
+    match slot.state {
+        SlotState::Committed => {
+            slots::touch_slot(c, account, &item.idem, now)?;
+            Ok(Some(Decided::Done(Ok(Reply {
+                status: slot.response_status.unwrap_or(200),
+                body: slot.response_body.unwrap_or_default(),
+                replayed: true,
+                change: None,
+            }))))
+        }
+        SlotState::Pending => {
+            slots::touch_slot(c, account, &item.idem, now)?;
+            Ok(Some(Decided::Proceed(Reserved {
+                slot: slot.id,
+                project: None,
+            })))
+        }
+        SlotState::Failed => {
+            slots::delete_slot(c, account, &item.idem)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Phase 1 of a create.
+pub fn phase1_create(
+    c: &Connection,
+    account: AccountId,
+    it: &Mutation,
+    now: i64,
+) -> Result<Decided> {
+    if let Some(decided) = existing_slot(c, account, it, Op::Create, now)? {
+        return Ok(decided);
+    }
+    let body: NewTask =
+        serde_json::from_str(&it.request).map_err(|e| DbError::CommitFailed(e.to_string()))?;
+    let Some(project) = Prefix::parse(&body.project)
+        .ok()
+        .map(|p| accounts::project_by_prefix(c, account, &p))
+        .transpose()?
+        .flatten()
+    else {
+        return Ok(Decided::Done(Err(ApiError::new(
+            ErrorCode::ProjectNotFound,
+            format!("this account has no project with prefix {}", body.project),
+        ))));
+    };
+    let project = match slots::task_row(c, account, it.uuid)? {
+        Some((_, fp)) if fp != it.fp => {
+            return Ok(Decided::Done(Err(ApiError::new(
+                ErrorCode::TaskExists,
+                format!("task {} was created by a different request", it.uuid),
+            ))))
+        }
+        Some((reserved_in, _)) => reserved_in,
+        None => {
+            slots::insert_task_row(c, account, it.uuid, project, &it.fp, now)?;
+            project
+        }
+    };
+    let slot = slots::insert_pending_slot(
+        c,
+        account,
+        &it.idem,
+        &it.fp,
+        "create",
+        it.uuid,
+        &it.request,
+        now,
+    )?;
+    Ok(Decided::Proceed(Reserved {
+        slot,
+        project: Some(project),
+    }))
+}
+
+/// Phase 1 of an update: it needs the task's create committed (`409 task_not_committed`).
+pub fn phase1_update(
+    c: &Connection,
+    account: AccountId,
+    it: &Mutation,
+    now: i64,
+) -> Result<Decided> {
+    if let Some(decided) = existing_slot(c, account, it, Op::Update, now)? {
+        return Ok(decided);
+    }
+    if slots::current_key(c, account, it.uuid)?.is_none() {
+        let reserved = slots::task_row(c, account, it.uuid)?.is_some();
+        return Ok(Decided::Done(Err(crate::protocol::not_updatable(
+            it.uuid, reserved,
+        ))));
+    }
+    let slot = slots::insert_pending_slot(
+        c,
+        account,
+        &it.idem,
+        &it.fp,
+        "update",
+        it.uuid,
+        &it.request,
+        now,
+    )?;
+    Ok(Decided::Proceed(Reserved {
+        slot,
+        project: None,
+    }))
+}
+
+fn json(task: &callsign_core::dto::Task) -> Result<String> {
+    serde_json::to_string(task).map_err(|e| DbError::CommitFailed(e.to_string()))
+}
+
+/// The slot of `(account, idem)`, by the row id phase 1 (or the reaper) passed on.
+fn slot(conn: &Connection, account: AccountId, idem: &str, at: Reserved) -> Result<slots::Slot> {
+    slots::get_slot_at(conn, account, idem, at.slot)?
+        .ok_or_else(|| DbError::CommitFailed("slot vanished".into()))
+}
+
+/// Settles a pending create slot whose task is in TaskChampion: the number is taken from the
+/// counter here and only here, in the transaction that commits the slot (G2). A UUID that has
+/// a key keeps it (G1), and the answer is then `200` instead of `201`. A slot no longer pending
+/// answers with what it stored. `at` is what phase 1 reserved (the reaper passes the slot it
+/// read, with no project).
+pub fn commit_create(
+    conn: &Connection,
+    account: AccountId,
+    idem: &str,
+    at: Reserved,
+    snapshot: &Snapshot,
+    now: i64,
+) -> Result<Reply> {
+    let slot = slot(conn, account, idem, at)?;
+    if slot.state != SlotState::Pending {
+        return stored(slot);
+    }
+    let uuid = slot.task_uuid;
+    let project_id = match at.project {
+        Some(p) => p,
+        None => {
+            slots::task_row(conn, account, uuid)?
+                .ok_or_else(|| DbError::CommitFailed("task reservation vanished".into()))?
+                .0
+        }
+    };
+    let (status, number, key) = match slots::current_key(conn, account, uuid)? {
+        Some(k) => (200, None, k),
+        None => {
+            let n = slots::bump_counter(conn, project_id, "")?;
+            slots::insert_key(conn, account, project_id, n, uuid, now)?;
+            let prefix: String = conn
+                .prepare_cached("SELECT prefix FROM projects WHERE id = ?1")?
+                .query_row([project_id], |r| r.get(0))?;
+            let key = KeyRow {
+                project_id,
+                prefix,
+                number: n,
+            };
+            (201, Some(n), key)
+        }
+    };
+    let body = json(&to_task(snapshot, &key.prefix, Some(&key)))?;
+    slots::commit_slot(conn, slot.id, number, status, &body, now)?;
+    let change = changes::append(conn, account, uuid, now)?;
+    Ok(Reply {
+        status,
+        body,
+        replayed: false,
+        change: Some(change),
+    })
+}
+
+/// Settles a pending update slot whose patch is applied in TaskChampion.
+pub fn commit_update(
+    conn: &Connection,
+    account: AccountId,
+    idem: &str,
+    at: Reserved,
+    snapshot: &Snapshot,
+    now: i64,
+) -> Result<Reply> {
+    let slot = slot(conn, account, idem, at)?;
+    if slot.state != SlotState::Pending {
+        return stored(slot);
+    }
+    let key = slots::current_key(conn, account, slot.task_uuid)?;
+    let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
+    let body = json(&to_task(snapshot, &prefix, key.as_ref()))?;
+    slots::commit_slot(conn, slot.id, None, 200, &body, now)?;
+    let change = changes::append(conn, account, slot.task_uuid, now)?;
+    Ok(Reply {
+        status: 200,
+        body,
+        replayed: false,
+        change: Some(change),
+    })
+}
+
+fn stored(slot: slots::Slot) -> Result<Reply> {
+    match (slot.response_status, slot.response_body) {
+        (Some(status), Some(body)) => Ok(Reply {
+            status,
+            body,
+            replayed: true,
+            change: None,
+        }),
+        _ => Err(DbError::CommitFailed(
+            "slot was failed by the reaper".into(),
+        )),
+    }
+}
+
+/// The project prefix and current key of each reserved task.
+pub fn task_meta(
+    conn: &Connection,
+    account: AccountId,
+    uuids: &[Uuid],
+) -> Result<HashMap<Uuid, (String, Option<KeyRow>)>> {
+    let mut st = conn.prepare_cached(
+        "SELECT p.prefix FROM tasks t JOIN projects p ON p.id = t.project_id
+         WHERE t.account_id = ?1 AND t.uuid = ?2",
+    )?;
+    let mut out = HashMap::with_capacity(uuids.len());
+    for &u in uuids {
+        let prefix: Option<String> = st.query_row(params![account, u], |r| r.get(0)).optional()?;
+        if let Some(prefix) = prefix {
+            out.insert(u, (prefix, slots::current_key(conn, account, u)?));
+        }
+    }
+    Ok(out)
+}

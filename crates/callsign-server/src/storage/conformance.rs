@@ -1,0 +1,713 @@
+//! The conformance suite every storage backend passes, public to the workspace (the pattern of
+//! TaskChampion's `storage_tests!`). A backend's test binary gives a function that makes a
+//! fresh, empty [`Backend`] (or `None` to skip, when its database cannot be had outside CI)
+//! and invokes [`storage_conformance!`](crate::storage_conformance):
+//!
+//! ```ignore
+//! async fn fresh() -> Option<Backend> { ... }
+//! callsign_server::storage_conformance!(fresh);
+//! ```
+//!
+//! Each check is one public async function here, so a failure names what broke. They cover
+//! the key protocol's steps (G1, G2, G5), the claim, the change feed (one entry per task, in
+//! commit order, paged), the resolver's lookups, the reaper's steps, the bounds of issue 27
+//! (slot purge with tombstones; feed compaction), the window, and the task store.
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use callsign_core::dto::{NewTask, Task, TaskPatch, TaskStatus};
+use callsign_core::{ErrorCode, Prefix};
+use uuid::Uuid;
+
+use super::{AllocStore, Commit, Mutation, Op, Phase1, Reserved, TaskStore};
+use crate::db::{now_ms, AccountId};
+use crate::protocol::{fingerprint, Reply};
+
+/// A backend under test: fresh stores, and whatever must live as long as they do.
+pub struct Backend {
+    pub alloc: Arc<dyn AllocStore>,
+    pub tasks: Arc<dyn TaskStore>,
+    pub keep: Box<dyn std::any::Any + Send + Sync>,
+}
+
+/// Generates one `#[tokio::test]` per check, each on a fresh backend from `$make` (an async
+/// function returning `Option<Backend>`; `None` skips the test).
+#[macro_export]
+macro_rules! storage_conformance {
+    ($make:path) => {
+        $crate::storage_conformance!(@tests $make;
+            accounts_tokens_and_projects,
+            creates_number_without_gaps_and_replay,
+            a_claimed_key_is_in_progress_until_released,
+            concurrent_creates_take_every_number_once,
+            updates_need_a_committed_create,
+            the_feed_has_one_entry_per_task_in_commit_order,
+            keys_resolve_within_their_account,
+            the_reaper_fails_an_expired_slot_and_frees_its_uuid,
+            keys_not_in_store_until_marked,
+            purged_slots_leave_a_tombstone_and_keys_hold,
+            the_window_is_stored,
+            the_task_store_keeps_tasks,
+        );
+    };
+    (@tests $make:path; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                if let Some(b) = $make().await {
+                    $crate::storage::conformance::$name(b).await;
+                }
+            }
+        )*
+    };
+}
+
+fn new_task(prefix: &str, description: &str) -> NewTask {
+    NewTask {
+        project: prefix.to_owned(),
+        description: description.to_owned(),
+        notes: String::new(),
+        status: None,
+        tags: vec!["t".into()],
+        created_at: None,
+    }
+}
+
+fn mutation(idem: &str, uuid: Uuid, body: &NewTask) -> Mutation {
+    Mutation {
+        idem: idem.to_owned(),
+        uuid,
+        fp: fingerprint("create", uuid, body),
+        request: serde_json::to_string(body).unwrap(),
+    }
+}
+
+async fn account(b: &Backend, prefix: &str) -> AccountId {
+    let p = Prefix::parse(prefix).unwrap();
+    b.alloc
+        .create_account("team", &p, prefix)
+        .await
+        .unwrap()
+        .account_id
+}
+
+/// What a create came to.
+#[derive(Debug)]
+enum Outcome {
+    Answered(Reply),
+    Refused(ErrorCode),
+}
+
+impl Outcome {
+    fn reply(self) -> Reply {
+        match self {
+            Outcome::Answered(r) => r,
+            Outcome::Refused(c) => panic!("refused: {c:?}"),
+        }
+    }
+    fn code(self) -> ErrorCode {
+        match self {
+            Outcome::Refused(c) => c,
+            Outcome::Answered(r) => panic!("answered {r:?}"),
+        }
+    }
+}
+
+fn task_of(r: &Reply) -> Task {
+    serde_json::from_str(&r.body).unwrap()
+}
+
+/// The whole create protocol for one task: phase 1, the task store, phase 2.
+async fn create(
+    b: &Backend,
+    account: AccountId,
+    idem: &str,
+    uuid: Uuid,
+    body: &NewTask,
+) -> Outcome {
+    let m = mutation(idem, uuid, body);
+    let mut p1 = b.alloc.phase1(account, Op::Create, &[m], now_ms()).await;
+    let (at, claim) = match p1.pop().unwrap() {
+        Err(e) => return Outcome::Refused(e.code),
+        Ok(Phase1::Done(Err(e))) => return Outcome::Refused(e.code),
+        Ok(Phase1::Done(Ok(r))) => return Outcome::Answered(r),
+        Ok(Phase1::Proceed(at, claim)) => (at, claim),
+    };
+    let snapshot = b
+        .tasks
+        .create(account, vec![(uuid, body.clone())])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let r = commit(b, account, Op::Create, idem, at, snapshot).await;
+    drop(claim);
+    Outcome::Answered(r)
+}
+
+async fn commit(
+    b: &Backend,
+    account: AccountId,
+    op: Op,
+    idem: &str,
+    at: Reserved,
+    snapshot: crate::store::Snapshot,
+) -> Reply {
+    let work = vec![Commit {
+        idem: idem.to_owned(),
+        at,
+        snapshot,
+    }];
+    b.alloc
+        .commit(account, op, work, now_ms())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap()
+}
+
+pub async fn accounts_tokens_and_projects(b: Backend) {
+    let p = Prefix::parse("SYN").unwrap();
+    let made = b.alloc.create_account("team", &p, "Sync").await.unwrap();
+    assert_eq!(made.project.prefix, "SYN");
+    let hash = crate::db::accounts::hash_token(&made.token);
+    assert_eq!(
+        b.alloc.account_by_token_hash(&hash).await.unwrap(),
+        Some(made.account_id)
+    );
+    assert_eq!(b.alloc.account_by_token_hash(b"nope").await.unwrap(), None);
+    let token = b
+        .alloc
+        .create_token(made.account_id, "laptop")
+        .await
+        .unwrap()
+        .expect("the account exists");
+    assert_ne!(token, made.token);
+    let hash = crate::db::accounts::hash_token(&token);
+    assert_eq!(
+        b.alloc.account_by_token_hash(&hash).await.unwrap(),
+        Some(made.account_id)
+    );
+    assert_eq!(
+        b.alloc
+            .create_token(made.account_id + 1000, "x")
+            .await
+            .unwrap(),
+        None
+    );
+
+    let ops = Prefix::parse("OPS").unwrap();
+    let made_ops = b
+        .alloc
+        .create_project(made.account_id, "Operations", &ops)
+        .await
+        .unwrap()
+        .expect("a new prefix");
+    assert_eq!(made_ops.prefix, "OPS");
+    assert_eq!(
+        b.alloc
+            .create_project(made.account_id, "Again", &ops)
+            .await
+            .unwrap(),
+        None,
+        "a prefix is unique per account"
+    );
+    let names: Vec<String> = b
+        .alloc
+        .list_projects(made.account_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.prefix)
+        .collect();
+    assert_eq!(names, ["OPS", "SYN"], "listed by prefix");
+    let other = b.alloc.create_account("other", &ops, "Ops").await.unwrap();
+    assert_ne!(other.account_id, made.account_id);
+    assert_ne!(
+        other.project.id, made_ops.id,
+        "project ids are per account: another account's first project is its own"
+    );
+    let ids = b.alloc.account_ids().await.unwrap();
+    assert!(ids.contains(&made.account_id) && ids.contains(&other.account_id));
+    assert_eq!(b.alloc.instance_id().await.unwrap().len(), 16);
+    assert!(b.alloc.cursor_key().await.unwrap().len() >= 32);
+    b.alloc.probe().await.unwrap();
+}
+
+pub async fn creates_number_without_gaps_and_replay(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let mut uuids = Vec::new();
+    for i in 1..=5 {
+        let u = Uuid::new_v4();
+        uuids.push(u);
+        let r = create(
+            &b,
+            a,
+            &format!("k{i}"),
+            u,
+            &new_task("SYN", &format!("t{i}")),
+        )
+        .await
+        .reply();
+        assert_eq!(r.status, 201);
+        assert!(!r.replayed);
+        assert_eq!(
+            task_of(&r).key.as_deref(),
+            Some(format!("SYN-{i}").as_str())
+        );
+        assert!(r.change.is_some());
+    }
+    // The same request again replays the stored answer.
+    let body = new_task("SYN", "t1");
+    let again = create(&b, a, "k1", uuids[0], &body).await.reply();
+    assert!(again.replayed);
+    assert_eq!(again.status, 201);
+    assert_eq!(task_of(&again).key.as_deref(), Some("SYN-1"));
+    // Another request under a used key: 422.
+    let code = create(&b, a, "k1", uuids[0], &new_task("SYN", "other"))
+        .await
+        .code();
+    assert_eq!(code, ErrorCode::IdempotencyKeyReused);
+    // The same UUID with another body under a new key: 409 task_exists.
+    let code = create(&b, a, "k-new", uuids[0], &new_task("SYN", "other"))
+        .await
+        .code();
+    assert_eq!(code, ErrorCode::TaskExists);
+    // The same task under a new key keeps its key (G1): 200, no number taken.
+    let r = create(&b, a, "k1-again", uuids[0], &body).await.reply();
+    assert_eq!(r.status, 200);
+    assert_eq!(task_of(&r).key.as_deref(), Some("SYN-1"));
+    let r = create(&b, a, "k6", Uuid::new_v4(), &new_task("SYN", "t6"))
+        .await
+        .reply();
+    assert_eq!(task_of(&r).key.as_deref(), Some("SYN-6"), "no gap");
+    // An unknown project takes nothing.
+    let code = create(&b, a, "k7", Uuid::new_v4(), &new_task("NOPE", "x"))
+        .await
+        .code();
+    assert_eq!(code, ErrorCode::ProjectNotFound);
+    // Another account numbers on its own.
+    let other = account(&b, "SYN").await;
+    let r = create(&b, other, "k1", Uuid::new_v4(), &new_task("SYN", "x"))
+        .await
+        .reply();
+    assert_eq!(task_of(&r).key.as_deref(), Some("SYN-1"));
+}
+
+pub async fn a_claimed_key_is_in_progress_until_released(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let body = new_task("SYN", "held");
+    let m = mutation("k", u, &body);
+    let first = b
+        .alloc
+        .phase1(a, Op::Create, std::slice::from_ref(&m), now_ms())
+        .await;
+    let Ok(Phase1::Proceed(at, claim)) = first.into_iter().next().unwrap() else {
+        panic!("a new key proceeds");
+    };
+    let second = b
+        .alloc
+        .phase1(a, Op::Create, std::slice::from_ref(&m), now_ms())
+        .await;
+    match second.into_iter().next().unwrap() {
+        Err(e) => assert_eq!(e.code, ErrorCode::RequestInProgress),
+        other => panic!("a held key must be in progress, got {other:?}"),
+    }
+    assert!(
+        b.alloc.claim(a, "k").await.unwrap().is_none(),
+        "the reaper cannot take a held key"
+    );
+    drop(claim);
+    // Released: the pending slot resumes, at the same slot.
+    let third = b.alloc.phase1(a, Op::Create, &[m], now_ms()).await;
+    let Ok(Phase1::Proceed(at2, claim)) = third.into_iter().next().unwrap() else {
+        panic!("a pending slot resumes once released");
+    };
+    assert_eq!(at2.slot, at.slot);
+    let snap = b
+        .tasks
+        .create(a, vec![(u, body)])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let r = commit(&b, a, Op::Create, "k", at2, snap).await;
+    assert_eq!(task_of(&r).key.as_deref(), Some("SYN-1"));
+    drop(claim);
+    let c = b.alloc.claim(a, "k").await.unwrap();
+    assert!(c.is_some(), "a free key can be claimed");
+}
+
+pub async fn concurrent_creates_take_every_number_once(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let b = Arc::new(b);
+    let mut joins = Vec::new();
+    for i in 0..64 {
+        let b = b.clone();
+        joins.push(tokio::spawn(async move {
+            let u = Uuid::new_v4();
+            let r = create(&b, a, &format!("c{i}"), u, &new_task("SYN", "c")).await;
+            (u, task_of(&r.reply()).number.unwrap())
+        }));
+    }
+    let mut numbers = BTreeSet::new();
+    let mut uuids = BTreeSet::new();
+    for j in joins {
+        let (u, n) = j.await.unwrap();
+        assert!(numbers.insert(n), "number {n} given twice");
+        uuids.insert(u);
+    }
+    assert_eq!(numbers, (1..=64).collect::<BTreeSet<u64>>());
+    assert_eq!(uuids.len(), 64);
+}
+
+pub async fn updates_need_a_committed_create(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let patch = TaskPatch {
+        status: Some(TaskStatus::Completed),
+        ..TaskPatch::default()
+    };
+    let update = |idem: &str, uuid: Uuid| Mutation {
+        idem: idem.to_owned(),
+        uuid,
+        fp: fingerprint("update", uuid, &patch),
+        request: serde_json::to_string(&patch).unwrap(),
+    };
+    // Unknown task: 404.
+    let r = b
+        .alloc
+        .phase1(a, Op::Update, &[update("u0", Uuid::new_v4())], now_ms())
+        .await;
+    match r.into_iter().next().unwrap() {
+        Ok(Phase1::Done(Err(e))) => assert_eq!(e.code, ErrorCode::TaskNotFound),
+        other => panic!("{other:?}"),
+    }
+    // Reserved, not committed: 409 task_not_committed.
+    let u = Uuid::new_v4();
+    let body = new_task("SYN", "x");
+    let p = b
+        .alloc
+        .phase1(a, Op::Create, &[mutation("c", u, &body)], now_ms())
+        .await;
+    let Ok(Phase1::Proceed(at, claim)) = p.into_iter().next().unwrap() else {
+        panic!()
+    };
+    let r = b
+        .alloc
+        .phase1(a, Op::Update, &[update("u1", u)], now_ms())
+        .await;
+    match r.into_iter().next().unwrap() {
+        Ok(Phase1::Done(Err(e))) => assert_eq!(e.code, ErrorCode::TaskNotCommitted),
+        other => panic!("{other:?}"),
+    }
+    let snap = b
+        .tasks
+        .create(a, vec![(u, body)])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    commit(&b, a, Op::Create, "c", at, snap).await;
+    drop(claim);
+    // Committed: the update goes on and answers the task with its key.
+    let r = b
+        .alloc
+        .phase1(a, Op::Update, &[update("u2", u)], now_ms())
+        .await;
+    let Ok(Phase1::Proceed(at, _claim)) = r.into_iter().next().unwrap() else {
+        panic!()
+    };
+    let snap = b
+        .tasks
+        .update(a, vec![(u, patch.clone())])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    assert!(snap.reflects(&patch));
+    let r = commit(&b, a, Op::Update, "u2", at, snap).await;
+    assert_eq!(r.status, 200);
+    let t = task_of(&r);
+    assert_eq!(t.key.as_deref(), Some("SYN-1"));
+    assert_eq!(t.status, TaskStatus::Completed);
+}
+
+pub async fn the_feed_has_one_entry_per_task_in_commit_order(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let other = account(&b, "SYN").await;
+    let mut uuids = Vec::new();
+    for i in 0..5 {
+        let u = Uuid::new_v4();
+        uuids.push(u);
+        create(&b, a, &format!("k{i}"), u, &new_task("SYN", "x"))
+            .await
+            .reply();
+    }
+    create(&b, other, "k0", Uuid::new_v4(), &new_task("SYN", "x"))
+        .await
+        .reply();
+    let (rows, more) = b.alloc.changes_since(a, 0, 100).await.unwrap();
+    assert!(!more);
+    assert_eq!(rows.iter().map(|r| r.task_uuid).collect::<Vec<_>>(), uuids);
+    assert!(rows.windows(2).all(|w| w[0].seq < w[1].seq));
+    // An update moves the task to the end, and it is listed once.
+    let patch = TaskPatch {
+        description: Some("edited".into()),
+        ..TaskPatch::default()
+    };
+    let m = Mutation {
+        idem: "u".into(),
+        uuid: uuids[1],
+        fp: fingerprint("update", uuids[1], &patch),
+        request: serde_json::to_string(&patch).unwrap(),
+    };
+    let p = b.alloc.phase1(a, Op::Update, &[m], now_ms()).await;
+    let Ok(Phase1::Proceed(at, _c)) = p.into_iter().next().unwrap() else {
+        panic!()
+    };
+    let snap = b
+        .tasks
+        .update(a, vec![(uuids[1], patch)])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    let r = commit(&b, a, Op::Update, "u", at, snap).await;
+    let cursor = rows.last().unwrap().seq;
+    let (after, _) = b.alloc.changes_since(a, cursor, 100).await.unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].task_uuid, uuids[1]);
+    assert_eq!(Some(after[0].seq), r.change);
+    let (all, _) = b.alloc.changes_since(a, 0, 100).await.unwrap();
+    assert_eq!(all.len(), 5, "one entry per task");
+    assert_eq!(all.last().unwrap().task_uuid, uuids[1]);
+    // Pages.
+    let (page, more) = b.alloc.changes_since(a, 0, 2).await.unwrap();
+    assert_eq!(page.len(), 2);
+    assert!(more);
+    let (rest, more) = b.alloc.changes_since(a, page[1].seq, 10).await.unwrap();
+    assert_eq!(rest.len(), 3);
+    assert!(!more);
+}
+
+pub async fn keys_resolve_within_their_account(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let other = account(&b, "OPS").await;
+    let u = Uuid::new_v4();
+    create(&b, a, "k", u, &new_task("SYN", "x")).await.reply();
+    assert_eq!(b.alloc.uuid_for_key(a, "SYN", 1).await.unwrap(), Ok(u));
+    assert_eq!(b.alloc.uuid_for_key(a, "SYN", 2).await.unwrap(), Err(true));
+    assert_eq!(b.alloc.uuid_for_key(a, "ZZZ", 1).await.unwrap(), Err(false));
+    assert_eq!(
+        b.alloc.uuid_for_key(other, "SYN", 1).await.unwrap(),
+        Err(false)
+    );
+    assert!(b.alloc.task_reserved(a, u).await.unwrap());
+    assert!(!b.alloc.task_reserved(other, u).await.unwrap());
+    let meta = b.alloc.task_meta(a, vec![u, Uuid::new_v4()]).await.unwrap();
+    assert_eq!(meta.len(), 1);
+    let (prefix, key) = &meta[&u];
+    assert_eq!(prefix, "SYN");
+    assert_eq!(key.as_ref().unwrap().key(), "SYN-1");
+}
+
+pub async fn the_reaper_fails_an_expired_slot_and_frees_its_uuid(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let body = new_task("SYN", "lost");
+    let p = b
+        .alloc
+        .phase1(a, Op::Create, &[mutation("k", u, &body)], now_ms() - 10_000)
+        .await;
+    let Ok(Phase1::Proceed(_, claim)) = p.into_iter().next().unwrap() else {
+        panic!()
+    };
+    drop(claim);
+    let pending = b.alloc.pending_slots(now_ms(), 100).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].idem_key, "k");
+    assert_eq!(pending[0].task_uuid, u);
+    assert!(b
+        .alloc
+        .pending_slots(now_ms() - 20_000, 100)
+        .await
+        .unwrap()
+        .is_empty());
+    let (_, pending_count) = b.alloc.retry_stats(0).await.unwrap();
+    assert_eq!(pending_count, 1);
+    assert!(b.alloc.fail_slot(a, "k", u, now_ms()).await.unwrap());
+    assert!(
+        !b.alloc.fail_slot(a, "k", u, now_ms()).await.unwrap(),
+        "once"
+    );
+    assert!(
+        !b.alloc.task_reserved(a, u).await.unwrap(),
+        "the UUID is free again"
+    );
+    assert!(b
+        .alloc
+        .pending_slots(now_ms(), 100)
+        .await
+        .unwrap()
+        .is_empty());
+    // The key is new again, and no number was taken by the failure.
+    let r = create(&b, a, "k", u, &body).await.reply();
+    assert_eq!(task_of(&r).key.as_deref(), Some("SYN-1"));
+}
+
+pub async fn keys_not_in_store_until_marked(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    create(&b, a, "k", u, &new_task("SYN", "x")).await.reply();
+    let missing = b.alloc.keys_not_in_store(now_ms() + 1, 100).await.unwrap();
+    assert_eq!(missing, vec![(a, u, "SYN-1".to_owned())]);
+    b.alloc.mark_in_store(a, vec![u]).await.unwrap();
+    assert!(b
+        .alloc
+        .keys_not_in_store(now_ms() + 1, 100)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+pub async fn purged_slots_leave_a_tombstone_and_keys_hold(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let body = new_task("SYN", "x");
+    create(&b, a, "k", u, &body).await.reply();
+    create(&b, a, "k2", Uuid::new_v4(), &body).await.reply();
+    let purged = b
+        .alloc
+        .purge_settled(now_ms() + 1, 1, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(purged, 1, "at most the limit");
+    let purged = b
+        .alloc
+        .purge_settled(now_ms() + 1, 100, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(purged, 1);
+    assert_eq!(
+        b.alloc
+            .purge_settled(now_ms() + 1, 100, now_ms())
+            .await
+            .unwrap(),
+        0
+    );
+    // A retry after the purge: a new request, but the UUID keeps its key (G1).
+    let r = create(&b, a, "k", u, &body).await.reply();
+    assert!(!r.replayed);
+    assert_eq!(r.status, 200);
+    assert_eq!(task_of(&r).key.as_deref(), Some("SYN-1"));
+    // The late retry is evidence for the window.
+    let w = b
+        .alloc
+        .update_window(
+            crate::window::Setting::Auto {
+                min: std::time::Duration::from_millis(1),
+                max: std::time::Duration::from_secs(7 * 86_400),
+            },
+            1,
+            0,
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        w.late_ms.is_some(),
+        "a retry after the purge is late: {w:?}"
+    );
+    // Tombstones go after their period.
+    b.alloc
+        .purge_settled(now_ms() + 1, 100, now_ms())
+        .await
+        .unwrap();
+    assert!(b.alloc.forget_purged(now_ms() + 1, 100).await.unwrap() >= 1);
+    let r = create(&b, a, "k3", Uuid::new_v4(), &body).await.reply();
+    assert_eq!(
+        task_of(&r).key.as_deref(),
+        Some("SYN-3"),
+        "no number reused"
+    );
+}
+
+pub async fn the_window_is_stored(b: Backend) {
+    assert_eq!(b.alloc.window_in_force().await.unwrap(), None);
+    let setting = crate::window::Setting::Auto {
+        min: std::time::Duration::from_secs(3600),
+        max: std::time::Duration::from_secs(7200),
+    };
+    let w = b
+        .alloc
+        .update_window(setting, 0, 0, now_ms())
+        .await
+        .unwrap();
+    assert_eq!(w.ms, 3_600_000);
+    let (ms, basis) = b.alloc.window_in_force().await.unwrap().unwrap();
+    assert_eq!(ms, w.ms);
+    assert_eq!(basis, w.basis);
+}
+
+pub async fn the_task_store_keeps_tasks(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let mut body = new_task("SYN", "write the report");
+    body.notes = "by friday".into();
+    body.tags = vec!["work".into(), "alpha".into()];
+    let s = b
+        .tasks
+        .create(a, vec![(u, body.clone())])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(s.uuid, u);
+    assert_eq!(s.description, "write the report");
+    assert_eq!(s.notes, "by friday");
+    assert_eq!(s.tags, ["alpha", "work"]);
+    assert_eq!(s.status, TaskStatus::Pending);
+    assert_eq!(s.key, None);
+    // Creating it again changes nothing.
+    let again = b
+        .tasks
+        .create(a, vec![(u, new_task("SYN", "other"))])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(again.description, "write the report");
+    b.tasks
+        .set_keys(a, vec![(u, "SYN-1".into())])
+        .await
+        .unwrap();
+    let patch = TaskPatch {
+        status: Some(TaskStatus::Completed),
+        tags: Some(vec!["done".into()]),
+        ..TaskPatch::default()
+    };
+    let s = b
+        .tasks
+        .update(a, vec![(u, patch.clone()), (Uuid::new_v4(), patch.clone())])
+        .await
+        .unwrap();
+    assert!(s[1].is_none(), "a task the store does not hold");
+    let s = s[0].clone().unwrap();
+    assert!(s.reflects(&patch));
+    let got = b.tasks.get(a, vec![u, Uuid::new_v4()]).await.unwrap();
+    assert_eq!(got[0].as_ref(), Some(&s));
+    assert_eq!(s.key.as_deref(), Some("SYN-1"));
+    assert_eq!(s.status, TaskStatus::Completed);
+    assert_eq!(s.tags, ["done"]);
+    assert!(got[1].is_none());
+    // Accounts are apart.
+    let other = account(&b, "OPS").await;
+    assert!(b.tasks.get(other, vec![u]).await.unwrap()[0].is_none());
+    let (running, failing) = b.tasks.health();
+    assert!(running);
+    assert!(failing.is_empty());
+}
