@@ -110,7 +110,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn of(task: &TaskData) -> Snapshot {
+    pub(crate) fn of(task: &TaskData) -> Snapshot {
         let status = match task.get("status") {
             Some("completed") => TaskStatus::Completed,
             Some("deleted") => TaskStatus::Deleted,
@@ -187,7 +187,7 @@ enum Cmd {
 pub struct Failing(std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<AccountId, String>>>);
 
 impl Failing {
-    fn record<T>(&self, account: AccountId, res: &Result<T>) {
+    pub(crate) fn record<T>(&self, account: AccountId, res: &Result<T>) {
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match res {
             Ok(_) => {
@@ -350,9 +350,9 @@ const MAX_GROUP: usize = 256;
 /// Uncommitted work of one group, per account: the operations, and every task read or changed
 /// so far (so a later command in the group sees an earlier one's changes).
 #[derive(Default)]
-struct Group {
-    ops: Operations,
-    tasks: HashMap<Uuid, Option<TaskData>>,
+pub(crate) struct Group {
+    pub(crate) ops: Operations,
+    pub(crate) tasks: HashMap<Uuid, Option<TaskData>>,
 }
 
 /// Answers a command once its group's commit is known.
@@ -896,7 +896,7 @@ pub fn bind_replica(file: &std::path::Path, instance: &[u8], account: AccountId)
 }
 
 /// Creates the tasks that do not exist (their UUIDs are loaded in the group).
-fn create(group: &mut Group, tasks: Vec<(Uuid, NewTask)>) -> Vec<Snapshot> {
+pub(crate) fn create(group: &mut Group, tasks: Vec<(Uuid, NewTask)>) -> Vec<Snapshot> {
     let now = Utc::now();
     let mut out = Vec::with_capacity(tasks.len());
     for (uuid, new) in tasks {
@@ -911,7 +911,7 @@ fn create(group: &mut Group, tasks: Vec<(Uuid, NewTask)>) -> Vec<Snapshot> {
     out
 }
 
-fn update(group: &mut Group, patches: Vec<(Uuid, TaskPatch)>) -> Vec<Option<Snapshot>> {
+pub(crate) fn update(group: &mut Group, patches: Vec<(Uuid, TaskPatch)>) -> Vec<Option<Snapshot>> {
     let now = Utc::now();
     patches
         .into_iter()
@@ -923,7 +923,7 @@ fn update(group: &mut Group, patches: Vec<(Uuid, TaskPatch)>) -> Vec<Option<Snap
         .collect()
 }
 
-fn set_keys(group: &mut Group, keys: Vec<(Uuid, String)>) {
+pub(crate) fn set_keys(group: &mut Group, keys: Vec<(Uuid, String)>) {
     for (uuid, key) in keys {
         if let Some(Some(task)) = group.tasks.get_mut(&uuid) {
             if task.get("key") != Some(key.as_str()) {
