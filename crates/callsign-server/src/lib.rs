@@ -16,6 +16,7 @@ pub mod error;
 pub mod files;
 mod inflight;
 pub mod metrics;
+pub mod pg;
 pub mod protocol;
 pub mod reaper;
 pub mod serve;
@@ -52,6 +53,10 @@ pub struct Config {
     /// history they keep ([`store`]). `main` sizes the pool from the open-file limit
     /// ([`files::replica_budget`]).
     pub replicas: store::Settings,
+    /// Connections each node keeps to PostgreSQL (`--database-pool`).
+    pub pool_size: usize,
+    /// How long a node's claim on an idempotency key holds if it dies (`--claim-lease`).
+    pub claim_lease: Duration,
 }
 
 impl Config {
@@ -72,6 +77,8 @@ impl Config {
             body_read_timeout: Duration::from_secs(60),
             body_memory: api::SYNC_BODY_LIMIT as u64,
             replicas: store::Settings::default(),
+            pool_size: 16,
+            claim_lease: pg::alloc::LEASE,
         }
     }
 
@@ -123,8 +130,8 @@ pub enum StartError {
     Store(std::io::Error),
     #[error("cannot start the WAL checkpoint thread: {0}")]
     Checkpointer(std::io::Error),
-    #[error("this server cannot use PostgreSQL yet: use --database sqlite:<data-dir>")]
-    Unsupported,
+    #[error("cannot open the database {0}: {1}")]
+    Database(String, db::DbError),
 }
 
 impl AppState {
@@ -166,7 +173,12 @@ impl AppState {
                         Some(db),
                     )
                 }
-                storage::Database::Postgres(_) => return Err(StartError::Unsupported),
+                storage::Database::Postgres(url) => {
+                    let (alloc, tasks) = pg::open(url, config.pool_size, config.claim_lease)
+                        .await
+                        .map_err(|e| StartError::Database(config.database.to_string(), e))?;
+                    (Arc::new(alloc), Arc::new(tasks), None)
+                }
             };
         let cursors = cursor::CursorKey::new(alloc.cursor_key().await?);
         let body_budget_kib = u32::try_from(

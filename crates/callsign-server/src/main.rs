@@ -76,6 +76,13 @@ enum Cmd {
         /// older operations are trimmed while its replica is open. Tasks are never trimmed.
         #[arg(long, default_value = "90d", value_parser = humantime::parse_duration)]
         history_retention: Duration,
+        /// Connections this node keeps to PostgreSQL (with --database postgres://…).
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(2..))]
+        database_pool: u16,
+        /// With PostgreSQL: how long a node's claim on an idempotency key holds if the node
+        /// dies mid-request (a retry of that key answers 409 until then).
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        claim_lease: Duration,
     },
     /// Manage accounts.
     Account {
@@ -163,7 +170,14 @@ async fn open_alloc(database: &Database) -> anyhow::Result<Box<dyn AllocStore>> 
         Database::Sqlite(dir) => Ok(Box::new(callsign_server::db::backend::SqliteAlloc::new(
             callsign_server::datadir::open_allocation_db(dir, None)?,
         ))),
-        Database::Postgres(_) => Err(callsign_server::StartError::Unsupported.into()),
+        Database::Postgres(url) => {
+            let pool = callsign_server::pg::pool(url, 2)?;
+            callsign_server::pg::migrate(&pool).await?;
+            Ok(Box::new(callsign_server::pg::alloc::PgAlloc::new(
+                pool,
+                callsign_server::pg::alloc::LEASE,
+            )))
+        }
     }
 }
 
@@ -192,12 +206,17 @@ async fn main() -> anyhow::Result<()> {
             max_open_replicas,
             replica_idle_close,
             history_retention,
+            database_pool,
+            claim_lease,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
                     "--reaper-interval must be at least {:?}",
                     reaper::MIN_INTERVAL
                 );
+            }
+            if claim_lease < Duration::from_millis(100) {
+                bail!("--claim-lease must be at least 100ms");
             }
             if history_retention.is_zero() {
                 bail!("--history-retention must be more than 0s");
@@ -231,6 +250,8 @@ async fn main() -> anyhow::Result<()> {
                 body_read_timeout,
                 body_memory: body_memory_mib.saturating_mul(1024 * 1024),
                 replicas,
+                pool_size: usize::from(database_pool),
+                claim_lease,
             };
             let state = AppState::open(config).await?;
             reaper::spawn(state.clone());

@@ -51,6 +51,10 @@ pub enum DbError {
     Sqlite(#[from] rusqlite::Error),
     #[error("database migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
+    #[error("postgres: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("postgres pool: {0}")]
+    Pool(String),
     #[error("database writer stopped")]
     WriterGone,
     #[error("group commit failed: {0}")]

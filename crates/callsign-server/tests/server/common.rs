@@ -145,9 +145,15 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_callsign-server");
 
 impl TestServer {
     pub fn start(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> TestServer {
+        let data_dir = data_dir.to_str().expect("a UTF-8 temp path");
+        TestServer::serve(&["--data-dir", data_dir], extra, env)
+    }
+
+    /// `serve` with `database` (`--data-dir DIR` or `--database URL`) and `extra` arguments.
+    pub fn serve(database: &[&str], extra: &[&str], env: &[(&str, &str)]) -> TestServer {
         let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--data-dir"])
-            .arg(data_dir)
+        cmd.arg("serve")
+            .args(database)
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .env_remove("CALLSIGN_CRASH_AT")
@@ -207,9 +213,15 @@ pub fn rss_mib(pid: u32) -> u64 {
 
 /// `callsign-server account create`, through the binary.
 pub fn create_account(data_dir: &Path, prefix: &str) -> (i64, String) {
+    let data_dir = data_dir.to_str().expect("a UTF-8 temp path");
+    create_account_in(&["--data-dir", data_dir], prefix)
+}
+
+/// `callsign-server account create` in `database` (`--data-dir DIR` or `--database URL`).
+pub fn create_account_in(database: &[&str], prefix: &str) -> (i64, String) {
     let out = Command::new(BIN)
-        .args(["account", "create", "--data-dir"])
-        .arg(data_dir)
+        .args(["account", "create"])
+        .args(database)
         .args(["--name", "test", "--prefix", prefix])
         .env("RUST_LOG", "warn")
         .output()

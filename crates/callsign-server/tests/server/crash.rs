@@ -157,3 +157,132 @@ async fn taskless_slot_fails_after_the_window_and_consumes_no_number() {
     assert_eq!((status, replayed), (201, false));
     assert_eq!(task["key"], "SYN-1");
 }
+
+/// The same crash points on PostgreSQL, where another node (a fresh process on the same
+/// database) takes over: the retry gets the one key once the dead node's lease lapses
+/// (`--claim-lease 1s`), the reaper settles a slot whose task was written, and no number is
+/// skipped.
+mod postgres {
+    use super::*;
+    use crate::common::create_account_in;
+
+    async fn query_one_text(url: &str, sql: &str) -> Option<String> {
+        let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        c.query_opt(sql, &[]).await.unwrap().map(|r| r.get(0))
+    }
+
+    async fn numbers(url: &str) -> Vec<i64> {
+        let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        c.query("SELECT number FROM keys ORDER BY number", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
+    /// PUT until the answer is not `409 request_in_progress` (a dead node's lease), at most 10 s.
+    async fn put_through_leases(client: &Client, u: Uuid, idem: &str) -> (u16, bool, Value) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = client.put(u, idem, &body("Crash me")).await.unwrap();
+            if r.0 != 409 || std::time::Instant::now() > deadline {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn crash_then_another_node(point: &str, reaper_first: bool) {
+        let Some(pg) = callsign_pgtest::shared() else {
+            return;
+        };
+        let url = pg.fresh_schema("crash").await.unwrap();
+        let db = ["--database", url.as_str()];
+        let (_, token) = create_account_in(&db, "SYN");
+        let u = Uuid::new_v4();
+        let mut dying = TestServer::serve(
+            &db,
+            &["--claim-lease", "1s"],
+            &[("CALLSIGN_CRASH_AT", point)],
+        );
+        let res = Client::new(&dying.url, &token)
+            .put(u, "crash-key", &body("Crash me"))
+            .await;
+        assert!(
+            res.is_err(),
+            "the node should have died at {point}: {res:?}"
+        );
+        assert!(!dying.wait_for_exit().success());
+
+        let node = TestServer::serve(
+            &db,
+            &["--claim-lease", "1s", "--reaper-interval", "200ms"],
+            &[],
+        );
+        let client = Client::new(&node.url, &token);
+        if reaper_first {
+            let state = "SELECT state FROM slots WHERE idem_key = 'crash-key'";
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while query_one_text(&url, state).await.as_deref() != Some("committed") {
+                assert!(std::time::Instant::now() < deadline, "{point}: reaper");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        let (status, replayed, task) = put_through_leases(&client, u, "crash-key").await;
+        assert_eq!(status, 201, "{point}: {task}");
+        assert_eq!(task["key"], "SYN-1", "{point}");
+        // After the task write, the dead node's lease lapses for the retry and the reaper at
+        // once: whichever takes it first commits, the other replays; one key either way.
+        if point != "phase2.after_task_write" || reaper_first {
+            assert_eq!(
+                replayed,
+                reaper_first || point == "phase2.after_commit",
+                "{point}"
+            );
+        }
+        let (_, _, next) = client
+            .put(Uuid::new_v4(), "next", &body("Next"))
+            .await
+            .unwrap();
+        assert_eq!(next["key"], "SYN-2", "{point}: no number skipped");
+        assert_eq!(numbers(&url).await, vec![1, 2], "{point}");
+        // The key reaches the task store (written after the commit, or by the reaper).
+        let in_store =
+            format!("SELECT in_store::text FROM keys WHERE task_uuid = '{u}' AND in_store");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while query_one_text(&url, &in_store).await.is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{point}: key in store"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn crash_after_phase1_slot() {
+        crash_then_another_node("phase1.after_slot", false).await;
+    }
+
+    #[tokio::test]
+    async fn crash_after_task_write_is_committed_by_the_reaper() {
+        crash_then_another_node("phase2.after_task_write", true).await;
+    }
+
+    #[tokio::test]
+    async fn crash_after_task_write_then_retry() {
+        crash_then_another_node("phase2.after_task_write", false).await;
+    }
+
+    #[tokio::test]
+    async fn crash_after_commit_replays_and_the_key_reaches_the_store() {
+        crash_then_another_node("phase2.after_commit", false).await;
+    }
+}

@@ -10,6 +10,7 @@ mod growth;
 mod hardening;
 mod limits;
 mod memory;
+mod nodes;
 mod replicas;
 mod routes;
 mod startup;

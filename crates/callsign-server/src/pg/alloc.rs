@@ -1,0 +1,1023 @@
+//! [`AllocStore`] on PostgreSQL, for any number of server nodes on one database.
+//!
+//! - **Claims are leases on the slot row** (`claimed_by`, `claimed_until`), taken with a
+//!   conditional UPDATE in phase 1's transaction (or, for a new key, by inserting the slot
+//!   with the lease): while another node's lease holds, the key is `409 request_in_progress`.
+//!   The reaper takes the same lease (`FOR UPDATE SKIP LOCKED`). A lease is released when its
+//!   [`Claim`] is dropped, cleared by the commit, and lapses after its term ([`LEASE`] by default) if its node died.
+//!   A slow node whose lease lapsed is still safe: phase 2 re-reads the slot under a row lock
+//!   and settles nothing that is no longer pending.
+//! - **Numbers**: the counter row is bumped (`INSERT … ON CONFLICT … DO UPDATE SET last =
+//!   last + 1 RETURNING last`) inside the transaction that inserts the key and commits the
+//!   slot, under READ COMMITTED; its row lock is held to COMMIT, and an abort takes the number
+//!   back (never a sequence: `nextval` is not rolled back).
+//! - **The change feed** is numbered per account inside the writing transaction: phase 2
+//!   locks the account row first (`feed_last`), so feed numbers of an account commit in
+//!   order and a reader that sees number `n` already sees every smaller one. Locking the
+//!   account first also orders every lock phase 2 takes, so two commits never deadlock.
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use callsign_core::dto::Project;
+use callsign_core::{ErrorCode, Prefix};
+use deadpool_postgres::{GenericClient, Pool, Transaction};
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use crate::db::accounts::{hash_token, new_token};
+use crate::db::meta::InstanceId;
+use crate::db::{
+    now_ms, AccountId, ChangeRow, DbError, KeyRow, NewAccount, Result, Slot, SlotState,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::protocol::{not_updatable, refused_reuse, to_task, Reply};
+use crate::storage::{
+    AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, Reserved, TaskMeta,
+};
+use crate::window::{is_late, Basis, Evidence, Setting, Window};
+
+/// How long a node's claim on a slot holds, by default, if the node never releases it (it
+/// died): the longest a retry of that key answers `409 request_in_progress` after a node loss.
+pub const LEASE: Duration = Duration::from_secs(30);
+
+/// Serializes window updates from several nodes' reapers.
+const WINDOW_LOCK: i64 = 0x4341_4c4c_5749_4e44;
+
+/// The allocation store on PostgreSQL.
+#[derive(Clone)]
+pub struct PgAlloc {
+    pool: Pool,
+    /// This node's name on the leases it takes.
+    node: Arc<str>,
+    /// How long a lease holds unless released.
+    lease_ms: i64,
+}
+
+impl PgAlloc {
+    pub fn new(pool: Pool, lease: Duration) -> PgAlloc {
+        let id: [u8; 6] = rand::random();
+        PgAlloc {
+            pool,
+            node: format!("{}-{}", std::process::id(), hex::encode(id)).into(),
+            lease_ms: i64::try_from(lease.as_millis()).unwrap_or(i64::MAX),
+        }
+    }
+
+    fn lease_until(&self, now: i64) -> i64 {
+        now.saturating_add(self.lease_ms)
+    }
+
+    /// This node's name on leases.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    fn lease(&self, slot: i64) -> Claim {
+        Claim::new(Lease {
+            pool: self.pool.clone(),
+            node: self.node.clone(),
+            slot,
+        })
+    }
+}
+
+/// A held lease; dropping it releases the slot at once (off the caller's path).
+struct Lease {
+    pool: Pool,
+    node: Arc<str>,
+    slot: i64,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return; // it lapses after LEASE
+        };
+        let (pool, node, slot) = (self.pool.clone(), self.node.clone(), self.slot);
+        rt.spawn(async move {
+            if let Ok(c) = pool.get().await {
+                let _ = c
+                    .execute(
+                        "UPDATE slots SET claimed_by = NULL, claimed_until = NULL
+                         WHERE id = $1 AND claimed_by = $2",
+                        &[&slot, &&*node],
+                    )
+                    .await;
+            }
+        });
+    }
+}
+
+const SLOT_COLS: &str = "id, account_id, idem_key, fingerprint, op, task_uuid, request, state, \
+                         response_status, response_body, attempts, created_at";
+
+fn slot_of(r: &Row) -> Slot {
+    let state: String = r.get(7);
+    let status: Option<i32> = r.get(8);
+    Slot {
+        id: r.get(0),
+        account_id: r.get(1),
+        idem_key: r.get(2),
+        fingerprint: r.get(3),
+        op: r.get(4),
+        task_uuid: r.get(5),
+        request: r.get(6),
+        state: match state.as_str() {
+            "committed" => SlotState::Committed,
+            "failed" => SlotState::Failed,
+            _ => SlotState::Pending,
+        },
+        response_status: status.and_then(|s| u16::try_from(s).ok()),
+        response_body: r.get(9),
+        attempts: r.get(10),
+        created_at: r.get(11),
+    }
+}
+
+/// How phase 1 left one mutation.
+enum Decided {
+    Done(ApiResult<Reply>),
+    /// Go on, holding the lease on this slot.
+    Proceed(Reserved),
+}
+
+fn in_progress() -> Decided {
+    Decided::Done(Err(ApiError::in_progress()))
+}
+
+async fn window_in_force(c: &impl GenericClient) -> Result<Option<i64>> {
+    Ok(
+        c.query_opt("SELECT window_ms FROM idempotency_window WHERE id = 1", &[])
+            .await?
+            .map(|r| r.get(0)),
+    )
+}
+
+/// A retry of a slot made at `created_at` arrives `now`; a late one is evidence.
+async fn note_retry(tx: &Transaction<'_>, created_at: i64, now: i64, expired: bool) -> Result<()> {
+    let span = now.saturating_sub(created_at).max(0);
+    let late = expired || window_in_force(tx).await?.is_some_and(|w| is_late(span, w));
+    if late {
+        tx.execute(
+            "INSERT INTO late_retries (at, span_ms) VALUES ($1, $2)",
+            &[&now, &span],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn current_key(
+    c: &impl GenericClient,
+    account: AccountId,
+    uuid: Uuid,
+) -> Result<Option<KeyRow>> {
+    Ok(c.query_opt(
+        "SELECT k.project_id, p.prefix, k.number FROM keys k JOIN projects p ON p.id = k.project_id
+         WHERE k.account_id = $1 AND k.task_uuid = $2 AND k.current",
+        &[&account, &uuid],
+    )
+    .await?
+    .map(|r| KeyRow {
+        project_id: r.get(0),
+        prefix: r.get(1),
+        number: r.get(2),
+    }))
+}
+
+async fn task_row(
+    c: &impl GenericClient,
+    account: AccountId,
+    uuid: Uuid,
+) -> Result<Option<(i64, Vec<u8>)>> {
+    Ok(c.query_opt(
+        "SELECT project_id, fingerprint FROM tasks WHERE account_id = $1 AND uuid = $2",
+        &[&account, &uuid],
+    )
+    .await?
+    .map(|r| (r.get(0), r.get(1))))
+}
+
+impl PgAlloc {
+    /// An existing slot decides (replay, resume under a fresh lease, `409`, `422`), or `None`:
+    /// insert a new one.
+    async fn existing_slot(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        it: &Mutation,
+        op: Op,
+        now: i64,
+    ) -> Result<Option<Decided>> {
+        let row = tx
+            .query_opt(
+                "SELECT id, fingerprint, state, response_status, response_body, created_at
+                 FROM slots WHERE account_id = $1 AND idem_key = $2 FOR UPDATE",
+                &[&account, &it.idem],
+            )
+            .await?;
+        let Some(row) = row else {
+            let purged = tx
+                .query_opt(
+                    "DELETE FROM purged_slots WHERE account_id = $1 AND idem_key = $2
+                     RETURNING created_at",
+                    &[&account, &it.idem],
+                )
+                .await?;
+            if let Some(r) = purged {
+                note_retry(tx, r.get(0), now, true).await?;
+            }
+            return Ok(None);
+        };
+        let (id, fp, state, created_at): (i64, Vec<u8>, String, i64) =
+            (row.get(0), row.get(1), row.get(2), row.get(5));
+        if fp != it.fp {
+            return Ok(Some(Decided::Done(Err(refused_reuse(op)))));
+        }
+        note_retry(tx, created_at, now, state == "failed").await?;
+        match state.as_str() {
+            "committed" => {
+                tx.execute(
+                    "UPDATE slots SET attempts = attempts + 1, last_seen_at = $2 WHERE id = $1",
+                    &[&id, &now],
+                )
+                .await?;
+                let status: Option<i32> = row.get(3);
+                Ok(Some(Decided::Done(Ok(Reply {
+                    status: status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200),
+                    body: row.get::<_, Option<String>>(4).unwrap_or_default(),
+                    replayed: true,
+                    change: None,
+                }))))
+            }
+            "pending" => {
+                let taken = tx
+                    .execute(
+                        "UPDATE slots SET claimed_by = $2, claimed_until = $3,
+                                          attempts = attempts + 1, last_seen_at = $4
+                         WHERE id = $1 AND state = 'pending'
+                           AND (claimed_until IS NULL OR claimed_until < $4)",
+                        &[&id, &&*self.node, &self.lease_until(now), &now],
+                    )
+                    .await?;
+                Ok(Some(if taken == 1 {
+                    Decided::Proceed(Reserved {
+                        slot: id,
+                        project: None,
+                    })
+                } else {
+                    in_progress()
+                }))
+            }
+            _ => {
+                tx.execute("DELETE FROM slots WHERE id = $1", &[&id])
+                    .await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Inserts a pending slot under this node's lease; a slot another node inserted meanwhile
+    /// (its transaction committed first) is `409 request_in_progress`.
+    async fn insert_slot(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        it: &Mutation,
+        op: Op,
+        now: i64,
+    ) -> Result<Option<i64>> {
+        Ok(tx
+            .query_opt(
+                "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
+                                    state, created_at, last_seen_at, claimed_by, claimed_until)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $8, $9)
+                 ON CONFLICT (account_id, idem_key) DO NOTHING
+                 RETURNING id",
+                &[
+                    &account,
+                    &it.idem,
+                    &it.fp,
+                    &op.as_str(),
+                    &it.uuid,
+                    &it.request,
+                    &now,
+                    &&*self.node,
+                    &self.lease_until(now),
+                ],
+            )
+            .await?
+            .map(|r| r.get(0)))
+    }
+
+    async fn phase1_one(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        it: &Mutation,
+        now: i64,
+    ) -> Result<Decided> {
+        if let Some(d) = self.existing_slot(tx, account, it, op, now).await? {
+            return Ok(d);
+        }
+        let project = match op {
+            Op::Create => {
+                let body: callsign_core::dto::NewTask = serde_json::from_str(&it.request)
+                    .map_err(|e| DbError::CommitFailed(e.to_string()))?;
+                let found = match Prefix::parse(&body.project) {
+                    Ok(p) => tx
+                        .query_opt(
+                            "SELECT id FROM projects WHERE account_id = $1 AND prefix = $2",
+                            &[&account, &p.as_str()],
+                        )
+                        .await?
+                        .map(|r| r.get::<_, i64>(0)),
+                    Err(_) => None,
+                };
+                let Some(project) = found else {
+                    return Ok(Decided::Done(Err(ApiError::new(
+                        ErrorCode::ProjectNotFound,
+                        format!("this account has no project with prefix {}", body.project),
+                    ))));
+                };
+                // Reserve the UUID; a reservation made meanwhile by another request is read.
+                tx.execute(
+                    "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, uuid) DO NOTHING",
+                    &[&account, &it.uuid, &project, &it.fp, &now],
+                )
+                .await?;
+                let (reserved_in, fp) = task_row(tx, account, it.uuid)
+                    .await?
+                    .ok_or_else(|| DbError::CommitFailed("task reservation vanished".into()))?;
+                if fp != it.fp {
+                    return Ok(Decided::Done(Err(ApiError::new(
+                        ErrorCode::TaskExists,
+                        format!("task {} was created by a different request", it.uuid),
+                    ))));
+                }
+                Some(reserved_in)
+            }
+            Op::Update => {
+                if current_key(tx, account, it.uuid).await?.is_none() {
+                    let reserved = task_row(tx, account, it.uuid).await?.is_some();
+                    return Ok(Decided::Done(Err(not_updatable(it.uuid, reserved))));
+                }
+                None
+            }
+        };
+        Ok(match self.insert_slot(tx, account, it, op, now).await? {
+            Some(slot) => Decided::Proceed(Reserved { slot, project }),
+            None => in_progress(),
+        })
+    }
+
+    /// Phase 2 for one mutation inside the commit transaction; `Ok(Err(_))` is this item's
+    /// own failure (its slot was settled by someone else), `Err(_)` a database error.
+    async fn commit_one(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        w: &Commit,
+        now: i64,
+        seq: &mut i64,
+    ) -> Result<Result<Reply>> {
+        let row = tx
+            .query_opt(
+                "SELECT id, state, response_status, response_body, task_uuid FROM slots
+                 WHERE account_id = $1 AND idem_key = $2 FOR UPDATE",
+                &[&account, &w.idem],
+            )
+            .await?;
+        let Some(row) = row else {
+            return Ok(Err(DbError::CommitFailed("slot vanished".into())));
+        };
+        let (slot, state, uuid): (i64, String, Uuid) = (row.get(0), row.get(1), row.get(4));
+        if state != "pending" {
+            let status: Option<i32> = row.get(2);
+            let body: Option<String> = row.get(3);
+            return Ok(match (status, body) {
+                (Some(status), Some(body)) => Ok(Reply {
+                    status: u16::try_from(status).unwrap_or(200),
+                    body,
+                    replayed: true,
+                    change: None,
+                }),
+                _ => Err(DbError::CommitFailed(
+                    "slot was failed by the reaper".into(),
+                )),
+            });
+        }
+        let (status, number, key) = match (op, current_key(tx, account, uuid).await?) {
+            (_, Some(k)) => (200, None, Some(k)),
+            (Op::Update, None) => (200, None, None),
+            (Op::Create, None) => {
+                let project_id = match w.at.project {
+                    Some(p) => p,
+                    None => match task_row(tx, account, uuid).await? {
+                        Some((p, _)) => p,
+                        None => {
+                            return Ok(Err(DbError::CommitFailed(
+                                "task reservation vanished".into(),
+                            )))
+                        }
+                    },
+                };
+                let r = tx
+                    .query_one(
+                        "WITH bumped AS (
+                             INSERT INTO counters (project_id, scope, last) VALUES ($1, '', 1)
+                             ON CONFLICT (project_id, scope)
+                                 DO UPDATE SET last = counters.last + 1
+                             RETURNING last)
+                         SELECT bumped.last, p.prefix FROM bumped, projects p WHERE p.id = $1",
+                        &[&project_id],
+                    )
+                    .await?;
+                let (n, prefix): (i64, String) = (r.get(0), r.get(1));
+                tx.execute(
+                    "INSERT INTO keys (account_id, project_id, scope, number, task_uuid,
+                                       assigned_at)
+                     VALUES ($1, $2, '', $3, $4, $5)",
+                    &[&account, &project_id, &n, &uuid, &now],
+                )
+                .await?;
+                (
+                    201,
+                    Some(n),
+                    Some(KeyRow {
+                        project_id,
+                        prefix,
+                        number: n,
+                    }),
+                )
+            }
+        };
+        let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
+        let body = serde_json::to_string(&to_task(&w.snapshot, &prefix, key.as_ref()))
+            .map_err(|e| DbError::CommitFailed(e.to_string()))?;
+        tx.execute(
+            "UPDATE slots SET state = 'committed', number = $2, response_status = $3,
+                              response_body = $4, settled_at = $5,
+                              claimed_by = NULL, claimed_until = NULL
+             WHERE id = $1",
+            &[&slot, &number, &i32::from(status), &body, &now],
+        )
+        .await?;
+        *seq += 1;
+        tx.execute(
+            "INSERT INTO changes (account_id, task_uuid, seq, at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (account_id, task_uuid) DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
+            &[&account, &uuid, &*seq, &now],
+        )
+        .await?;
+        Ok(Ok(Reply {
+            status,
+            body,
+            replayed: false,
+            change: Some(*seq),
+        }))
+    }
+}
+
+#[async_trait]
+impl AllocStore for PgAlloc {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn create_account(
+        &self,
+        name: &str,
+        prefix: &Prefix,
+        project_name: &str,
+    ) -> Result<NewAccount> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let now = now_ms();
+        let account_id: i64 = tx
+            .query_one(
+                "INSERT INTO accounts (name, created_at) VALUES ($1, $2) RETURNING id",
+                &[&name, &now],
+            )
+            .await?
+            .get(0);
+        let token = new_token();
+        tx.execute(
+            "INSERT INTO tokens (account_id, token_hash, device, created_at)
+             VALUES ($1, $2, 'default', $3)",
+            &[&account_id, &hash_token(&token), &now],
+        )
+        .await?;
+        let project = insert_project(&tx, account_id, project_name, prefix)
+            .await?
+            .expect("a new account has no projects, so the prefix is free");
+        tx.commit().await?;
+        Ok(NewAccount {
+            account_id,
+            token,
+            project,
+        })
+    }
+
+    async fn create_token(&self, account: AccountId, device: &str) -> Result<Option<String>> {
+        let c = self.pool.get().await?;
+        let token = new_token();
+        let n = c
+            .execute(
+                "INSERT INTO tokens (account_id, token_hash, device, created_at)
+                 SELECT id, $2, $3, $4 FROM accounts WHERE id = $1",
+                &[&account, &hash_token(&token), &device, &now_ms()],
+            )
+            .await?;
+        Ok((n == 1).then_some(token))
+    }
+
+    async fn account_by_token_hash(&self, hash: &[u8]) -> Result<Option<AccountId>> {
+        let c = self.pool.get().await?;
+        let st = c
+            .prepare_cached("SELECT account_id FROM tokens WHERE token_hash = $1")
+            .await?;
+        Ok(c.query_opt(&st, &[&hash]).await?.map(|r| r.get(0)))
+    }
+
+    async fn list_projects(&self, account: AccountId) -> Result<Vec<Project>> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                "SELECT number, name, prefix FROM projects WHERE account_id = $1 ORDER BY prefix",
+                &[&account],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Project {
+                id: r.get(0),
+                name: r.get(1),
+                prefix: r.get(2),
+            })
+            .collect())
+    }
+
+    async fn create_project(
+        &self,
+        account: AccountId,
+        name: &str,
+        prefix: &Prefix,
+    ) -> Result<Option<Project>> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let made = insert_project(&tx, account, name, prefix).await?;
+        tx.commit().await?;
+        Ok(made)
+    }
+
+    async fn account_ids(&self) -> Result<Vec<AccountId>> {
+        let c = self.pool.get().await?;
+        let rows = c.query("SELECT id FROM accounts ORDER BY id", &[]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn instance_id(&self) -> Result<InstanceId> {
+        let c = self.pool.get().await?;
+        Ok(
+            c.query_one("SELECT instance_id FROM server_meta WHERE id = 1", &[])
+                .await?
+                .get(0),
+        )
+    }
+
+    async fn cursor_key(&self) -> Result<Vec<u8>> {
+        let c = self.pool.get().await?;
+        Ok(
+            c.query_one("SELECT cursor_key FROM server_meta WHERE id = 1", &[])
+                .await?
+                .get(0),
+        )
+    }
+
+    async fn phase1(
+        &self,
+        account: AccountId,
+        op: Op,
+        items: &[Mutation],
+        now: i64,
+    ) -> Vec<ApiResult<Phase1>> {
+        let run = async {
+            let mut c = self.pool.get().await?;
+            let tx = c.transaction().await?;
+            let mut decided = Vec::with_capacity(items.len());
+            for it in items {
+                decided.push(self.phase1_one(&tx, account, op, it, now).await?);
+            }
+            tx.commit().await?;
+            Ok::<_, DbError>(decided)
+        };
+        match run.await {
+            Ok(decided) => decided
+                .into_iter()
+                .map(|d| {
+                    Ok(match d {
+                        Decided::Done(answer) => Phase1::Done(answer),
+                        Decided::Proceed(at) => Phase1::Proceed(at, self.lease(at.slot)),
+                    })
+                })
+                .collect(),
+            Err(e) => {
+                let e = ApiError::from(e);
+                items.iter().map(|_| Err(e.clone())).collect()
+            }
+        }
+    }
+
+    async fn claim(&self, account: AccountId, idem: &str) -> Result<Option<Claim>> {
+        let c = self.pool.get().await?;
+        let now = now_ms();
+        let row = c
+            .query_opt(
+                "UPDATE slots SET claimed_by = $3, claimed_until = $4
+                 WHERE id = (SELECT id FROM slots
+                             WHERE account_id = $1 AND idem_key = $2 AND state = 'pending'
+                               AND (claimed_until IS NULL OR claimed_until < $5)
+                             FOR UPDATE SKIP LOCKED)
+                 RETURNING id",
+                &[&account, &idem, &&*self.node, &self.lease_until(now), &now],
+            )
+            .await?;
+        Ok(row.map(|r| self.lease(r.get(0))))
+    }
+
+    async fn commit(
+        &self,
+        account: AccountId,
+        op: Op,
+        work: Vec<Commit>,
+        now: i64,
+    ) -> Result<Vec<Result<Reply>>> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        // The account row first: it numbers the feed, and it orders every lock taken here.
+        let first: i64 = tx
+            .query_one(
+                "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
+                &[&account],
+            )
+            .await?
+            .get(0);
+        let mut seq = first;
+        let mut out = Vec::with_capacity(work.len());
+        for w in &work {
+            out.push(self.commit_one(&tx, account, op, w, now, &mut seq).await?);
+        }
+        if seq != first {
+            tx.execute(
+                "UPDATE accounts SET feed_last = $2 WHERE id = $1",
+                &[&account, &seq],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    async fn task_meta(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<TaskMeta> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                "SELECT t.uuid, p.prefix, k.project_id, kp.prefix, k.number
+                 FROM tasks t JOIN projects p ON p.id = t.project_id
+                 LEFT JOIN keys k ON k.account_id = t.account_id AND k.task_uuid = t.uuid
+                                 AND k.current
+                 LEFT JOIN projects kp ON kp.id = k.project_id
+                 WHERE t.account_id = $1 AND t.uuid = ANY($2)",
+                &[&account, &uuids],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let key = r.get::<_, Option<i64>>(2).map(|project_id| KeyRow {
+                    project_id,
+                    prefix: r.get(3),
+                    number: r.get(4),
+                });
+                (r.get(0), (r.get(1), key))
+            })
+            .collect())
+    }
+
+    async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()> {
+        let c = self.pool.get().await?;
+        c.execute(
+            "UPDATE keys SET in_store = true
+             WHERE account_id = $1 AND task_uuid = ANY($2) AND current AND NOT in_store",
+            &[&account, &uuids],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn task_reserved(&self, account: AccountId, uuid: Uuid) -> Result<bool> {
+        let c = self.pool.get().await?;
+        Ok(task_row(&c, account, uuid).await?.is_some())
+    }
+
+    async fn uuid_for_key(
+        &self,
+        account: AccountId,
+        prefix: &str,
+        number: i64,
+    ) -> Result<KeyLookup> {
+        let c = self.pool.get().await?;
+        let Some(project) = c
+            .query_opt(
+                "SELECT id FROM projects WHERE account_id = $1 AND prefix = $2",
+                &[&account, &prefix],
+            )
+            .await?
+            .map(|r| r.get::<_, i64>(0))
+        else {
+            return Ok(Err(false));
+        };
+        let uuid = c
+            .query_opt(
+                "SELECT task_uuid FROM keys
+                 WHERE account_id = $1 AND project_id = $2 AND scope = '' AND number = $3",
+                &[&account, &project, &number],
+            )
+            .await?
+            .map(|r| r.get(0));
+        Ok(uuid.ok_or(true))
+    }
+
+    async fn changes_since(
+        &self,
+        account: AccountId,
+        after: i64,
+        limit: usize,
+    ) -> Result<(Vec<ChangeRow>, bool)> {
+        let c = self.pool.get().await?;
+        let st = c
+            .prepare_cached(
+                "SELECT task_uuid, seq FROM changes WHERE account_id = $1 AND seq > $2
+                 ORDER BY seq LIMIT $3",
+            )
+            .await?;
+        let rows = c
+            .query(&st, &[&account, &after, &(limit as i64 + 1)])
+            .await?;
+        let mut rows: Vec<ChangeRow> = rows
+            .iter()
+            .map(|r| ChangeRow {
+                task_uuid: r.get(0),
+                seq: r.get(1),
+            })
+            .collect();
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        Ok((rows, more))
+    }
+
+    async fn pending_slots(&self, before: i64, limit: usize) -> Result<Vec<Slot>> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT {SLOT_COLS} FROM slots WHERE state = 'pending' AND created_at < $1
+                     ORDER BY created_at LIMIT $2"
+                ),
+                &[&before, &(limit as i64)],
+            )
+            .await?;
+        Ok(rows.iter().map(slot_of).collect())
+    }
+
+    async fn fail_slot(
+        &self,
+        account: AccountId,
+        idem: &str,
+        uuid: Uuid,
+        now: i64,
+    ) -> Result<bool> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let n = tx
+            .execute(
+                "UPDATE slots SET state = 'failed', settled_at = $3,
+                                  claimed_by = NULL, claimed_until = NULL
+                 WHERE account_id = $1 AND idem_key = $2 AND state = 'pending'",
+                &[&account, &idem, &now],
+            )
+            .await?;
+        tx.execute(
+            "DELETE FROM tasks WHERE account_id = $1 AND uuid = $2
+               AND NOT EXISTS (SELECT 1 FROM keys WHERE account_id = $1 AND task_uuid = $2)
+               AND NOT EXISTS (SELECT 1 FROM slots WHERE account_id = $1 AND task_uuid = $2
+                                                     AND state = 'pending')",
+            &[&account, &uuid],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(n == 1)
+    }
+
+    async fn keys_not_in_store(
+        &self,
+        before: i64,
+        limit: usize,
+    ) -> Result<Vec<(AccountId, Uuid, String)>> {
+        let c = self.pool.get().await?;
+        let rows = c
+            .query(
+                "SELECT k.account_id, k.task_uuid, p.prefix || '-' || k.number
+                 FROM keys k JOIN projects p ON p.id = k.project_id
+                 WHERE NOT k.in_store AND k.current AND k.assigned_at < $1
+                 ORDER BY k.assigned_at LIMIT $2",
+                &[&before, &(limit as i64)],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
+    }
+
+    async fn purge_settled(&self, before: i64, limit: usize, now: i64) -> Result<usize> {
+        let c = self.pool.get().await?;
+        let n = c
+            .execute(
+                "WITH gone AS (
+                     DELETE FROM slots WHERE id IN (
+                         SELECT id FROM slots WHERE state <> 'pending' AND created_at < $1
+                         ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                     RETURNING account_id, idem_key, created_at, attempts, last_seen_at)
+                 INSERT INTO purged_slots (account_id, idem_key, created_at, span_ms, purged_at)
+                 SELECT account_id, idem_key, created_at,
+                        CASE WHEN attempts > 1 THEN last_seen_at - created_at END, $3
+                 FROM gone
+                 ON CONFLICT (account_id, idem_key) DO UPDATE SET
+                     created_at = EXCLUDED.created_at, span_ms = EXCLUDED.span_ms,
+                     purged_at = EXCLUDED.purged_at",
+                &[&before, &(limit as i64), &now],
+            )
+            .await?;
+        Ok(n as usize)
+    }
+
+    async fn forget_purged(&self, before: i64, limit: usize) -> Result<usize> {
+        let c = self.pool.get().await?;
+        let n = c
+            .execute(
+                "DELETE FROM purged_slots WHERE (account_id, idem_key) IN (
+                     SELECT account_id, idem_key FROM purged_slots WHERE purged_at < $1
+                     LIMIT $2)",
+                &[&before, &(limit as i64)],
+            )
+            .await?;
+        Ok(n as usize)
+    }
+
+    async fn update_window(
+        &self,
+        setting: Setting,
+        current: i64,
+        since: i64,
+        now: i64,
+    ) -> Result<Window> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WINDOW_LOCK])
+            .await?;
+        let spans_ms = retry_spans(&tx, since).await?;
+        let late_ms = tx
+            .query("SELECT span_ms FROM late_retries WHERE at >= $1", &[&since])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let oldest: Option<i64> = tx
+            .query_one(
+                "SELECT MIN(created_at) FROM slots WHERE state = 'pending'",
+                &[],
+            )
+            .await?
+            .get(0);
+        let ev = Evidence {
+            spans_ms,
+            late_ms,
+            oldest_pending_ms: oldest.map(|at| now.saturating_sub(at).max(0)),
+        };
+        let w = crate::window::derive(&setting, current, &ev);
+        if window_in_force(&tx).await? != Some(w.ms) {
+            tx.execute(
+                "INSERT INTO idempotency_window (id, window_ms, basis, changed_at)
+                 VALUES (1, $1, $2, $3)
+                 ON CONFLICT (id) DO UPDATE SET window_ms = EXCLUDED.window_ms,
+                     basis = EXCLUDED.basis, changed_at = EXCLUDED.changed_at",
+                &[&w.ms, &w.basis.as_str(), &now],
+            )
+            .await?;
+        }
+        tx.execute("DELETE FROM late_retries WHERE at < $1", &[&since])
+            .await?;
+        tx.commit().await?;
+        Ok(w)
+    }
+
+    async fn window_in_force(&self) -> Result<Option<(i64, Basis)>> {
+        let c = self.pool.get().await?;
+        Ok(c.query_opt(
+            "SELECT window_ms, basis FROM idempotency_window WHERE id = 1",
+            &[],
+        )
+        .await?
+        .map(|r| {
+            let basis: String = r.get(1);
+            (r.get(0), Basis::parse(&basis).unwrap_or(Basis::Min))
+        }))
+    }
+
+    async fn retry_stats(&self, since: i64) -> Result<(Vec<i64>, i64)> {
+        let c = self.pool.get().await?;
+        let spans = retry_spans(&c, since).await?;
+        let pending: i64 = c
+            .query_one("SELECT COUNT(*) FROM slots WHERE state = 'pending'", &[])
+            .await?
+            .get(0);
+        Ok((spans, pending))
+    }
+
+    async fn probe(&self) -> std::result::Result<(), String> {
+        let c = match self.pool.get().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "readyz: no connection to PostgreSQL");
+                return Err("the database cannot be reached".to_owned());
+            }
+        };
+        if let Err(e) = c.query_one("SELECT id FROM server_meta", &[]).await {
+            tracing::warn!(error = %e, "readyz: database read failed");
+            return Err("the database cannot be read".to_owned());
+        }
+        if let Err(e) = c
+            .execute(
+                "UPDATE server_meta SET ready_probe = ready_probe + 1 WHERE id = 1",
+                &[],
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "readyz: database write failed");
+            return Err("the database cannot be written".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Inserts a project numbered next in its account (the account row is locked, so two
+/// projects made at once get different numbers); `None` if the prefix is taken.
+async fn insert_project(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    name: &str,
+    prefix: &Prefix,
+) -> Result<Option<Project>> {
+    tx.execute(
+        "SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE",
+        &[&account],
+    )
+    .await?;
+    let number = tx
+        .query_opt(
+            "INSERT INTO projects (account_id, number, name, prefix, created_at)
+             VALUES ($1, (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = $1),
+                     $2, $3, $4)
+             ON CONFLICT (account_id, prefix) DO NOTHING
+             RETURNING number",
+            &[&account, &name, &prefix.as_str(), &now_ms()],
+        )
+        .await?
+        .map(|r| r.get::<_, i64>(0));
+    Ok(number.map(|id| Project {
+        id,
+        name: name.to_owned(),
+        prefix: prefix.to_string(),
+    }))
+}
+
+/// Retry spans of slots made since `since`, purged ones included, ascending.
+async fn retry_spans(c: &impl GenericClient, since: i64) -> Result<Vec<i64>> {
+    Ok(c.query(
+        "SELECT last_seen_at - created_at FROM slots WHERE attempts > 1 AND created_at >= $1
+         UNION ALL
+         SELECT span_ms FROM purged_slots WHERE span_ms IS NOT NULL AND created_at >= $1
+         ORDER BY 1",
+        &[&since],
+    )
+    .await?
+    .iter()
+    .map(|r| r.get(0))
+    .collect())
+}
