@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Every test of the project: the UI's unit tests and type check, cargo fmt --check, clippy with
-# -D warnings, all Rust tests (unit, route, end-to-end against the real server binary, crash
-# recovery with fault injection, the client engine and CLI end to end, the desktop commands on
-# Tauri's mock runtime), schema-based fuzzing of the HTTP API against the real server, then the
-# desktop app end to end in a real WebKit window.
+# -D warnings, all Rust tests (unit, route, the storage conformance suite on SQLite and
+# PostgreSQL, end-to-end against the real server binary, crash recovery with fault injection,
+# three server nodes on one PostgreSQL, the client engine and CLI end to end on either backend,
+# the desktop commands on Tauri's mock runtime), schema-based fuzzing of the HTTP API against
+# the real server, then the desktop app end to end in a real WebKit window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
@@ -18,6 +19,10 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features --locked
+echo "== engine and CLI end to end again, against a PostgreSQL-backed server"
+# The same scenarios, unchanged; each server on a fresh schema of a throwaway cluster. The
+# fault campaign is left out here: it has a three-node PostgreSQL run of its own above.
+CALLSIGN_E2E_DATABASE=postgres cargo test --workspace --all-features --locked --test e2e -- --skip chaos
 
 echo "== API fuzzing: schemathesis against the real server (bounded)"
 bash scripts/fuzz-api.sh

@@ -3,6 +3,11 @@
 //! [`TestServer`] owns a temp data dir and a server process listening on `127.0.0.1:PORT`
 //! (port 0, or a port chosen beforehand for "server down, then up" scenarios); it kills the
 //! process on drop. Every wait is bounded so a broken build fails instead of hanging.
+//!
+//! The server's store is the embedded SQLite data dir, or, with
+//! `CALLSIGN_E2E_DATABASE=postgres`, a fresh schema on the test PostgreSQL
+//! (`callsign_pgtest::shared()`), so every scenario runs unchanged against either backend
+//! (the test command runs them on both).
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -30,9 +35,30 @@ pub struct Account {
 }
 
 pub struct TestServer {
-    pub dir: tempfile::TempDir,
+    /// The data dir (SQLite), removed on drop; unused with PostgreSQL.
+    _dir: tempfile::TempDir,
     pub url: String,
+    /// `--data-dir DIR` or `--database postgres://…`: where this server's data lives.
+    store: [String; 2],
     child: Option<Child>,
+}
+
+/// The environment variable that picks the backend: `postgres`, or unset/`sqlite`.
+pub const DATABASE_ENV: &str = "CALLSIGN_E2E_DATABASE";
+
+/// Where a new server keeps its data: the temp dir, or a fresh schema on the test PostgreSQL.
+fn store_for(dir: &std::path::Path, prefix: &str) -> Result<[String; 2]> {
+    match std::env::var(DATABASE_ENV).as_deref() {
+        Err(_) | Ok("" | "sqlite") => Ok(["--data-dir".into(), dir.display().to_string()]),
+        Ok("postgres") => {
+            let pg = callsign_pgtest::shared().ok_or_else(|| {
+                anyhow!("{DATABASE_ENV}=postgres, but no PostgreSQL could be started")
+            })?;
+            let url = pg.fresh_schema_blocking(&format!("e2e_{}", prefix.to_lowercase()))?;
+            Ok(["--database".into(), url])
+        }
+        Ok(other) => bail!("{DATABASE_ENV}={other:?}: expected sqlite or postgres"),
+    }
 }
 
 fn run_json(cmd: &mut Command) -> Result<Value> {
@@ -47,10 +73,11 @@ impl TestServer {
     /// A data dir with one account (prefix `prefix`); the server is not started yet.
     pub fn prepare(prefix: &str) -> Result<(TestServer, Account)> {
         let dir = tempfile::tempdir()?;
+        let store = store_for(dir.path(), prefix)?;
         let v = run_json(
             Command::new(server_bin())
-                .args(["account", "create", "--data-dir"])
-                .arg(dir.path())
+                .args(["account", "create"])
+                .args(&store)
                 .args(["--name", "Test", "--prefix", prefix]),
         )?;
         let account = Account {
@@ -63,8 +90,9 @@ impl TestServer {
                 .to_owned(),
         };
         let s = TestServer {
-            dir,
+            _dir: dir,
             url: String::new(),
+            store,
             child: None,
         };
         Ok((s, account))
@@ -81,8 +109,8 @@ impl TestServer {
     pub fn token(&self, account: &Account, device: &str) -> Result<String> {
         let v = run_json(
             Command::new(server_bin())
-                .args(["token", "create", "--data-dir"])
-                .arg(self.dir.path())
+                .args(["token", "create"])
+                .args(&self.store)
                 .args(["--account", &account.id.to_string(), "--device", device]),
         )?;
         Ok(v["token"]
@@ -105,8 +133,8 @@ impl TestServer {
             None => cmd.env_remove("CALLSIGN_CRASH_AT"),
         };
         let mut child = cmd
-            .args(["serve", "--data-dir"])
-            .arg(self.dir.path())
+            .arg("serve")
+            .args(&self.store)
             .args([
                 "--listen",
                 &format!("127.0.0.1:{port}"),
