@@ -277,6 +277,19 @@ impl Client {
         Ok((status, replayed, res.json().await.unwrap_or(Value::Null)))
     }
 
+    pub async fn get(&self, path: &str) -> reqwest::Result<(u16, Value)> {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await?;
+        Ok((
+            res.status().as_u16(),
+            res.json().await.unwrap_or(Value::Null),
+        ))
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Result<(u16, Value)> {
         let res = self
             .http

@@ -2,6 +2,8 @@
 //! a create reaches, and one idempotency key sent to two nodes at once gets one number and one
 //! task. Skipped when no PostgreSQL can be started (outside CI only).
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde_json::json;
 use uuid::Uuid;
@@ -138,4 +140,90 @@ async fn one_key_sent_to_two_nodes_at_once_gets_one_number_and_one_task() {
     println!("{in_progress} of {ROUNDS} races answered 409 request_in_progress");
     let expected: Vec<i64> = (1..=ROUNDS as i64).collect();
     assert_eq!(numbers(&url).await, (expected, ROUNDS as i64));
+}
+
+/// The change feed never lets a cursor pass an entry that commits later: a reader tailing
+/// the feed (following its cursor, round robin over the nodes, as tightly as it can) while
+/// three nodes commit creates concurrently ends up with every task. A feed numbered by a
+/// serial column would fail this: entries commit out of number order, and a cursor that
+/// moved past a number before its transaction committed never returns to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reader_tailing_the_feed_misses_no_task_while_three_nodes_write() {
+    const CREATES: usize = 1_500;
+    const CLIENTS: usize = 24;
+    let Some(url) = database("tail").await else {
+        return;
+    };
+    let (_, token) = create_account_in(&["--database", &url], "SYN");
+    let servers = nodes(&url, 3);
+    let clients: Vec<Client> = servers
+        .iter()
+        .map(|s| Client::new(&s.url, &token))
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (clients, done) = (clients.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut seen = BTreeSet::new();
+            let mut cursor: Option<String> = None;
+            let (mut pulls, mut last_round) = (0usize, false);
+            loop {
+                // Read `done` before the pull: a pull that starts after every create was
+                // answered, and reaches the end of the feed, is the last one needed.
+                let finished = done.load(Ordering::SeqCst);
+                let since = cursor
+                    .as_deref()
+                    .map_or(String::new(), |c| format!("&since={c}"));
+                let (status, page) = clients[pulls % clients.len()]
+                    .get(&format!("/v1/changes?limit=200{since}"))
+                    .await
+                    .unwrap();
+                pulls += 1;
+                assert_eq!(status, 200, "{page}");
+                for t in page["changes"].as_array().unwrap() {
+                    seen.insert(t["uuid"].as_str().unwrap().parse::<Uuid>().unwrap());
+                }
+                cursor = Some(page["cursor"].as_str().unwrap().to_owned());
+                if !page["has_more"].as_bool().unwrap() {
+                    if last_round {
+                        break;
+                    }
+                    last_round = finished;
+                }
+            }
+            (seen, pulls)
+        })
+    };
+    let mut workers = Vec::new();
+    for w in 0..CLIENTS {
+        let clients = clients.clone();
+        workers.push(tokio::spawn(async move {
+            let mut made = Vec::new();
+            for i in (w..CREATES).step_by(CLIENTS) {
+                let uuid = Uuid::new_v4();
+                let body = json!({"project": "SYN", "description": format!("task {i}")});
+                let (status, _, task) = clients[i % clients.len()]
+                    .put(uuid, &format!("k{i}"), &body)
+                    .await
+                    .unwrap();
+                assert_eq!(status, 201, "{task}");
+                made.push(uuid);
+            }
+            made
+        }));
+    }
+    let mut created = BTreeSet::new();
+    for w in workers {
+        created.extend(w.await.unwrap());
+    }
+    done.store(true, Ordering::SeqCst);
+    let (seen, pulls) = reader.await.unwrap();
+    println!("{pulls} pulls tailed {} of {CREATES} creates", seen.len());
+    let missed: Vec<&Uuid> = created.difference(&seen).take(5).collect();
+    assert!(
+        missed.is_empty(),
+        "the tailing reader never saw {} task(s), e.g. {missed:?}",
+        created.len() - seen.intersection(&created).count()
+    );
+    assert_eq!(seen, created);
 }
