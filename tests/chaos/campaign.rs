@@ -2,11 +2,12 @@
 //! proxy, several devices (separate data dirs, one account, two projects) that capture, edit
 //! and complete tasks through the real engine while their sync processes (`callsign watch` or
 //! `callsign sync`) are started and SIGKILLed at random; the server is SIGKILLed at random
-//! moments and restarted armed with every `CALLSIGN_CRASH_AT` point in turn. Then everything
-//! heals, every device syncs to quiescence, the reaper runs past its window, and the checker
-//! reads all the databases. One seed fixes the whole schedule.
+//! moments and restarted armed with every `CALLSIGN_CRASH_AT` point in turn. On PostgreSQL the
+//! server is several nodes on one database, the proxy balances connections over them, and each
+//! kill takes one node (at random) while the others serve on. Then everything heals, every
+//! device syncs to quiescence, the reaper runs past its window, and the checker reads all the
+//! databases. One seed fixes the whole schedule.
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ use rand_chacha::ChaCha8Rng;
 use crate::checker::{self, Expected, Violation, World};
 use crate::procs::{Device, Ended, Server};
 use crate::proxy::{FaultProxy, FaultRates};
+pub use crate::summary::Summary;
+use crate::view::ServerStore;
 
 /// The server's crash points (callsign-server's `crash::ALL`).
 pub const CRASH_POINTS: [&str; 4] = [
@@ -32,14 +35,27 @@ pub const CRASH_POINTS: [&str; 4] = [
 
 const PROJECTS: [&str; 2] = ["CHA", "OS"];
 
+/// Where the server keeps its data.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// One node on a SQLite data dir in the run's temp dir.
+    Sqlite,
+    /// `nodes` nodes on a fresh schema (one per run) of this PostgreSQL server.
+    Postgres {
+        server: callsign_pgtest::Server,
+        nodes: usize,
+    },
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub seed: u64,
+    pub backend: Backend,
     pub devices: usize,
     /// The chaos phase ends after this long or `max_creates`, whichever comes first.
     pub duration: Duration,
     pub max_creates: u64,
-    /// Chance per step of SIGKILLing the server.
+    /// Chance per step of SIGKILLing the server (one node, at random, when there are several).
     pub server_kill: f64,
     /// Chance that a restarted server is armed with the next crash point.
     pub arm_crash_point: f64,
@@ -55,6 +71,7 @@ impl Config {
     pub fn short(seed: u64) -> Config {
         Config {
             seed,
+            backend: Backend::Sqlite,
             devices: 3,
             duration: Duration::from_secs(12),
             max_creates: 400,
@@ -63,6 +80,19 @@ impl Config {
             device_toggle: 0.08,
             max_pause: Duration::from_millis(40),
             rates: FaultRates::default(),
+        }
+    }
+
+    /// The short campaign on `nodes` nodes of one PostgreSQL.
+    pub fn short_pg(seed: u64, server: callsign_pgtest::Server, nodes: usize) -> Config {
+        Config::short(seed).on_postgres(server, nodes)
+    }
+
+    /// These settings on `nodes` nodes of one PostgreSQL (a fresh schema per run).
+    pub fn on_postgres(self, server: callsign_pgtest::Server, nodes: usize) -> Config {
+        Config {
+            backend: Backend::Postgres { server, nodes },
+            ..self
         }
     }
 
@@ -78,96 +108,6 @@ impl Config {
             },
             ..Config::short(seed)
         }
-    }
-}
-
-/// What a run did, by kind.
-#[derive(Debug, Default, Clone)]
-pub struct Summary {
-    pub seed: u64,
-    pub steps: u64,
-    pub creates: u64,
-    pub edits: u64,
-    pub completions: u64,
-    pub syncs_started: u64,
-    pub server_sigkills: u64,
-    pub crash_points: BTreeMap<&'static str, u64>,
-    pub client_sigkills: u64,
-    pub requests: u64,
-    pub dropped_requests: u64,
-    pub dropped_responses: u64,
-    pub delayed: u64,
-    pub duplicated: u64,
-    pub resets: u64,
-    pub upstream_down: u64,
-    pub chaos_secs: f64,
-    pub heal_secs: f64,
-    pub violations: usize,
-}
-
-impl Summary {
-    pub fn server_crashes(&self) -> u64 {
-        self.server_sigkills + self.crash_points.values().sum::<u64>()
-    }
-
-    /// Adds another run's counts to this one (for a table over several seeds).
-    pub fn add(&mut self, o: &Summary) {
-        self.steps += o.steps;
-        self.creates += o.creates;
-        self.edits += o.edits;
-        self.completions += o.completions;
-        self.syncs_started += o.syncs_started;
-        self.server_sigkills += o.server_sigkills;
-        for (k, n) in &o.crash_points {
-            *self.crash_points.entry(k).or_default() += n;
-        }
-        self.client_sigkills += o.client_sigkills;
-        self.requests += o.requests;
-        self.dropped_requests += o.dropped_requests;
-        self.dropped_responses += o.dropped_responses;
-        self.delayed += o.delayed;
-        self.duplicated += o.duplicated;
-        self.resets += o.resets;
-        self.upstream_down += o.upstream_down;
-        self.chaos_secs += o.chaos_secs;
-        self.heal_secs += o.heal_secs;
-        self.violations += o.violations;
-    }
-}
-
-impl fmt::Display for Summary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut row = |k: &str, v: String| writeln!(f, "| {k:<40} | {v:>12} |");
-        row("operations (steps)", self.steps.to_string())?;
-        row("  creates acknowledged", self.creates.to_string())?;
-        row("  edits acknowledged", self.edits.to_string())?;
-        row("  completions acknowledged", self.completions.to_string())?;
-        row("  sync processes started", self.syncs_started.to_string())?;
-        row("server crashes injected", self.server_crashes().to_string())?;
-        row(
-            "  SIGKILL at a random moment",
-            self.server_sigkills.to_string(),
-        )?;
-        for p in CRASH_POINTS {
-            let n = self.crash_points.get(p).copied().unwrap_or(0);
-            row(&format!("  CALLSIGN_CRASH_AT={p}"), n.to_string())?;
-        }
-        row(
-            "client sync processes SIGKILLed",
-            self.client_sigkills.to_string(),
-        )?;
-        row("requests through the proxy", self.requests.to_string())?;
-        row("  requests dropped", self.dropped_requests.to_string())?;
-        row("  responses dropped", self.dropped_responses.to_string())?;
-        row("  delayed", self.delayed.to_string())?;
-        row("  duplicates delivered", self.duplicated.to_string())?;
-        row("  reset mid-body", self.resets.to_string())?;
-        row("  found the server down", self.upstream_down.to_string())?;
-        row(
-            "chaos / heal seconds",
-            format!("{:.1} / {:.1}", self.chaos_secs, self.heal_secs),
-        )?;
-        row("violations", self.violations.to_string())
     }
 }
 
@@ -193,7 +133,8 @@ struct Run {
     /// Per device, the UUIDs it created (the ones it edits).
     own: Vec<Vec<String>>,
     next_point: usize,
-    armed: Option<&'static str>,
+    /// Per node, the crash point it was started with.
+    armed: Vec<Option<&'static str>>,
     s: Summary,
 }
 
@@ -204,40 +145,58 @@ impl Run {
             .push(format!("{ms:>7} ms step {}: {e}", self.s.steps));
     }
 
-    fn start_server(&mut self) -> Result<()> {
+    /// (Re)starts node `node`, armed with the next crash point by the configured chance.
+    fn start_node(&mut self, node: usize) -> Result<()> {
         let arm = self.rng.gen_bool(self.cfg.arm_crash_point);
         let spec = if arm {
             let p = CRASH_POINTS[self.next_point % CRASH_POINTS.len()];
             self.next_point += 1;
-            self.armed = Some(p);
+            self.armed[node] = Some(p);
             Some(format!("{p}:{}", self.rng.gen_range(1..=3)))
         } else {
-            self.armed = None;
+            self.armed[node] = None;
             None
         };
-        self.server.start(spec.as_deref())?;
-        self.event(format!("server started (armed: {spec:?})"));
+        self.server.start(node, spec.as_deref())?;
+        self.event(format!("server node {node} started (armed: {spec:?})"));
+        Ok(())
+    }
+
+    /// Counts the nodes that aborted by themselves (at their crash point); `restart` starts
+    /// them again.
+    fn reap_nodes(&mut self, restart: bool) -> Result<()> {
+        for node in 0..self.server.node_count() {
+            if self.server.poll(node) == Ended::Aborted {
+                let p = self.armed[node].unwrap_or("unarmed exit");
+                *self.s.crash_points.entry(p).or_default() += 1;
+                self.event(format!("server node {node} aborted at {p}"));
+                if restart {
+                    self.start_node(node)?;
+                }
+            }
+        }
         Ok(())
     }
 
     fn step(&mut self) -> Result<()> {
         self.s.steps += 1;
-        if self.server.poll() == Ended::Aborted {
-            let p = self.armed.unwrap_or("unarmed exit");
-            *self.s.crash_points.entry(p).or_default() += 1;
-            self.event(format!("server aborted at {p}"));
-            self.start_server()?;
-        }
+        self.reap_nodes(true)?;
         let d = self.rng.gen_range(0..self.cfg.devices);
         let x: f64 = self.rng.gen();
         if x < self.cfg.server_kill {
-            self.server.kill();
+            let nodes = self.server.node_count();
+            let node = if nodes > 1 {
+                self.rng.gen_range(0..nodes)
+            } else {
+                0
+            };
+            self.server.kill(node);
             self.s.server_sigkills += 1;
-            self.event("server SIGKILL".into());
+            self.event(format!("server node {node} SIGKILL"));
             if self.rng.gen_bool(0.5) {
                 std::thread::sleep(Duration::from_millis(self.rng.gen_range(0..300)));
             }
-            self.start_server()?;
+            self.start_node(node)?;
         } else if x < self.cfg.server_kill + self.cfg.device_toggle {
             if self.devices[d].busy() {
                 if self.rng.gen_bool(0.5) {
@@ -335,7 +294,7 @@ impl Run {
         Ok(())
     }
 
-    /// Faults off, a clean server, every device synced until a whole round succeeds twice
+    /// Faults off, every node up and unarmed, every device synced until a whole round succeeds twice
     /// (the second round pulls what the others pushed), then the reaper past its window.
     fn heal(&mut self) -> Result<()> {
         self.proxy.set_faults(false);
@@ -345,12 +304,11 @@ impl Run {
                 self.event(format!("d{d} SIGKILL {kind} (heal)"));
             }
         }
-        if self.server.poll() == Ended::Aborted {
-            let p = self.armed.unwrap_or("unarmed exit");
-            *self.s.crash_points.entry(p).or_default() += 1;
-        }
+        self.reap_nodes(false)?;
         self.cfg.arm_crash_point = 0.0;
-        self.start_server()?;
+        for node in 0..self.server.node_count() {
+            self.start_node(node)?;
+        }
         let deadline = Instant::now() + Duration::from_secs(180);
         let mut clean_rounds = 0;
         while clean_rounds < 2 {
@@ -369,7 +327,7 @@ impl Run {
         for dev in &self.devices {
             dev.run(&["sync", "--timeout", "60"])?;
         }
-        self.server.kill();
+        self.server.kill_all();
         Ok(())
     }
 }
@@ -386,17 +344,31 @@ pub fn run(cfg: Config) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// Runs one campaign with its databases under `dir` and returns where they are.
-pub fn run_kept(cfg: Config, dir: &Path) -> Result<World> {
-    Ok(run_in(cfg, dir)?.1)
+/// Runs one campaign with its databases under `dir` (and, on PostgreSQL, in the run's
+/// schema, which is never dropped) and returns the outcome and where they are.
+pub fn run_kept(cfg: Config, dir: &Path) -> Result<(Outcome, World)> {
+    run_in(cfg, dir)
 }
 
 fn run_in(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
-    let server_dir = root.join("server");
-    let (mut server, account_id, token) = Server::prepare(&server_dir, PROJECTS[0])?;
-    server.start(None)?;
+    let (store, nodes) = match &cfg.backend {
+        Backend::Sqlite => (ServerStore::Sqlite(root.join("server")), 1),
+        Backend::Postgres { server, nodes } => {
+            let url = server
+                .fresh_schema_blocking(&format!("chaos_{}", cfg.seed))
+                .context("creating the run's PostgreSQL schema")?;
+            // A kept run names its schema (on a cluster of the tool's own, gone at its end).
+            std::fs::create_dir_all(root)?;
+            std::fs::write(root.join("database-url"), &url)?;
+            (ServerStore::Postgres(url), *nodes)
+        }
+    };
+    let (mut server, account_id, token) = Server::prepare(store.clone(), nodes, PROJECTS[0])?;
+    for node in 0..nodes {
+        server.start(node, None)?;
+    }
     create_project(&server.url(), &token, PROJECTS[1])?;
-    let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port), cfg.seed, cfg.rates)?;
+    let proxy = FaultProxy::start(server.upstreams(), cfg.seed, cfg.rates)?;
     let mut devices = Vec::new();
     let mut engines = Vec::new();
     for i in 0..cfg.devices {
@@ -422,9 +394,10 @@ fn run_in(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         engines,
         expected: BTreeMap::new(),
         next_point: 0,
-        armed: None,
+        armed: vec![None; nodes],
         s: Summary {
             seed: cfg.seed,
+            nodes,
             ..Summary::default()
         },
         cfg,
@@ -445,15 +418,22 @@ fn run_in(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
     r.s.duplicated = c.duplicated.load(Ordering::Relaxed);
     r.s.resets = c.resets.load(Ordering::Relaxed);
     r.s.upstream_down = c.upstream_down.load(Ordering::Relaxed);
+    r.s.failovers = c.failovers.load(Ordering::Relaxed);
+    r.s.answered = c
+        .answered
+        .iter()
+        .map(|n| n.load(Ordering::Relaxed))
+        .collect();
 
     let world = World {
-        server_dir: server_dir.clone(),
+        server: store,
         account_id,
         devices: r.devices.iter().map(|d| d.dir.clone()).collect(),
         expected: std::mem::take(&mut r.expected),
     };
     drop(std::mem::take(&mut r.engines));
-    let violations = checker::check(&world)?;
+    let snapshot = world.snapshot()?;
+    let violations = checker::violations(&snapshot, &world.expected);
     r.s.violations = violations.len();
     let mut events = r.proxy.log();
     events.append(&mut r.events);
@@ -461,7 +441,7 @@ fn run_in(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
     let report = if violations.is_empty() {
         String::new()
     } else {
-        checker::report(r.cfg.seed, &world, &violations, &events)
+        checker::report(r.cfg.seed, Some(&snapshot), &violations, &events)
     };
     let outcome = Outcome {
         summary: r.s,

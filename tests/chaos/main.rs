@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use callsign_chaos::campaign::{self, Config, Summary};
+use callsign_pgtest::{Cluster, Options};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -26,10 +27,38 @@ struct Args {
     short: bool,
     #[arg(long, default_value_t = 3)]
     devices: usize,
+    /// Run the server as --nodes nodes on PostgreSQL: on a throwaway cluster this tool starts
+    /// (initdb, removed at exit), or on the server --database names.
+    #[arg(long)]
+    postgres: bool,
+    /// A PostgreSQL server to run on (`postgres://user@127.0.0.1:PORT/db`, a user that may
+    /// create schemas); each run gets a fresh schema there, left behind. Implies --postgres.
+    #[arg(long)]
+    database: Option<String>,
+    /// Server nodes on PostgreSQL (SQLite runs one).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
+    nodes: u16,
 }
 
 fn main() -> ExitCode {
     let a = Args::parse();
+    // Held to the end: dropping it stops the cluster.
+    let mut cluster = None;
+    let pg = match (&a.database, a.postgres) {
+        (Some(url), _) => Some(callsign_pgtest::Server::new(url.clone())),
+        (None, true) => match Cluster::start(Options::default()) {
+            Ok(c) => Some(cluster.insert(c).server().clone()),
+            Err(e) => {
+                eprintln!("cannot start PostgreSQL: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        (None, false) => None,
+    };
+    match &pg {
+        Some(server) => println!("on {} PostgreSQL node(s) at {}", a.nodes, server.url()),
+        None => println!("on SQLite (one node)"),
+    }
     let mut seed = a.seed.unwrap_or_else(campaign::seed_from_env);
     let started = std::time::Instant::now();
     let mut total = Summary::default();
@@ -43,6 +72,9 @@ fn main() -> ExitCode {
             Config::long(seed, a.run_length.min(left), a.creates - total.creates)
         };
         cfg.devices = a.devices;
+        if let Some(server) = &pg {
+            cfg = cfg.on_postgres(server.clone(), usize::from(a.nodes));
+        }
         println!("CALLSIGN_CHAOS_SEED={seed}");
         let outcome = match campaign::run(cfg) {
             Ok(o) => o,

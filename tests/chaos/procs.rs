@@ -1,17 +1,20 @@
-//! The real processes of a campaign: one `callsign-server` on a fixed loopback port (so it can
-//! be killed and restarted behind the proxy) and `callsign` sync processes per device. Killing
-//! is SIGKILL: no cleanup, like a power cut. Every wait is bounded.
+//! The server processes of a campaign: one `callsign-server` on its SQLite data dir, or several
+//! nodes on one PostgreSQL, each on a fixed loopback port (so it can be killed and restarted
+//! behind the proxy on the same address). Killing is SIGKILL: no cleanup, like a power cut.
+//! Every wait is bounded.
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use crate::bins::{cli_bin, server_bin};
+use crate::bins::server_bin;
+pub use crate::device::Device;
+use crate::view::ServerStore;
 
 /// A free loopback port (free now; the caller binds it soon after).
 pub fn free_port() -> Result<u16> {
@@ -35,22 +38,52 @@ pub enum Ended {
     Aborted,
 }
 
-pub struct Server {
-    pub dir: PathBuf,
-    pub port: u16,
-    pub reaper_interval: Duration,
-    pub window: Duration,
+/// One server process's address and, while it runs, the process.
+struct Node {
+    port: u16,
     child: Option<Child>,
 }
 
+pub struct Server {
+    pub store: ServerStore,
+    pub reaper_interval: Duration,
+    pub window: Duration,
+    /// With PostgreSQL, how long a dead node's claim on an idempotency key holds.
+    pub claim_lease: Duration,
+    nodes: Vec<Node>,
+}
+
 impl Server {
-    /// Creates an account (prefix `prefix`) in `dir`; returns the server (not started), the
-    /// account id and its first token.
-    pub fn prepare(dir: &Path, prefix: &str) -> Result<(Server, i64, String)> {
+    /// Creates an account (prefix `prefix`) in `store`; returns the server of `nodes` nodes
+    /// (none started), the account id and its first token. SQLite has one node (its data dir
+    /// is locked by the process serving it).
+    pub fn prepare(
+        store: ServerStore,
+        nodes: usize,
+        prefix: &str,
+    ) -> Result<(Server, i64, String)> {
+        if nodes == 0 || (nodes > 1 && matches!(store, ServerStore::Sqlite(_))) {
+            bail!("{nodes} nodes: SQLite runs one node, PostgreSQL one or more");
+        }
+        let nodes = (0..nodes)
+            .map(|_| {
+                Ok(Node {
+                    port: free_port()?,
+                    child: None,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let server = Server {
+            store,
+            reaper_interval: Duration::from_millis(500),
+            window: Duration::from_secs(3),
+            claim_lease: Duration::from_secs(2),
+            nodes,
+        };
         let v = run_json(
             Command::new(server_bin())
-                .args(["account", "create", "--data-dir"])
-                .arg(dir)
+                .args(["account", "create"])
+                .args(server.database_args())
                 .args(["--name", "Chaos", "--prefix", prefix]),
         )?;
         let id = v["account_id"]
@@ -60,21 +93,22 @@ impl Server {
             .as_str()
             .ok_or_else(|| anyhow!("no token in {v}"))?
             .to_owned();
-        let server = Server {
-            dir: dir.to_owned(),
-            port: free_port()?,
-            reaper_interval: Duration::from_millis(500),
-            window: Duration::from_secs(3),
-            child: None,
-        };
         Ok((server, id, token))
+    }
+
+    /// `--data-dir DIR` or `--database URL`.
+    fn database_args(&self) -> Vec<OsString> {
+        match &self.store {
+            ServerStore::Sqlite(dir) => vec!["--data-dir".into(), dir.into()],
+            ServerStore::Postgres(url) => vec!["--database".into(), url.into()],
+        }
     }
 
     pub fn token(&self, account: i64, device: &str) -> Result<String> {
         let v = run_json(
             Command::new(server_bin())
-                .args(["token", "create", "--data-dir"])
-                .arg(&self.dir)
+                .args(["token", "create"])
+                .args(self.database_args())
                 .args(["--account", &account.to_string(), "--device", device]),
         )?;
         Ok(v["token"]
@@ -83,39 +117,61 @@ impl Server {
             .to_owned())
     }
 
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+    /// How many nodes there are.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
     }
 
-    /// Starts `serve` (optionally armed with `CALLSIGN_CRASH_AT=crash_at`) and waits, bounded,
-    /// for its listening line. A port still held by the killed process is retried briefly.
-    pub fn start(&mut self, crash_at: Option<&str>) -> Result<()> {
-        self.kill();
+    /// The first node's URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.nodes[0].port)
+    }
+
+    /// Every node's `127.0.0.1:PORT`, in node order.
+    pub fn upstreams(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect()
+    }
+
+    /// Starts node `node`'s `serve` (optionally armed with `CALLSIGN_CRASH_AT=crash_at`) and
+    /// waits, bounded, for its listening line. A port still held by the killed process is
+    /// retried briefly.
+    pub fn start(&mut self, node: usize, crash_at: Option<&str>) -> Result<()> {
+        self.kill(node);
         let mut last = None;
         for _ in 0..50 {
-            match self.try_start(crash_at) {
-                Ok(()) => return Ok(()),
+            match self.try_start(node, crash_at) {
+                Ok(child) => {
+                    self.nodes[node].child = Some(child);
+                    return Ok(());
+                }
                 Err(e) => last = Some(e),
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err(last.unwrap_or_else(|| anyhow!("server did not start")))
+        Err(last.unwrap_or_else(|| anyhow!("node {node} did not start")))
     }
 
-    fn try_start(&mut self, crash_at: Option<&str>) -> Result<()> {
+    fn try_start(&self, node: usize, crash_at: Option<&str>) -> Result<Child> {
         let mut cmd = Command::new(server_bin());
         match crash_at {
             Some(point) => cmd.env("CALLSIGN_CRASH_AT", point),
             None => cmd.env_remove("CALLSIGN_CRASH_AT"),
         };
-        let mut child = cmd
-            .args(["serve", "--data-dir"])
-            .arg(&self.dir)
-            .args(["--listen", &format!("127.0.0.1:{}", self.port)])
+        cmd.arg("serve")
+            .args(self.database_args())
+            .args(["--listen", &format!("127.0.0.1:{}", self.nodes[node].port)])
             .arg("--reaper-interval")
             .arg(format!("{}ms", self.reaper_interval.as_millis()))
             .arg("--idempotency-window")
-            .arg(format!("{}ms", self.window.as_millis()))
+            .arg(format!("{}ms", self.window.as_millis()));
+        if matches!(self.store, ServerStore::Postgres(_)) {
+            cmd.args(["--database-pool", "4", "--claim-lease"])
+                .arg(format!("{}ms", self.claim_lease.as_millis()));
+        }
+        let mut child = cmd
             .env("RUST_LOG", "error")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -132,132 +188,47 @@ impl Server {
         if !line.starts_with("callsign-server listening on ") {
             let _ = child.kill();
             let _ = child.wait();
-            bail!("server did not start: {line:?}");
+            bail!("node {node} did not start: {line:?}");
         }
-        self.child = Some(child);
-        Ok(())
+        Ok(child)
     }
 
-    /// SIGKILL (no-op when not running).
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
+    /// SIGKILLs node `node` (no-op when it is not running).
+    pub fn kill(&mut self, node: usize) {
+        if let Some(mut c) = self.nodes[node].child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    /// Whether the process ended by itself since the last look.
-    pub fn poll(&mut self) -> Ended {
-        let gone = self
+    pub fn kill_all(&mut self) {
+        for node in 0..self.nodes.len() {
+            self.kill(node);
+        }
+    }
+
+    /// Whether node `node` ended by itself since the last look.
+    pub fn poll(&mut self, node: usize) -> Ended {
+        let n = &mut self.nodes[node];
+        let gone = n
             .child
             .as_mut()
             .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
         if gone {
-            self.child = None;
+            n.child = None;
             Ended::Aborted
         } else {
             Ended::Running
         }
     }
 
-    pub fn running(&self) -> bool {
-        self.child.is_some()
+    pub fn running(&self, node: usize) -> bool {
+        self.nodes[node].child.is_some()
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// The `callsign` CLI on one device's data dir.
-pub struct Device {
-    pub name: String,
-    pub dir: PathBuf,
-    proc: Option<(Child, &'static str)>,
-}
-
-impl Device {
-    pub fn new(name: &str, dir: &Path) -> Device {
-        Device {
-            name: name.to_owned(),
-            dir: dir.to_owned(),
-            proc: None,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(cli_bin());
-        c.args(args)
-            .env("CALLSIGN_DATA_DIR", &self.dir)
-            .env_remove("CALLSIGN_LOG")
-            .stdin(Stdio::null());
-        c
-    }
-
-    /// Runs a command to its end (bounded by the CLI's own `--timeout` where it has one).
-    pub fn run(&self, args: &[&str]) -> Result<ExitStatus> {
-        let out = self.command(args).output()?;
-        Ok(out.status)
-    }
-
-    pub fn login(&self, url: &str, token: &str) -> Result<()> {
-        let out = self
-            .command(&["login", "--server", url, "--token", token])
-            .output()?;
-        if !out.status.success() {
-            bail!("login failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        Ok(())
-    }
-
-    /// Starts a background sync process: `watch` (the app's loop) or a one-shot `sync`.
-    pub fn spawn(&mut self, watch: bool) -> Result<()> {
-        self.reap();
-        if self.proc.is_some() {
-            return Ok(());
-        }
-        let (args, kind): (&[&str], _) = if watch {
-            (&["watch"], "watch")
-        } else {
-            (&["sync", "--timeout", "5"], "sync")
-        };
-        let child = self
-            .command(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()?;
-        self.proc = Some((child, kind));
-        Ok(())
-    }
-
-    /// Forgets a process that has ended by itself.
-    pub fn reap(&mut self) {
-        if let Some((c, _)) = self.proc.as_mut() {
-            if matches!(c.try_wait(), Ok(Some(_))) {
-                self.proc = None;
-            }
-        }
-    }
-
-    pub fn busy(&mut self) -> bool {
-        self.reap();
-        self.proc.is_some()
-    }
-
-    /// SIGKILLs the sync process; returns its kind if one was running.
-    pub fn kill(&mut self) -> Option<&'static str> {
-        self.reap();
-        let (mut c, kind) = self.proc.take()?;
-        let _ = c.kill();
-        let _ = c.wait();
-        Some(kind)
-    }
-}
-
-impl Drop for Device {
-    fn drop(&mut self) {
-        self.kill();
+        self.kill_all();
     }
 }

@@ -6,7 +6,13 @@
 //!
 //! The draws are in arrival order, so a replay with the same seed makes the same sequence of
 //! decisions; which request meets which decision also depends on timing.
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+//!
+//! With several upstreams (server nodes) it balances as a load balancer does: each connection
+//! to a server goes to the next node in turn, and one that refuses the connection is skipped
+//! for the next. A client's retry comes on a new connection (the proxy closes it when it drops
+//! a request or an answer), so it usually reaches another node than the first attempt, and a
+//! duplicate is sent to another node than the original.
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,13 +68,19 @@ pub struct Counts {
     pub delayed: AtomicU64,
     pub duplicated: AtomicU64,
     pub resets: AtomicU64,
-    /// Requests that found the server down (connection refused or cut).
+    /// Requests that found the server down (every node refused, or the connection was cut).
     pub upstream_down: AtomicU64,
+    /// Connections that skipped a node that refused them and reached the next one.
+    pub failovers: AtomicU64,
+    /// Per upstream (node), the requests it answered.
+    pub answered: Vec<AtomicU64>,
 }
 
 struct Shared {
     seed: u64,
-    upstream: String,
+    upstreams: Vec<String>,
+    /// Where the next connection's round starts.
+    next: AtomicUsize,
     rates: FaultRates,
     rng: Mutex<ChaCha8Rng>,
     enabled: AtomicBool,
@@ -148,22 +160,29 @@ pub struct FaultProxy {
 }
 
 impl FaultProxy {
-    /// Listens on `127.0.0.1:0` and relays to `upstream` (`127.0.0.1:PORT`); faults start off.
-    pub fn start(upstream: String, seed: u64, rates: FaultRates) -> Result<FaultProxy> {
+    /// Listens on `127.0.0.1:0` and relays to `upstreams` (`127.0.0.1:PORT` each, at least
+    /// one), balancing connections over them; faults start off.
+    pub fn start(upstreams: Vec<String>, seed: u64, rates: FaultRates) -> Result<FaultProxy> {
+        anyhow::ensure!(!upstreams.is_empty(), "the proxy needs an upstream");
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()?;
         let listener = rt.block_on(TcpListener::bind("127.0.0.1:0"))?;
         let url = format!("http://{}", listener.local_addr()?);
+        let answered = upstreams.iter().map(|_| AtomicU64::new(0)).collect();
         let shared = Arc::new(Shared {
             seed,
-            upstream,
+            upstreams,
+            next: AtomicUsize::new(0),
             rates,
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_9e37_79b9_7f4a)),
             enabled: AtomicBool::new(false),
             seq: AtomicU64::new(0),
-            counts: Counts::default(),
+            counts: Counts {
+                answered,
+                ..Counts::default()
+            },
             log: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
@@ -206,12 +225,35 @@ impl FaultProxy {
     }
 }
 
-type Upstream = (BufReader<OwnedReadHalf>, OwnedWriteHalf);
+/// A connection to one node: its index in the upstreams, and the connection's two halves.
+type Upstream = (usize, BufReader<OwnedReadHalf>, OwnedWriteHalf);
 
-async fn connect(addr: &str) -> std::io::Result<Upstream> {
-    let (r, w) = TcpStream::connect(addr).await?.into_split();
-    Ok((BufReader::new(r), w))
+/// Connects to the next node in turn, skipping to the one after when a node refuses (each
+/// tried once); the error is the last node's when none answers.
+async fn connect(s: &Shared) -> std::io::Result<Upstream> {
+    let n = s.upstreams.len();
+    let first = s.next.fetch_add(1, Ordering::Relaxed);
+    let mut last = None;
+    for i in 0..n {
+        let node = (first + i) % n;
+        let addr = &s.upstreams[node];
+        let attempt = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await;
+        match attempt.unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())) {
+            Ok(stream) => {
+                if i > 0 {
+                    s.counts.failovers.fetch_add(1, Ordering::Relaxed);
+                }
+                let (r, w) = stream.into_split();
+                return Ok((node, BufReader::new(r), w));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::ErrorKind::NotConnected.into()))
 }
+
+/// A connect on loopback either succeeds or is refused at once; this only bounds the wait.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One client connection: requests in order, each with its decision. Returning closes the
 /// client's connection (what a client sees when a request or answer is lost).
@@ -224,7 +266,7 @@ async fn relay(client: TcpStream, s: &Shared) -> std::io::Result<()> {
         match fault {
             Fault::DropRequest => return Ok(()),
             Fault::ResetMidBody => {
-                if let Ok((_, mut w)) = connect(&s.upstream).await {
+                if let Ok((_, _, mut w)) = connect(s).await {
                     let half = req.body.len() / 2;
                     let _ = w.write_all(&req.head).await;
                     let _ = w.write_all(&req.body[..half]).await;
@@ -235,18 +277,19 @@ async fn relay(client: TcpStream, s: &Shared) -> std::io::Result<()> {
             }
             Fault::Delay(d) => tokio::time::sleep(d).await,
             Fault::Duplicate => {
-                let (addr, bytes) = (s.upstream.clone(), req.bytes());
-                tokio::spawn(async move {
-                    if let Ok((mut r, mut w)) = connect(&addr).await {
+                // The copy takes its own connection, so with several nodes another node.
+                if let Ok((_, mut r, mut w)) = connect(s).await {
+                    let bytes = req.bytes();
+                    tokio::spawn(async move {
                         if w.write_all(&bytes).await.is_ok() {
                             let _ = read_message(&mut r).await;
                         }
-                    }
-                });
+                    });
+                }
             }
             Fault::Pass | Fault::DropResponse => {}
         }
-        let resp = match forward(&mut upstream, &s.upstream, &req).await {
+        let resp = match forward(&mut upstream, s, &req).await {
             Ok(resp) => resp,
             Err(_) => {
                 s.counts.upstream_down.fetch_add(1, Ordering::Relaxed);
@@ -261,11 +304,11 @@ async fn relay(client: TcpStream, s: &Shared) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn forward(up: &mut Option<Upstream>, addr: &str, req: &Message) -> std::io::Result<Message> {
+async fn forward(up: &mut Option<Upstream>, s: &Shared, req: &Message) -> std::io::Result<Message> {
     if up.is_none() {
-        *up = Some(connect(addr).await?);
+        *up = Some(connect(s).await?);
     }
-    let (r, w) = up.as_mut().expect("connected above");
+    let (node, r, w) = up.as_mut().expect("connected above");
     let sent = async {
         w.write_all(&req.bytes()).await?;
         read_message(r)
@@ -273,6 +316,9 @@ async fn forward(up: &mut Option<Upstream>, addr: &str, req: &Message) -> std::i
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))
     }
     .await;
+    if sent.is_ok() {
+        s.counts.answered[*node].fetch_add(1, Ordering::Relaxed);
+    }
     if sent.is_err() {
         *up = None;
     }

@@ -1,16 +1,21 @@
 //! The short fault campaign (issue 5) and proof that its checker can fail.
 //!
 //! `short_campaign_holds_g1_to_g5` runs the campaign for several seeds (`CALLSIGN_CHAOS_SEED`
-//! replays one); `the_checker_catches_broken_databases` takes a clean run's databases and
-//! breaks them by hand the ways a wrong server or engine would, one at a time.
+//! replays one); `short_campaign_on_three_postgres_nodes_holds_g1_to_g5` runs it on three
+//! nodes of one PostgreSQL (issue 21; skipped where none can be started, outside CI);
+//! `the_checker_catches_broken_databases` takes a clean run's databases and breaks them by
+//! hand the ways a wrong server or engine would, one at a time.
 use std::path::Path;
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use callsign_chaos::campaign::{self, Config, Summary};
 use callsign_chaos::checker::{self, Expected, World};
+use callsign_chaos::view::{self, ServerStore};
 use rusqlite::Connection;
 
 const SEEDS: [u64; 3] = [11, 22, 33];
+const PG_SEEDS: [u64; 2] = [44, 55];
 
 #[test]
 fn short_campaign_holds_g1_to_g5() -> Result<()> {
@@ -43,6 +48,98 @@ fn short_campaign_holds_g1_to_g5() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn short_campaign_on_three_postgres_nodes_holds_g1_to_g5() -> Result<()> {
+    let Some(pg) = callsign_pgtest::shared() else {
+        return Ok(());
+    };
+    let seeds: Vec<u64> = match std::env::var("CALLSIGN_CHAOS_SEED") {
+        Ok(_) => vec![campaign::seed_from_env()],
+        Err(_) => PG_SEEDS.to_vec(),
+    };
+    let mut total = Summary::default();
+    for (i, seed) in seeds.into_iter().enumerate() {
+        println!("CALLSIGN_CHAOS_SEED={seed} (3 PostgreSQL nodes)");
+        let mut cfg = Config::short_pg(seed, pg.clone(), 3);
+        // Two seeds in well under a minute; a node is killed every 20 steps or so.
+        cfg.duration = Duration::from_secs(9);
+        cfg.server_kill = 0.05;
+        let dir = tempfile::Builder::new()
+            .prefix("callsign-chaos-")
+            .tempdir()?;
+        let (out, world) = campaign::run_kept(cfg, dir.path())?;
+        println!("{}", out.summary);
+        if !out.violations.is_empty() {
+            panic!(
+                "{}\ndevices and events.log kept in {} (database: its database-url)",
+                out.report,
+                dir.keep().display()
+            );
+        }
+        assert!(
+            out.summary.creates > 50,
+            "the campaign did work: {}",
+            out.summary
+        );
+        total.add(&out.summary);
+        if i == 0 {
+            the_checker_reads_postgres(seed, &world)?;
+        }
+    }
+    let crash_points: u64 = total
+        .crash_points
+        .iter()
+        .filter(|(p, _)| campaign::CRASH_POINTS.contains(p))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        total.server_sigkills > 0 && crash_points > 0 && total.dropped_responses > 0,
+        "nodes were SIGKILLed, crash points reached, answers dropped:\n{total}"
+    );
+    Ok(())
+}
+
+/// Breaks a clean run's PostgreSQL schema (a gap, a lost edit in the task store, a pending
+/// slot): the checker, reading the same tables, must report each.
+fn the_checker_reads_postgres(seed: u64, world: &World) -> Result<()> {
+    let ServerStore::Postgres(url) = &world.server else {
+        bail!("not a PostgreSQL world");
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+        let conn = tokio::spawn(conn);
+        client
+            .batch_execute(
+                "UPDATE keys SET number = number + 1000 WHERE number = 1;
+                 UPDATE tc_tasks SET data = jsonb_set(data, '{description}', '\"lost edit\"')
+                 WHERE uuid = (SELECT uuid FROM tc_tasks ORDER BY uuid LIMIT 1);
+                 INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
+                                    state, created_at, last_seen_at)
+                 SELECT account_id, 'left-pending', '\\x00', 'create', task_uuid, '{}',
+                        'pending', 0, 0 FROM keys LIMIT 1;",
+            )
+            .await?;
+        drop(client);
+        let _ = conn.await;
+        anyhow::Ok(())
+    })?;
+    let found = checker::check(world)?;
+    println!(
+        "--- PostgreSQL broken by hand:\n{}",
+        checker::report(seed, world.snapshot().ok().as_ref(), &found, &[])
+    );
+    for invariant in [checker::NO_GAPS, checker::ACKED_ON_SERVER, checker::SETTLED] {
+        assert!(
+            found.iter().any(|v| v.invariant == invariant),
+            "the checker on PostgreSQL missed a violation of {invariant}"
+        );
+    }
+    Ok(())
+}
+
 /// A small clean world: a fault-free campaign with one device, kept for surgery.
 fn clean_world() -> Result<(tempfile::TempDir, World)> {
     let dir = tempfile::tempdir()?;
@@ -59,7 +156,7 @@ fn clean_world() -> Result<(tempfile::TempDir, World)> {
         reset_mid_body: 0.0,
         ..Default::default()
     };
-    let world = campaign::run_kept(cfg, dir.path())?;
+    let (_, world) = campaign::run_kept(cfg, dir.path())?;
     assert!(
         checker::check(&world)?.is_empty(),
         "the untouched world is clean"
@@ -107,9 +204,9 @@ fn the_checker_catches_broken_databases() -> Result<()> {
     for (what, invariant, surgery) in cases {
         let copy = tempfile::tempdir()?;
         let broken = copy_world(&world, copy.path())?;
-        sql(&checker::server_db(&broken), &surgery)?;
+        sql(&view::sqlite_alloc_db(sqlite_dir(&broken)?), &surgery)?;
         let found = checker::check(&broken)?;
-        let report = checker::report(7, &broken, &found, &[]);
+        let report = checker::report(7, broken.snapshot().ok().as_ref(), &found, &[]);
         println!("--- {what}:\n{report}");
         assert!(
             found.iter().any(|v| v.invariant == invariant),
@@ -123,9 +220,10 @@ fn the_checker_catches_broken_databases() -> Result<()> {
     ] {
         let copy = tempfile::tempdir()?;
         let broken = copy_world(&world, copy.path())?;
-        sql(&checker::device_db(&broken.devices[0]), surgery)?;
+        sql(&view::device_db(&broken.devices[0]), surgery)?;
         let found = checker::check(&broken)?;
-        println!("--- {what}:\n{}", checker::report(7, &broken, &found, &[]));
+        let report = checker::report(7, broken.snapshot().ok().as_ref(), &found, &[]);
+        println!("--- {what}:\n{report}");
         assert!(
             found.iter().any(|v| v.invariant == checker::DEVICES_AGREE),
             "{what}: not caught"
@@ -140,7 +238,7 @@ fn the_checker_catches_broken_databases() -> Result<()> {
     };
     let uuid = uuid.clone();
     let lost_edit = World {
-        server_dir: world.server_dir.clone(),
+        server: world.server.clone(),
         account_id: world.account_id,
         devices: world.devices.clone(),
         expected,
@@ -153,6 +251,14 @@ fn the_checker_catches_broken_databases() -> Result<()> {
         "a lost edit of {uuid} is caught"
     );
     Ok(())
+}
+
+/// The SQLite data dir of a world (the surgery here is on SQLite databases).
+fn sqlite_dir(world: &World) -> Result<&Path> {
+    match &world.server {
+        ServerStore::Sqlite(dir) => Ok(dir),
+        ServerStore::Postgres(_) => bail!("not a SQLite world"),
+    }
 }
 
 /// Copies the server dir and device dirs of `world` under `to` (databases checkpointed first).
@@ -171,7 +277,7 @@ fn copy_world(world: &World, to: &Path) -> Result<World> {
         Ok(())
     }
     let server_dir = to.join("server");
-    copy_dir(&world.server_dir, &server_dir)?;
+    copy_dir(sqlite_dir(world)?, &server_dir)?;
     let mut devices = Vec::new();
     for (i, d) in world.devices.iter().enumerate() {
         let target = to.join(format!("device-{i}"));
@@ -179,7 +285,7 @@ fn copy_world(world: &World, to: &Path) -> Result<World> {
         devices.push(target);
     }
     Ok(World {
-        server_dir,
+        server: ServerStore::Sqlite(server_dir),
         account_id: world.account_id,
         devices,
         expected: world.expected.clone(),

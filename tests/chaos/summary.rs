@@ -1,0 +1,112 @@
+//! A run's summary table: what it did and injected, by kind.
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::campaign::CRASH_POINTS;
+
+/// What a run did, by kind.
+#[derive(Debug, Default, Clone)]
+pub struct Summary {
+    pub seed: u64,
+    pub steps: u64,
+    pub creates: u64,
+    pub edits: u64,
+    pub completions: u64,
+    pub syncs_started: u64,
+    /// Server nodes (1 on SQLite).
+    pub nodes: usize,
+    /// Nodes SIGKILLed at a random moment.
+    pub server_sigkills: u64,
+    pub crash_points: BTreeMap<&'static str, u64>,
+    pub client_sigkills: u64,
+    pub requests: u64,
+    pub dropped_requests: u64,
+    pub dropped_responses: u64,
+    pub delayed: u64,
+    pub duplicated: u64,
+    pub resets: u64,
+    pub upstream_down: u64,
+    pub failovers: u64,
+    /// Per node, the requests it answered through the proxy.
+    pub answered: Vec<u64>,
+    pub chaos_secs: f64,
+    pub heal_secs: f64,
+    pub violations: usize,
+}
+
+impl Summary {
+    pub fn server_crashes(&self) -> u64 {
+        self.server_sigkills + self.crash_points.values().sum::<u64>()
+    }
+
+    /// Adds another run's counts to this one (for a table over several seeds).
+    pub fn add(&mut self, o: &Summary) {
+        self.steps += o.steps;
+        self.creates += o.creates;
+        self.edits += o.edits;
+        self.completions += o.completions;
+        self.syncs_started += o.syncs_started;
+        self.nodes = self.nodes.max(o.nodes);
+        self.server_sigkills += o.server_sigkills;
+        for (k, n) in &o.crash_points {
+            *self.crash_points.entry(k).or_default() += n;
+        }
+        self.client_sigkills += o.client_sigkills;
+        self.requests += o.requests;
+        self.dropped_requests += o.dropped_requests;
+        self.dropped_responses += o.dropped_responses;
+        self.delayed += o.delayed;
+        self.duplicated += o.duplicated;
+        self.resets += o.resets;
+        self.upstream_down += o.upstream_down;
+        self.failovers += o.failovers;
+        self.answered
+            .resize(self.answered.len().max(o.answered.len()), 0);
+        for (mine, theirs) in self.answered.iter_mut().zip(&o.answered) {
+            *mine += theirs;
+        }
+        self.chaos_secs += o.chaos_secs;
+        self.heal_secs += o.heal_secs;
+        self.violations += o.violations;
+    }
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut row = |k: &str, v: String| writeln!(f, "| {k:<40} | {v:>12} |");
+        row("operations (steps)", self.steps.to_string())?;
+        row("  creates acknowledged", self.creates.to_string())?;
+        row("  edits acknowledged", self.edits.to_string())?;
+        row("  completions acknowledged", self.completions.to_string())?;
+        row("  sync processes started", self.syncs_started.to_string())?;
+        row("server nodes", self.nodes.to_string())?;
+        row("server crashes injected", self.server_crashes().to_string())?;
+        row(
+            "  SIGKILL at a random moment",
+            self.server_sigkills.to_string(),
+        )?;
+        for p in CRASH_POINTS {
+            let n = self.crash_points.get(p).copied().unwrap_or(0);
+            row(&format!("  CALLSIGN_CRASH_AT={p}"), n.to_string())?;
+        }
+        row(
+            "client sync processes SIGKILLed",
+            self.client_sigkills.to_string(),
+        )?;
+        row("requests through the proxy", self.requests.to_string())?;
+        row("  requests dropped", self.dropped_requests.to_string())?;
+        row("  responses dropped", self.dropped_responses.to_string())?;
+        row("  delayed", self.delayed.to_string())?;
+        row("  duplicates delivered", self.duplicated.to_string())?;
+        row("  reset mid-body", self.resets.to_string())?;
+        row("  found the server down", self.upstream_down.to_string())?;
+        row("  moved on to the next node", self.failovers.to_string())?;
+        let answered: Vec<String> = self.answered.iter().map(u64::to_string).collect();
+        row("  answered by each node", answered.join(" / "))?;
+        row(
+            "chaos / heal seconds",
+            format!("{:.1} / {:.1}", self.chaos_secs, self.heal_secs),
+        )?;
+        row("violations", self.violations.to_string())
+    }
+}
