@@ -1,17 +1,15 @@
 //! The measurements of issue 6. Each returns one run's numbers; `main` repeats them and builds
-//! the table. Every server is a fresh process and data dir on 127.0.0.1.
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+//! the table. Every server is a fresh process and data dir (or PostgreSQL schema) on 127.0.0.1.
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use callsign_sync::{Engine, Event, NewTaskInput, TaskFilter, Token};
 use rand::Rng;
 
-use crate::load;
-use crate::server::{self, Server, PREFIX};
+use crate::metrics::{self, PerCreate};
+use crate::server::{self, Backend, Server, PREFIX};
 use crate::stats::percentile;
+use crate::{load, proc};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -25,9 +23,10 @@ fn input(i: usize) -> NewTaskInput {
     }
 }
 
-/// (drain seconds, sequential-PUT baseline seconds) for `n` tasks.
-pub async fn drain(n: usize) -> Result<(f64, f64)> {
-    let s = Server::start()?;
+/// (drain seconds, sequential-PUT baseline seconds per PUT) for `n` tasks on `backend`; the
+/// baseline is `puts` sequential PUTs to a fresh server.
+pub async fn drain(backend: &Backend, n: usize, puts: usize) -> Result<(f64, f64)> {
+    let s = Server::start_on(backend, &[])?;
     let home = tempfile::tempdir()?;
     let engine = Engine::open(home.path())?;
     engine.create_many((0..n).map(input).collect())?;
@@ -46,13 +45,14 @@ pub async fn drain(n: usize) -> Result<(f64, f64)> {
         bail!("after the drain {keyed} of {n} tasks have keys");
     }
 
-    let base = Server::start()?;
+    drop(s);
+    let base = Server::start_on(backend, &[])?;
     let http = reqwest::Client::new();
     let t = Instant::now();
-    for i in 0..n {
+    for i in 0..puts {
         server::put_create(&http, &base, format!("baseline {i}")).await?;
     }
-    Ok((drain, t.elapsed().as_secs_f64()))
+    Ok((drain, t.elapsed().as_secs_f64() / puts.max(1) as f64))
 }
 
 pub struct Throughput {
@@ -65,61 +65,11 @@ pub struct Throughput {
     pub per_create: PerCreate,
     /// What the server used from the first client's start until it settled after the run (so
     /// the key writes and checkpoints of the run's creates count), per create.
-    pub server_per_create: server::Usage,
+    pub server_per_create: proc::Usage,
     /// What this process (the load generator) used while its clients ran, per create.
-    pub clients_per_create: server::Usage,
+    pub clients_per_create: proc::Usage,
     /// What the raw baseline used per commit (mean of its two measurements).
-    pub raw_per_commit: server::Usage,
-}
-
-/// The server's own account of a throughput run, per create.
-pub struct PerCreate {
-    pub alloc_commits: f64,
-    pub alloc_jobs_per_commit: f64,
-    pub store_commits: f64,
-    pub store_jobs_per_commit: f64,
-    /// Mean ms a create waited in phase 1, the task store, phase 2.
-    pub stages_ms: [f64; 3],
-}
-
-impl PerCreate {
-    fn between(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<PerCreate> {
-        // A sample missing before the run had not been counted yet: 0.
-        let d = |k: &str| -> Result<f64> {
-            let after = b
-                .get(k)
-                .with_context(|| format!("the server's /metrics has no {k}"))?;
-            Ok(after - a.get(k).unwrap_or(&0.0))
-        };
-        let creates = d("callsign_creates_total{result=\"numbered\"}")?;
-        if creates < 1.0 {
-            bail!("the server counted no creates");
-        }
-        let stage = |s: &str| -> Result<f64> {
-            let sum = d(&format!(
-                "callsign_create_stage_seconds_sum{{stage=\"{s}\"}}"
-            ))?;
-            let n = d(&format!(
-                "callsign_create_stage_seconds_count{{stage=\"{s}\"}}"
-            ))?;
-            Ok(1000.0 * sum / n.max(1.0))
-        };
-        let (ac, aj) = (
-            d("callsign_alloc_db_group_commits_total")?,
-            d("callsign_alloc_db_group_commit_jobs_total")?,
-        );
-        let (sc, sj) = (
-            d("callsign_task_store_group_commits_total")?,
-            d("callsign_task_store_group_commit_jobs_total")?,
-        );
-        Ok(PerCreate {
-            alloc_commits: ac / creates,
-            alloc_jobs_per_commit: aj / ac.max(1.0),
-            store_commits: sc / creates,
-            store_jobs_per_commit: sj / sc.max(1.0),
-            stages_ms: [stage("phase1")?, stage("task_store")?, stage("phase2")?],
-        })
-    }
+    pub raw_per_commit: proc::Usage,
 }
 
 /// `clients` concurrent PUT creates into one project for `secs`; numbers checked 1..N.
@@ -129,58 +79,30 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     // server has settled; the baseline is their mean, so a shift in the machine's speed during
     // the run weighs on both sides.
     let raw_secs = secs.min(3.0) / 2.0;
-    let raw_before = raw_commits(s.data_dir(), raw_secs)?;
+    let raw_before = raw_commits(s.data_dir()?, raw_secs)?;
     let http = reqwest::Client::new();
-    let stop = Arc::new(AtomicBool::new(false));
-    let lat = Arc::new(Mutex::new(Vec::new()));
     let mut conns = Vec::with_capacity(clients);
     for _ in 0..clients {
         conns.push(load::Client::connect(&s).await?);
     }
     // The clock starts before the first client does: every number in the database is counted
     // against it.
-    let before = server::metrics(&http, &s).await?;
+    let before = metrics::metrics(&http, &s.url).await?;
     let me = std::process::id();
-    let (server_before, clients_before) = (server::usage(s.pid())?, server::usage(me)?);
-    let t = Instant::now();
-    let mut tasks = Vec::new();
-    for (c, mut conn) in conns.into_iter().enumerate() {
-        let (stop, lat) = (stop.clone(), lat.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut mine = Vec::new();
-            let mut i = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let t = Instant::now();
-                conn.put_create(format!("c{c} {i}")).await?;
-                mine.push(ms(t.elapsed()));
-                i += 1;
-            }
-            lat.lock().expect("latencies").extend(mine);
-            anyhow::Ok(())
-        }));
-    }
-    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
-    stop.store(true, Ordering::Relaxed);
-    for task in tasks {
-        task.await??;
-    }
-    let elapsed = t.elapsed().as_secs_f64();
-    let clients = server::usage(me)? - clients_before;
-    let per_create = PerCreate::between(&before, &server::metrics(&http, &s).await?)?;
-    let lat = lat.lock().expect("latencies").clone();
-    let ns = server::numbers(&s)?;
-    let n = ns.len();
-    if n != lat.len() || ns.iter().enumerate().any(|(i, x)| *x != i as i64 + 1) {
-        bail!("numbers are not exactly 1..{}: {n} numbers", lat.len());
-    }
-    let server_rss_mib = server::rss_mib(s.pid())?;
-    server::settle(&http, &s).await?;
-    let server_used = server::usage(s.pid())? - server_before;
-    let raw_after = raw_commits(s.data_dir(), raw_secs)?;
+    let (server_before, clients_before) = (proc::usage(s.pid())?, proc::usage(me)?);
+    let run = load::run(conns, secs).await?;
+    let clients = proc::usage(me)? - clients_before;
+    let per_create = PerCreate::between(&before, &metrics::metrics(&http, &s.url).await?)?;
+    let n = check_numbers(&s, run.latencies_ms.len()).await?;
+    let server_rss_mib = proc::rss_mib(s.pid())?;
+    metrics::settle(&http, &s).await?;
+    let server_used = proc::usage(s.pid())? - server_before;
+    let raw_after = raw_commits(s.data_dir()?, raw_secs)?;
+    let lat = &run.latencies_ms;
     Ok(Throughput {
-        creates_per_s: n as f64 / elapsed,
-        p50_ms: percentile(&lat, 50.0),
-        p99_ms: percentile(&lat, 99.0),
+        creates_per_s: n as f64 / run.elapsed_s,
+        p50_ms: percentile(lat, 50.0),
+        p99_ms: percentile(lat, 99.0),
         server_rss_mib,
         raw_commits_per_s: (raw_before.per_s + raw_after.per_s) / 2.0,
         per_create,
@@ -190,12 +112,22 @@ pub async fn throughput(clients: usize, secs: f64) -> Result<Throughput> {
     })
 }
 
+/// The project's numbers are exactly 1..`answered`; returns how many there are.
+pub async fn check_numbers(s: &Server, answered: usize) -> Result<usize> {
+    let ns = server::numbers(s).await?;
+    let n = ns.len();
+    if n != answered || ns.iter().enumerate().any(|(i, x)| *x != i as i64 + 1) {
+        bail!("numbers are not exactly 1..{answered}: {n} numbers");
+    }
+    Ok(n)
+}
+
 /// One measurement of the raw commit rate.
 pub struct RawCommits {
     pub per_s: f64,
     /// What this process used per commit meanwhile (nothing else of it works then: no client
     /// runs).
-    pub per_commit: server::Usage,
+    pub per_commit: proc::Usage,
 }
 
 /// Single-row inserts, one transaction each, WAL with `synchronous = FULL` (the server's
@@ -207,7 +139,7 @@ pub fn raw_commits(dir: &std::path::Path, secs: f64) -> Result<RawCommits> {
     c.pragma_update(None, "synchronous", "FULL")?;
     c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")?;
     let me = std::process::id();
-    let before = server::usage(me)?;
+    let before = proc::usage(me)?;
     let t = Instant::now();
     let mut n = 0u64;
     while t.elapsed().as_secs_f64() < secs {
@@ -215,7 +147,7 @@ pub fn raw_commits(dir: &std::path::Path, secs: f64) -> Result<RawCommits> {
         n += 1;
     }
     let per_s = n as f64 / t.elapsed().as_secs_f64();
-    let used = server::usage(me)? - before;
+    let used = proc::usage(me)? - before;
     drop(c);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
@@ -227,9 +159,9 @@ pub fn raw_commits(dir: &std::path::Path, secs: f64) -> Result<RawCommits> {
 }
 
 /// From `Engine::create` returning to the key stored locally, with the sync loop running:
-/// (p50, p99) ms over `n` creates, one at a time.
-pub async fn create_to_key(n: usize) -> Result<(f64, f64)> {
-    let s = Server::start()?;
+/// (p50, p99) ms over `n` creates, one at a time, on `backend`.
+pub async fn create_to_key(backend: &Backend, n: usize) -> Result<(f64, f64)> {
+    let s = Server::start_on(backend, &[])?;
     let home = tempfile::tempdir()?;
     let engine = Engine::open(home.path())?;
     engine
@@ -294,7 +226,7 @@ pub async fn lookups(sizes: &[usize], n: usize, runs: usize) -> Result<Vec<(usiz
     for &size in sizes {
         uuids.extend(server::fill(&http, &s, size - uuids.len()).await?);
         // A lookup at this size, not one racing the fill's key writes still under way.
-        server::settle(&http, &s).await?;
+        metrics::settle(&http, &s).await?;
         let mut per_run = Vec::with_capacity(runs);
         for _ in 0..runs {
             let mut by_key = Vec::with_capacity(n);
@@ -349,96 +281,10 @@ pub fn seed_store(dir: &std::path::Path, n: usize) -> Result<()> {
 /// In a fresh process: opens the engine on `dir` and lists every task (what the app does at
 /// start); returns (RSS before opening, RSS holding the list) in MiB.
 pub fn hold(dir: &std::path::Path) -> Result<(f64, f64)> {
-    let before = server::rss_mib(std::process::id())?;
+    let before = proc::rss_mib(std::process::id())?;
     let engine = Engine::open(dir)?;
     let all = engine.list(TaskFilter { all: true })?;
-    let after = server::rss_mib(std::process::id()).context("own RSS")?;
+    let after = proc::rss_mib(std::process::id()).context("own RSS")?;
     drop(all);
     Ok((before, after))
-}
-
-/// A TaskChampion replica as the bound figures drive it.
-trait Replica {
-    async fn get(&mut self, uuid: uuid::Uuid) -> Result<Option<taskchampion::TaskData>>;
-    async fn commit(&mut self, ops: taskchampion::Operations) -> Result<()>;
-}
-
-impl Replica for taskchampion::Replica<taskchampion::SqliteStorage> {
-    async fn get(&mut self, uuid: uuid::Uuid) -> Result<Option<taskchampion::TaskData>> {
-        Ok(self.get_task_data(uuid).await?)
-    }
-    async fn commit(&mut self, ops: taskchampion::Operations) -> Result<()> {
-        Ok(self.commit_operations(ops).await?)
-    }
-}
-
-impl Replica for callsign_tcstore::InlineStorage {
-    async fn get(&mut self, uuid: uuid::Uuid) -> Result<Option<taskchampion::TaskData>> {
-        Ok(self.get_task_data(uuid)?)
-    }
-    async fn commit(&mut self, ops: taskchampion::Operations) -> Result<()> {
-        Ok(self.commit_operations(ops)?)
-    }
-}
-
-/// Which replica a bound figure measures.
-#[derive(Clone, Copy)]
-pub enum Storage {
-    /// TaskChampion 3.1's `Replica` on its `SqliteStorage` (what the server used before).
-    TaskChampion,
-    /// The server's `callsign_tcstore::InlineStorage`, used directly as the server does.
-    Inline,
-}
-
-/// The bound under the server's create path: a TaskChampion replica alone, doing what the
-/// server does per task (create with entry, modified, description, status, project; then a
-/// second commit writing `key`), in groups of `group` tasks per commit, as the server's group
-/// commit does. Returns µs per task.
-pub async fn taskchampion_alone(storage: Storage, n: usize, group: usize) -> Result<f64> {
-    let dir = tempfile::tempdir()?;
-    match storage {
-        Storage::TaskChampion => {
-            use taskchampion::storage::AccessMode;
-            let s =
-                taskchampion::SqliteStorage::new(dir.path(), AccessMode::ReadWrite, true).await?;
-            per_task(&mut taskchampion::Replica::new(s), n, group).await
-        }
-        Storage::Inline => {
-            let mut s = callsign_tcstore::InlineStorage::open(dir.path()).await?;
-            per_task(&mut s, n, group).await
-        }
-    }
-}
-
-async fn per_task(replica: &mut impl Replica, n: usize, group: usize) -> Result<f64> {
-    use taskchampion::{Operations, TaskData};
-    let t = Instant::now();
-    let mut made = 0;
-    while made < n {
-        let k = group.min(n - made);
-        let uuids: Vec<uuid::Uuid> = (0..k).map(|_| uuid::Uuid::new_v4()).collect();
-        let mut ops = Operations::new();
-        for (i, u) in uuids.iter().enumerate() {
-            // The server checks first that the UUID is new.
-            if replica.get(*u).await?.is_some() {
-                bail!("uuid collision");
-            }
-            let mut task = TaskData::create(*u, &mut ops);
-            let now = Some("1700000000".to_owned());
-            task.update("entry", now.clone(), &mut ops);
-            task.update("modified", now, &mut ops);
-            task.update("description", Some(format!("task {}", made + i)), &mut ops);
-            task.update("status", Some("pending".into()), &mut ops);
-            task.update("project", Some(PREFIX.into()), &mut ops);
-        }
-        replica.commit(ops).await?;
-        let mut ops = Operations::new();
-        for (i, u) in uuids.iter().enumerate() {
-            let mut task = replica.get(*u).await?.context("created above")?;
-            task.update("key", Some(format!("{PREFIX}-{}", made + i + 1)), &mut ops);
-        }
-        replica.commit(ops).await?;
-        made += k;
-    }
-    Ok(t.elapsed().as_secs_f64() * 1e6 / n as f64)
 }

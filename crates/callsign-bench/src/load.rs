@@ -9,6 +9,10 @@
 //! here each client owns one connection and sends a complete `PUT` on it, as `wrk` or `h2load`
 //! would. The requests are the same ones (headers, JSON body, fresh UUID and idempotency key),
 //! and the answer is read whole and checked.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use anyhow::{bail, Context, Result};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -34,7 +38,8 @@ impl Client {
         Client::connect_to(&s.url, &s.token).await
     }
 
-    async fn connect_to(url: &str, token: &str) -> Result<Client> {
+    /// Connects to the node at `url` (another node of the same database, say).
+    pub async fn connect_to(url: &str, token: &str) -> Result<Client> {
         let host = url
             .strip_prefix("http://")
             .context("the server's URL is http://")?
@@ -75,6 +80,42 @@ impl Client {
             .context("number in the answer")?
             .number)
     }
+}
+
+/// What [`run`] saw: every create's latency (ms) and the wall time from the first start.
+pub struct Run {
+    pub latencies_ms: Vec<f64>,
+    pub elapsed_s: f64,
+}
+
+/// Each client creates tasks one after another until `secs` have passed since the first one
+/// started; every create that started is awaited and counted.
+pub async fn run(clients: Vec<Client>, secs: f64) -> Result<Run> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let t = Instant::now();
+    let mut tasks = Vec::with_capacity(clients.len());
+    for (c, mut conn) in clients.into_iter().enumerate() {
+        let stop = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                conn.put_create(format!("c{c} {}", mine.len())).await?;
+                mine.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            anyhow::Ok(mine)
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies_ms = Vec::new();
+    for task in tasks {
+        latencies_ms.extend(task.await??);
+    }
+    Ok(Run {
+        latencies_ms,
+        elapsed_s: t.elapsed().as_secs_f64(),
+    })
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@ use rand::Rng;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::server::{fill, new_task, open_fds, rss_mib, Server};
+use crate::proc::{open_fds, rss_mib};
+use crate::server::{fill, new_task, Server};
 
 /// One sample of the server process.
 struct Sample {

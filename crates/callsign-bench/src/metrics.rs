@@ -1,0 +1,149 @@
+//! The server's `/metrics`, and waiting for it to settle after a run.
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::server::{Server, Store};
+
+/// The server's `/metrics` samples: `name{labels}` to value (buckets left out).
+pub async fn metrics(http: &reqwest::Client, url: &str) -> Result<HashMap<String, f64>> {
+    let text = http
+        .get(format!("{url}/metrics"))
+        .send()
+        .await?
+        .error_for_status()?
+        .text()
+        .await?;
+    Ok(parse_metrics(&text))
+}
+
+/// Waits until the server has finished writing in the background (the keys of the tasks it
+/// has answered for, and their `in_store` marks) and emptied its WALs: until neither writer's
+/// commit counter has moved for 1.5 s. Fails after a minute of commits. On PostgreSQL (no
+/// writer threads): until every key is marked `in_store`.
+pub async fn settle(http: &reqwest::Client, s: &Server) -> Result<()> {
+    if let Store::Postgres(url) = &s.store {
+        return crate::pg::settle(url).await;
+    }
+    const QUIET: Duration = Duration::from_millis(1500);
+    const POLL: Duration = Duration::from_millis(250);
+    const MAX: Duration = Duration::from_secs(60);
+    let commits = |m: HashMap<String, f64>| {
+        [
+            "callsign_alloc_db_group_commits_total",
+            "callsign_task_store_group_commits_total",
+        ]
+        .map(|k| m.get(k).copied().unwrap_or(0.0))
+    };
+    let start = Instant::now();
+    let mut last = commits(metrics(http, &s.url).await?);
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < QUIET {
+        if start.elapsed() > MAX {
+            bail!("the server kept committing for {MAX:?} after its last request");
+        }
+        tokio::time::sleep(POLL).await;
+        let now = commits(metrics(http, &s.url).await?);
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        }
+    }
+    Ok(())
+}
+
+/// The server's own account of a throughput run, per create.
+pub struct PerCreate {
+    pub alloc_commits: f64,
+    pub alloc_jobs_per_commit: f64,
+    pub store_commits: f64,
+    pub store_jobs_per_commit: f64,
+    /// Mean ms a create waited in phase 1, the task store, phase 2.
+    pub stages_ms: [f64; 3],
+}
+
+impl PerCreate {
+    pub fn between(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<PerCreate> {
+        // A sample missing before the run had not been counted yet: 0.
+        let d = |k: &str| -> Result<f64> {
+            let after = b
+                .get(k)
+                .with_context(|| format!("the server's /metrics has no {k}"))?;
+            Ok(after - a.get(k).unwrap_or(&0.0))
+        };
+        let (creates, stages_ms) = stages(a, b)?;
+        let (ac, aj) = (
+            d("callsign_alloc_db_group_commits_total")?,
+            d("callsign_alloc_db_group_commit_jobs_total")?,
+        );
+        let (sc, sj) = (
+            d("callsign_task_store_group_commits_total")?,
+            d("callsign_task_store_group_commit_jobs_total")?,
+        );
+        Ok(PerCreate {
+            alloc_commits: ac / creates,
+            alloc_jobs_per_commit: aj / ac.max(1.0),
+            store_commits: sc / creates,
+            store_jobs_per_commit: sj / sc.max(1.0),
+            stages_ms,
+        })
+    }
+}
+
+/// Creates counted between two samples of one node's `/metrics`, and the mean ms each waited
+/// in phase 1, the task store and phase 2 (any backend).
+pub fn stages(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<(f64, [f64; 3])> {
+    // A sample missing before the run had not been counted yet: 0.
+    let d = |k: &str| -> Result<f64> {
+        let after = b
+            .get(k)
+            .with_context(|| format!("the server's /metrics has no {k}"))?;
+        Ok(after - a.get(k).unwrap_or(&0.0))
+    };
+    let creates = d("callsign_creates_total{result=\"numbered\"}")?;
+    if creates < 1.0 {
+        bail!("the server counted no creates");
+    }
+    let stage = |s: &str| -> Result<f64> {
+        let sum = d(&format!(
+            "callsign_create_stage_seconds_sum{{stage=\"{s}\"}}"
+        ))?;
+        let n = d(&format!(
+            "callsign_create_stage_seconds_count{{stage=\"{s}\"}}"
+        ))?;
+        Ok(1000.0 * sum / n.max(1.0))
+    };
+    Ok((
+        creates,
+        [stage("phase1")?, stage("task_store")?, stage("phase2")?],
+    ))
+}
+
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("_bucket{"))
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn metrics_text_is_read_by_name_and_labels() {
+        let m = super::parse_metrics(
+            "# HELP x y\ncallsign_alloc_db_group_commits_total 12\n\
+             callsign_create_stage_seconds_sum{stage=\"phase1\"} 0.5\n\
+             callsign_create_stage_seconds_bucket{le=\"0.1\",stage=\"phase1\"} 3\n# EOF\n",
+        );
+        assert_eq!(m["callsign_alloc_db_group_commits_total"], 12.0);
+        assert_eq!(
+            m["callsign_create_stage_seconds_sum{stage=\"phase1\"}"],
+            0.5
+        );
+        assert_eq!(m.len(), 2);
+    }
+}
