@@ -26,7 +26,12 @@ fn input(i: usize) -> NewTaskInput {
 /// (drain seconds, sequential-PUT baseline seconds per PUT) for `n` tasks on `backend`; the
 /// baseline is `puts` sequential PUTs to a fresh server.
 pub async fn drain(backend: &Backend, n: usize, puts: usize) -> Result<(f64, f64)> {
-    let s = Server::start_on(backend, &[])?;
+    let drain = drain_on(&Server::start_on(backend, &[])?, n).await?;
+    Ok((drain, sequential_puts(backend, puts).await?))
+}
+
+/// Seconds for one sync of an engine holding `n` offline tasks into `s`; every task keyed.
+pub async fn drain_on(s: &Server, n: usize) -> Result<f64> {
     let home = tempfile::tempdir()?;
     let engine = Engine::open(home.path())?;
     engine.create_many((0..n).map(input).collect())?;
@@ -44,15 +49,18 @@ pub async fn drain(backend: &Backend, n: usize, puts: usize) -> Result<(f64, f64
     if keyed != n {
         bail!("after the drain {keyed} of {n} tasks have keys");
     }
+    Ok(drain)
+}
 
-    drop(s);
+/// Seconds per create over `puts` sequential `PUT`s to a fresh server on `backend`.
+pub async fn sequential_puts(backend: &Backend, puts: usize) -> Result<f64> {
     let base = Server::start_on(backend, &[])?;
     let http = reqwest::Client::new();
     let t = Instant::now();
     for i in 0..puts {
         server::put_create(&http, &base, format!("baseline {i}")).await?;
     }
-    Ok((drain, t.elapsed().as_secs_f64() / puts.max(1) as f64))
+    Ok(t.elapsed().as_secs_f64() / puts.max(1) as f64)
 }
 
 pub struct Throughput {

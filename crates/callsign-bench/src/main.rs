@@ -9,6 +9,7 @@ mod figures;
 mod load;
 mod metrics;
 mod pg;
+mod pg_drain;
 mod pg_throughput;
 mod pg_waits;
 mod proc;
@@ -199,27 +200,7 @@ async fn postgres(z: &Sizes, pg: &pg::Pg, want: &dyn Fn(&str) -> bool) -> Result
             "pg-drain: {} offline tasks, one sync; {} sequential PUTs",
             z.backlog, z.pg_puts
         );
-        let (mut drain, mut per_put) = (Vec::new(), Vec::new());
-        for _ in 0..z.runs {
-            let (d, p) = figures::drain(&pg.backend(), z.backlog, z.pg_puts).await?;
-            drain.push(d);
-            per_put.push(p);
-        }
-        let (n, p) = (z.backlog, med(&per_put));
-        out.push(
-            Figure::new(
-                &format!("PG: offline backlog drain, {n} tasks, one sync"),
-                "s",
-                drain,
-            )
-            .baseline(format!(
-                "{:.2} ms a sequential PUT ({} timed): {:.1} s for {n} at that rate",
-                p * 1e3,
-                z.pg_puts,
-                p * n as f64
-            ))
-            .target("≤ 3 s", |m| m <= 3.0),
-        );
+        out.extend(pg_drain::section(z, pg).await?);
     }
     Ok(out)
 }

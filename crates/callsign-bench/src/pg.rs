@@ -176,6 +176,70 @@ impl Pg {
     }
 }
 
+/// What a server's nodes and PostgreSQL spend over a stretch of work: started by
+/// [`Pg::meter`], read by [`Meter::finish`].
+pub struct Meter {
+    counters: Counters,
+    pg: HashMap<u32, Usage>,
+    nodes: Vec<u32>,
+    server: Usage,
+    segments: f64,
+}
+
+/// What [`Meter`] counted, in total.
+#[derive(Clone, Copy)]
+pub struct Spend {
+    /// Transactions committed in the cluster.
+    pub xact: f64,
+    /// WAL flushes.
+    pub wal_syncs: f64,
+    /// TCP segments with data sent to PostgreSQL (≈ round trips).
+    pub segments: f64,
+    /// The nodes.
+    pub server: Usage,
+    /// PostgreSQL's processes.
+    pub pg: Usage,
+}
+
+impl Pg {
+    /// Starts counting what the processes `nodes` and PostgreSQL spend.
+    pub async fn meter(&self, nodes: Vec<u32>) -> Result<Meter> {
+        let server = nodes_usage(&nodes)?;
+        Ok(Meter {
+            counters: self.counters().await?,
+            pg: self.usage()?,
+            nodes,
+            server,
+            segments: self.segments_sent()?,
+        })
+    }
+}
+
+fn nodes_usage(pids: &[u32]) -> Result<Usage> {
+    pids.iter()
+        .try_fold(Usage::default(), |sum, pid| Ok(sum + proc::usage(*pid)?))
+}
+
+impl Meter {
+    /// Reads the processes while they run, then calls `stop`, which must stop the nodes (so
+    /// their backends exit and publish their statistics), then reads the counters.
+    pub async fn finish(self, pg: &Pg, stop: impl FnOnce()) -> Result<Spend> {
+        let server = nodes_usage(&self.nodes)? - self.server;
+        let pg_used = used_since(&self.pg, &pg.usage()?);
+        let segments = pg.segments_sent()? - self.segments;
+        stop();
+        tokio::time::sleep(STATS_FLUSH).await;
+        let c = pg.counters().await?;
+        Ok(Spend {
+            xact: c.xact_commit - self.counters.xact_commit,
+            wal_syncs: c.wal_sync - self.counters.wal_sync,
+            segments,
+            server,
+            pg: pg_used,
+        })
+    }
+}
+
 /// One measurement of the baseline.
 #[derive(Clone, Copy)]
 pub struct RawPg {

@@ -3,13 +3,12 @@
 //! counter-update commit on the same cluster, measured just before and just after each run.
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
 
 use crate::figures::check_numbers;
 use crate::metrics;
-use crate::pg::{self, Pg, RawPg};
+use crate::pg::{Pg, RawPg};
 use crate::pg_waits::{self, Waits};
 use crate::proc::{self, Usage};
 use crate::server::Server;
@@ -62,17 +61,11 @@ pub async fn run(pg: &Pg, nodes: usize, clients: usize, secs: f64) -> Result<PgT
         conns.push(load::Client::connect_to(&at[c % at.len()].0, &s.token).await?);
     }
     let http = reqwest::Client::new();
-    let node_usage = || -> Result<Usage> {
-        at.iter().try_fold(Usage::default(), |sum, (_, pid)| {
-            Ok(sum + proc::usage(*pid)?)
-        })
-    };
     let mut before = Vec::new();
     for (url, _) in &at {
         before.push(metrics::metrics(&http, url).await?);
     }
-    let (c0, pg0, server0) = (pg.counters().await?, pg.usage()?, node_usage()?);
-    let segs0 = pg.segments_sent()?;
+    let meter = pg.meter(at.iter().map(|(_, pid)| *pid).collect()).await?;
     let cpu0 = proc::machine_cpu()?;
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = tokio::spawn(pg_waits::sample_waits(pg.url().to_owned(), stop.clone()));
@@ -90,14 +83,12 @@ pub async fn run(pg: &Pg, nodes: usize, clients: usize, secs: f64) -> Result<PgT
     }
     let n = check_numbers(&s, ran.latencies_ms.len()).await?;
     metrics::settle(&http, &s).await?;
-    let server_used = node_usage()? - server0;
-    let pg_used = pg::used_since(&pg0, &pg.usage()?);
-    let segs = pg.segments_sent()? - segs0;
-    // Stopping the nodes closes their pools; their backends publish their statistics on exit.
-    drop(others);
-    drop(s);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let c1 = pg.counters().await?;
+    let spent = meter
+        .finish(pg, || {
+            drop(others);
+            drop(s);
+        })
+        .await?;
     let raw_after = pg.raw_counter_commits(clients, RAW_SECS).await?;
     let k = n as f64;
     let lat = &ran.latencies_ms;
@@ -107,11 +98,11 @@ pub async fn run(pg: &Pg, nodes: usize, clients: usize, secs: f64) -> Result<PgT
         p99_ms: percentile(lat, 99.0),
         raw_per_s: (raw_before.per_s + raw_after.per_s) / 2.0,
         raw: [raw_before, raw_after],
-        xact_per_create: (c1.xact_commit - c0.xact_commit) / k,
-        wal_syncs_per_create: (c1.wal_sync - c0.wal_sync) / k,
-        server_per_create: server_used.per(k),
-        pg_per_create: pg_used.per(k),
-        segments_per_create: segs / k,
+        xact_per_create: spent.xact / k,
+        wal_syncs_per_create: spent.wal_syncs / k,
+        server_per_create: spent.server.per(k),
+        pg_per_create: spent.pg.per(k),
+        segments_per_create: spent.segments / k,
         machine_busy: busy,
         waits,
         stages_ms: stage_sums.map(|s| s / creates.max(1.0)),
