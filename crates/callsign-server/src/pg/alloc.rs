@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use callsign_core::dto::Project;
-use callsign_core::{ErrorCode, Prefix};
+use callsign_core::Prefix;
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -31,11 +31,13 @@ use crate::db::{
     now_ms, AccountId, ChangeRow, DbError, KeyRow, NewAccount, Result, Slot, SlotState,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::protocol::{not_updatable, refused_reuse, to_task, Reply};
+use crate::protocol::{refused_reuse, Reply};
 use crate::storage::{
     AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, Reserved, TaskMeta,
 };
 use crate::window::{is_late, Basis, Evidence, Setting, Window};
+
+mod batch;
 
 /// How long a node's claim on a slot holds, by default, if the node never releases it (it
 /// died): the longest a retry of that key answers `409 request_in_progress` after a node loss.
@@ -73,35 +75,42 @@ impl PgAlloc {
         &self.node
     }
 
-    fn lease(&self, slot: i64) -> Claim {
-        Claim::new(Lease {
+    /// The leases this node holds on `slots`, released together when the last claim on
+    /// them is dropped (one statement for a whole batch).
+    fn leases(&self, slots: Vec<i64>) -> Arc<Lease> {
+        Arc::new(Lease {
             pool: self.pool.clone(),
             node: self.node.clone(),
-            slot,
+            slots,
         })
     }
 }
 
-/// A held lease; dropping it releases the slot at once (off the caller's path).
+/// Held leases; dropping them releases the slots at once (off the caller's path). A slot
+/// that phase 2 committed was released by its commit already.
 struct Lease {
     pool: Pool,
     node: Arc<str>,
-    slot: i64,
+    slots: Vec<i64>,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        if self.slots.is_empty() {
+            return;
+        }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return; // it lapses after LEASE
         };
-        let (pool, node, slot) = (self.pool.clone(), self.node.clone(), self.slot);
+        let (pool, node) = (self.pool.clone(), self.node.clone());
+        let slots = std::mem::take(&mut self.slots);
         rt.spawn(async move {
             if let Ok(c) = pool.get().await {
                 let _ = c
                     .execute(
                         "UPDATE slots SET claimed_by = NULL, claimed_until = NULL
-                         WHERE id = $1 AND claimed_by = $2",
-                        &[&slot, &&*node],
+                         WHERE id = ANY($1) AND claimed_by = $2",
+                        &[&slots, &&*node],
                     )
                     .await;
             }
@@ -200,38 +209,18 @@ async fn task_row(
 }
 
 impl PgAlloc {
-    /// An existing slot decides (replay, resume under a fresh lease, `409`, `422`), or `None`:
-    /// insert a new one.
+    /// An existing slot (a row of [`batch::SLOT_ROW`]) decides: replay, resume under a fresh
+    /// lease, `409`, `422`; or `None`: a failed slot was deleted, go on as a new key.
     async fn existing_slot(
         &self,
         tx: &Transaction<'_>,
-        account: AccountId,
+        row: &Row,
         it: &Mutation,
         op: Op,
         now: i64,
     ) -> Result<Option<Decided>> {
-        let row = tx
-            .query_opt(
-                "SELECT id, fingerprint, state, response_status, response_body, created_at
-                 FROM slots WHERE account_id = $1 AND idem_key = $2 FOR UPDATE",
-                &[&account, &it.idem],
-            )
-            .await?;
-        let Some(row) = row else {
-            let purged = tx
-                .query_opt(
-                    "DELETE FROM purged_slots WHERE account_id = $1 AND idem_key = $2
-                     RETURNING created_at",
-                    &[&account, &it.idem],
-                )
-                .await?;
-            if let Some(r) = purged {
-                note_retry(tx, r.get(0), now, true).await?;
-            }
-            return Ok(None);
-        };
         let (id, fp, state, created_at): (i64, Vec<u8>, String, i64) =
-            (row.get(0), row.get(1), row.get(2), row.get(5));
+            (row.get(0), row.get(2), row.get(3), row.get(6));
         if fp != it.fp {
             return Ok(Some(Decided::Done(Err(refused_reuse(op)))));
         }
@@ -243,10 +232,10 @@ impl PgAlloc {
                     &[&id, &now],
                 )
                 .await?;
-                let status: Option<i32> = row.get(3);
+                let status: Option<i32> = row.get(4);
                 Ok(Some(Decided::Done(Ok(Reply {
                     status: status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200),
-                    body: row.get::<_, Option<String>>(4).unwrap_or_default(),
+                    body: row.get::<_, Option<String>>(5).unwrap_or_default(),
                     replayed: true,
                     change: None,
                 }))))
@@ -276,210 +265,6 @@ impl PgAlloc {
                 Ok(None)
             }
         }
-    }
-
-    /// Inserts a pending slot under this node's lease; a slot another node inserted meanwhile
-    /// (its transaction committed first) is `409 request_in_progress`.
-    async fn insert_slot(
-        &self,
-        tx: &Transaction<'_>,
-        account: AccountId,
-        it: &Mutation,
-        op: Op,
-        now: i64,
-    ) -> Result<Option<i64>> {
-        Ok(tx
-            .query_opt(
-                "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
-                                    state, created_at, last_seen_at, claimed_by, claimed_until)
-                 VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $8, $9)
-                 ON CONFLICT (account_id, idem_key) DO NOTHING
-                 RETURNING id",
-                &[
-                    &account,
-                    &it.idem,
-                    &it.fp,
-                    &op.as_str(),
-                    &it.uuid,
-                    &it.request,
-                    &now,
-                    &&*self.node,
-                    &self.lease_until(now),
-                ],
-            )
-            .await?
-            .map(|r| r.get(0)))
-    }
-
-    async fn phase1_one(
-        &self,
-        tx: &Transaction<'_>,
-        account: AccountId,
-        op: Op,
-        it: &Mutation,
-        now: i64,
-    ) -> Result<Decided> {
-        if let Some(d) = self.existing_slot(tx, account, it, op, now).await? {
-            return Ok(d);
-        }
-        let project = match op {
-            Op::Create => {
-                let body: callsign_core::dto::NewTask = serde_json::from_str(&it.request)
-                    .map_err(|e| DbError::CommitFailed(e.to_string()))?;
-                let found = match Prefix::parse(&body.project) {
-                    Ok(p) => tx
-                        .query_opt(
-                            "SELECT id FROM projects WHERE account_id = $1 AND prefix = $2",
-                            &[&account, &p.as_str()],
-                        )
-                        .await?
-                        .map(|r| r.get::<_, i64>(0)),
-                    Err(_) => None,
-                };
-                let Some(project) = found else {
-                    return Ok(Decided::Done(Err(ApiError::new(
-                        ErrorCode::ProjectNotFound,
-                        format!("this account has no project with prefix {}", body.project),
-                    ))));
-                };
-                // Reserve the UUID; a reservation made meanwhile by another request is read.
-                tx.execute(
-                    "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at)
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, uuid) DO NOTHING",
-                    &[&account, &it.uuid, &project, &it.fp, &now],
-                )
-                .await?;
-                let (reserved_in, fp) = task_row(tx, account, it.uuid)
-                    .await?
-                    .ok_or_else(|| DbError::CommitFailed("task reservation vanished".into()))?;
-                if fp != it.fp {
-                    return Ok(Decided::Done(Err(ApiError::new(
-                        ErrorCode::TaskExists,
-                        format!("task {} was created by a different request", it.uuid),
-                    ))));
-                }
-                Some(reserved_in)
-            }
-            Op::Update => {
-                if current_key(tx, account, it.uuid).await?.is_none() {
-                    let reserved = task_row(tx, account, it.uuid).await?.is_some();
-                    return Ok(Decided::Done(Err(not_updatable(it.uuid, reserved))));
-                }
-                None
-            }
-        };
-        Ok(match self.insert_slot(tx, account, it, op, now).await? {
-            Some(slot) => Decided::Proceed(Reserved { slot, project }),
-            None => in_progress(),
-        })
-    }
-
-    /// Phase 2 for one mutation inside the commit transaction; `Ok(Err(_))` is this item's
-    /// own failure (its slot was settled by someone else), `Err(_)` a database error.
-    async fn commit_one(
-        &self,
-        tx: &Transaction<'_>,
-        account: AccountId,
-        op: Op,
-        w: &Commit,
-        now: i64,
-        seq: &mut i64,
-    ) -> Result<Result<Reply>> {
-        let row = tx
-            .query_opt(
-                "SELECT id, state, response_status, response_body, task_uuid FROM slots
-                 WHERE account_id = $1 AND idem_key = $2 FOR UPDATE",
-                &[&account, &w.idem],
-            )
-            .await?;
-        let Some(row) = row else {
-            return Ok(Err(DbError::CommitFailed("slot vanished".into())));
-        };
-        let (slot, state, uuid): (i64, String, Uuid) = (row.get(0), row.get(1), row.get(4));
-        if state != "pending" {
-            let status: Option<i32> = row.get(2);
-            let body: Option<String> = row.get(3);
-            return Ok(match (status, body) {
-                (Some(status), Some(body)) => Ok(Reply {
-                    status: u16::try_from(status).unwrap_or(200),
-                    body,
-                    replayed: true,
-                    change: None,
-                }),
-                _ => Err(DbError::CommitFailed(
-                    "slot was failed by the reaper".into(),
-                )),
-            });
-        }
-        let (status, number, key) = match (op, current_key(tx, account, uuid).await?) {
-            (_, Some(k)) => (200, None, Some(k)),
-            (Op::Update, None) => (200, None, None),
-            (Op::Create, None) => {
-                let project_id = match w.at.project {
-                    Some(p) => p,
-                    None => match task_row(tx, account, uuid).await? {
-                        Some((p, _)) => p,
-                        None => {
-                            return Ok(Err(DbError::CommitFailed(
-                                "task reservation vanished".into(),
-                            )))
-                        }
-                    },
-                };
-                let r = tx
-                    .query_one(
-                        "WITH bumped AS (
-                             INSERT INTO counters (project_id, scope, last) VALUES ($1, '', 1)
-                             ON CONFLICT (project_id, scope)
-                                 DO UPDATE SET last = counters.last + 1
-                             RETURNING last)
-                         SELECT bumped.last, p.prefix FROM bumped, projects p WHERE p.id = $1",
-                        &[&project_id],
-                    )
-                    .await?;
-                let (n, prefix): (i64, String) = (r.get(0), r.get(1));
-                tx.execute(
-                    "INSERT INTO keys (account_id, project_id, scope, number, task_uuid,
-                                       assigned_at)
-                     VALUES ($1, $2, '', $3, $4, $5)",
-                    &[&account, &project_id, &n, &uuid, &now],
-                )
-                .await?;
-                (
-                    201,
-                    Some(n),
-                    Some(KeyRow {
-                        project_id,
-                        prefix,
-                        number: n,
-                    }),
-                )
-            }
-        };
-        let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
-        let body = serde_json::to_string(&to_task(&w.snapshot, &prefix, key.as_ref()))
-            .map_err(|e| DbError::CommitFailed(e.to_string()))?;
-        tx.execute(
-            "UPDATE slots SET state = 'committed', number = $2, response_status = $3,
-                              response_body = $4, settled_at = $5,
-                              claimed_by = NULL, claimed_until = NULL
-             WHERE id = $1",
-            &[&slot, &number, &i32::from(status), &body, &now],
-        )
-        .await?;
-        *seq += 1;
-        tx.execute(
-            "INSERT INTO changes (account_id, task_uuid, seq, at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (account_id, task_uuid) DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
-            &[&account, &uuid, &*seq, &now],
-        )
-        .await?;
-        Ok(Ok(Reply {
-            status,
-            body,
-            replayed: false,
-            change: Some(*seq),
-        }))
     }
 }
 
@@ -609,23 +394,31 @@ impl AllocStore for PgAlloc {
         let run = async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
-            let mut decided = Vec::with_capacity(items.len());
-            for it in items {
-                decided.push(self.phase1_one(&tx, account, op, it, now).await?);
-            }
+            let decided = self.phase1_batch(&tx, account, op, items, now).await?;
             tx.commit().await?;
             Ok::<_, DbError>(decided)
         };
         match run.await {
-            Ok(decided) => decided
-                .into_iter()
-                .map(|d| {
-                    Ok(match d {
-                        Decided::Done(answer) => Phase1::Done(answer),
-                        Decided::Proceed(at) => Phase1::Proceed(at, self.lease(at.slot)),
+            Ok(decided) => {
+                let held = self.leases(
+                    decided
+                        .iter()
+                        .filter_map(|d| match d {
+                            Decided::Proceed(at) => Some(at.slot),
+                            Decided::Done(_) => None,
+                        })
+                        .collect(),
+                );
+                decided
+                    .into_iter()
+                    .map(|d| {
+                        Ok(match d {
+                            Decided::Done(answer) => Phase1::Done(answer),
+                            Decided::Proceed(at) => Phase1::Proceed(at, Claim::new(held.clone())),
+                        })
                     })
-                })
-                .collect(),
+                    .collect()
+            }
             Err(e) => {
                 let e = ApiError::from(e);
                 items.iter().map(|_| Err(e.clone())).collect()
@@ -647,7 +440,7 @@ impl AllocStore for PgAlloc {
                 &[&account, &idem, &&*self.node, &self.lease_until(now), &now],
             )
             .await?;
-        Ok(row.map(|r| self.lease(r.get(0))))
+        Ok(row.map(|r| Claim::new(self.leases(vec![r.get(0)]))))
     }
 
     async fn commit(
@@ -659,26 +452,7 @@ impl AllocStore for PgAlloc {
     ) -> Result<Vec<Result<Reply>>> {
         let mut c = self.pool.get().await?;
         let tx = c.transaction().await?;
-        // The account row first: it numbers the feed, and it orders every lock taken here.
-        let first: i64 = tx
-            .query_one(
-                "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
-                &[&account],
-            )
-            .await?
-            .get(0);
-        let mut seq = first;
-        let mut out = Vec::with_capacity(work.len());
-        for w in &work {
-            out.push(self.commit_one(&tx, account, op, w, now, &mut seq).await?);
-        }
-        if seq != first {
-            tx.execute(
-                "UPDATE accounts SET feed_last = $2 WHERE id = $1",
-                &[&account, &seq],
-            )
-            .await?;
-        }
+        let out = self.commit_batch(&tx, account, op, &work, now).await?;
         tx.commit().await?;
         Ok(out)
     }

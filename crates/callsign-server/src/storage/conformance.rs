@@ -40,6 +40,7 @@ macro_rules! storage_conformance {
             creates_number_without_gaps_and_replay,
             a_claimed_key_is_in_progress_until_released,
             concurrent_creates_take_every_number_once,
+            a_batch_numbers_each_project_in_order_and_each_task_once,
             updates_need_a_committed_create,
             the_feed_has_one_entry_per_task_in_commit_order,
             keys_resolve_within_their_account,
@@ -381,6 +382,98 @@ pub async fn concurrent_creates_take_every_number_once(b: Backend) {
     }
     assert_eq!(numbers, (1..=64).collect::<BTreeSet<u64>>());
     assert_eq!(uuids.len(), 64);
+}
+
+/// One batch through phase 1, the task store and one commit: creates in two projects, one
+/// UUID under two keys (same body), a refusal and a repeat of an answered key mixed in. Each
+/// project numbers its tasks in batch order, the UUID gets one number, the feed one entry.
+pub async fn a_batch_numbers_each_project_in_order_and_each_task_once(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let p = Prefix::parse("OPS").unwrap();
+    b.alloc.create_project(a, "Ops", &p).await.unwrap().unwrap();
+    let early = Uuid::new_v4();
+    create(&b, a, "early", early, &new_task("SYN", "early"))
+        .await
+        .reply();
+    let u: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+    let body = |i: usize, prefix: &str| new_task(prefix, &format!("t{i}"));
+    let items = [
+        ("k0", u[0], body(0, "SYN")),
+        ("k1", u[1], body(1, "OPS")),
+        ("k2", u[2], body(2, "SYN")),
+        ("k3", u[0], body(0, "SYN")),  // the same task under another key
+        ("k4", u[3], body(3, "NOPE")), // no such project
+        ("early", early, new_task("SYN", "early")), // answered before: a replay
+        ("k5", u[4], body(4, "OPS")),
+    ];
+    let ms: Vec<Mutation> = items.iter().map(|(k, u, t)| mutation(k, *u, t)).collect();
+    let decided = b.alloc.phase1(a, Op::Create, &ms, now_ms()).await;
+    let mut go = Vec::new();
+    let mut claims = Vec::new();
+    let mut early_replay = None;
+    for ((k, uuid, t), d) in items.iter().zip(decided) {
+        match d.unwrap() {
+            Phase1::Proceed(at, c) => {
+                claims.push(c);
+                go.push((k.to_string(), at, *uuid, t.clone()));
+            }
+            Phase1::Done(Err(e)) => {
+                assert_eq!((*k, e.code), ("k4", ErrorCode::ProjectNotFound));
+            }
+            Phase1::Done(Ok(r)) => {
+                assert_eq!(*k, "early");
+                early_replay = Some(r);
+            }
+        }
+    }
+    let replay = early_replay.expect("the answered key replays");
+    assert!(replay.replayed);
+    assert_eq!(task_of(&replay).key.as_deref(), Some("SYN-1"));
+    assert_eq!(go.len(), 5, "k0 k1 k2 k3 k5 go on");
+    let snaps = b
+        .tasks
+        .create(a, go.iter().map(|g| (g.2, g.3.clone())).collect())
+        .await
+        .unwrap();
+    let work = go
+        .iter()
+        .zip(snaps)
+        .map(|(g, snapshot)| Commit {
+            idem: g.0.clone(),
+            at: g.1,
+            snapshot,
+        })
+        .collect();
+    let out = b.alloc.commit(a, Op::Create, work, now_ms()).await.unwrap();
+    let keys: Vec<(u16, Option<String>)> = out
+        .iter()
+        .map(|r| {
+            let r = r.as_ref().unwrap();
+            (r.status, task_of(r).key)
+        })
+        .collect();
+    let k = |s: &str| Some(s.to_owned());
+    assert_eq!(
+        keys,
+        vec![
+            (201, k("SYN-2")),
+            (201, k("OPS-1")),
+            (201, k("SYN-3")),
+            (200, k("SYN-2")),
+            (201, k("OPS-2")),
+        ]
+    );
+    drop(claims);
+    let (feed, _) = b.alloc.changes_since(a, 0, 100).await.unwrap();
+    let mut tasks: Vec<Uuid> = feed.iter().map(|r| r.task_uuid).collect();
+    tasks.sort();
+    let mut want = vec![early, u[0], u[1], u[2], u[4]];
+    want.sort();
+    assert_eq!(tasks, want, "one feed entry per task");
+    // A retry of any of them replays its answer.
+    let again = create(&b, a, "k2", u[2], &body(2, "SYN")).await.reply();
+    assert!(again.replayed);
+    assert_eq!(task_of(&again).key.as_deref(), Some("SYN-3"));
 }
 
 pub async fn updates_need_a_committed_create(b: Backend) {

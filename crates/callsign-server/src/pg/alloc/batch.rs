@@ -1,0 +1,556 @@
+//! Phase 1 and phase 2's commit for a whole batch in a fixed number of statements, whatever
+//! its size: each step reads or writes every mutation of the batch at once (`= ANY($n)`,
+//! `UNNEST`), and statements that do not wait for each other's answers are sent together
+//! (tokio-postgres pipelines them on the connection; they still run in the order sent).
+//!
+//! Rows are locked and inserted in one order (idempotency key, UUID), so two batches that
+//! overlap wait for each other instead of deadlocking. Phase 2 locks the account row first,
+//! as before: it numbers the feed and orders every other lock of the commit. Numbers: each
+//! project's counter row is bumped once by the count of tasks it numbers (`last = last + n`),
+//! and those tasks take `last - n + 1 ..= last` in batch order.
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use callsign_core::dto::NewTask;
+use callsign_core::{ErrorCode, Prefix};
+use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
+use uuid::Uuid;
+
+use super::{current_key, in_progress, note_retry, task_row, Decided, PgAlloc};
+use crate::db::{AccountId, DbError, KeyRow, Result};
+use crate::error::ApiError;
+use crate::protocol::{not_updatable, to_task, Reply};
+use crate::storage::{Commit, Mutation, Op, Reserved};
+
+/// The columns [`PgAlloc::existing_slot`] reads, by position.
+pub(super) const SLOT_ROW: &str =
+    "SELECT id, idem_key, fingerprint, state, response_status, response_body, created_at,
+            task_uuid
+     FROM slots WHERE account_id = $1 AND idem_key = ANY($2) ORDER BY idem_key FOR UPDATE";
+
+/// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
+const ROWS: [&str; 4] = [
+    "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
+     SELECT $1, p, '', n, u, $5
+     FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[]) AS t(p, n, u)",
+    "UPDATE slots s SET state = 'committed', number = t.n, response_status = t.st,
+                        response_body = t.b, settled_at = $5,
+                        claimed_by = NULL, claimed_until = NULL
+     FROM UNNEST($1::bigint[], $2::bigint[], $3::int4[], $4::text[]) AS t(id, n, st, b)
+     WHERE s.id = t.id",
+    "INSERT INTO changes (account_id, task_uuid, seq, at)
+     SELECT $1, u, s, $4 FROM UNNEST($2::uuid[], $3::bigint[]) AS t(u, s)
+     ON CONFLICT (account_id, task_uuid) DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
+    "UPDATE accounts SET feed_last = $2 WHERE id = $1",
+];
+
+/// Prepares `sqls` (a round trip each only the first time a connection sees one), so that
+/// statements sent together afterwards run in the order they are sent.
+async fn prepare<const N: usize>(tx: &Transaction<'_>, sqls: [&str; N]) -> Result<[Statement; N]> {
+    let mut out = Vec::with_capacity(N);
+    for sql in sqls {
+        out.push(tx.prepare_cached(sql).await?);
+    }
+    out.try_into()
+        .map_err(|_| failed("prepared a different number of statements"))
+}
+
+fn failed(why: &str) -> DbError {
+    DbError::CommitFailed(why.into())
+}
+
+impl PgAlloc {
+    /// Phase 1 for `items` (distinct keys) inside `tx`: one decision per item, in order.
+    pub(super) async fn phase1_batch(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        items: &[Mutation],
+        now: i64,
+    ) -> Result<Vec<Decided>> {
+        let keys: Vec<&str> = items.iter().map(|m| m.idem.as_str()).collect();
+        let existing: HashMap<String, Row> = tx
+            .query(SLOT_ROW, &[&account, &keys])
+            .await?
+            .into_iter()
+            .map(|r| (r.get::<_, String>(1), r))
+            .collect();
+        let mut decided: Vec<Option<Decided>> = Vec::with_capacity(items.len());
+        let mut fresh = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            let d = match existing.get(&it.idem) {
+                Some(row) => self.existing_slot(tx, row, it, op, now).await?,
+                None => None,
+            };
+            if d.is_none() {
+                fresh.push(i);
+            }
+            decided.push(d);
+        }
+        if !fresh.is_empty() {
+            let keys: Vec<&str> = fresh.iter().map(|&i| items[i].idem.as_str()).collect();
+            let purged = tx
+                .query(
+                    "DELETE FROM purged_slots WHERE account_id = $1 AND idem_key = ANY($2)
+                     RETURNING created_at",
+                    &[&account, &keys],
+                )
+                .await?;
+            for r in purged {
+                note_retry(tx, r.get(0), now, true).await?;
+            }
+            let projects = match op {
+                Op::Create => reserve(tx, account, items, &mut fresh, &mut decided, now).await?,
+                Op::Update => updatable(tx, account, items, &mut fresh, &mut decided).await?,
+            };
+            self.insert_slots(tx, account, op, items, &fresh, &projects, &mut decided, now)
+                .await?;
+        }
+        decided
+            .into_iter()
+            .map(|d| d.ok_or_else(|| failed("phase 1 left a mutation undecided")))
+            .collect()
+    }
+
+    /// Inserts a pending slot under this node's lease for each of `fresh`; a slot another
+    /// node inserted meanwhile (its transaction committed first) is `409 request_in_progress`.
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_slots(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        items: &[Mutation],
+        fresh: &[usize],
+        projects: &HashMap<Uuid, i64>,
+        decided: &mut [Option<Decided>],
+        now: i64,
+    ) -> Result<()> {
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let pick = |f: fn(&Mutation) -> &str| -> Vec<&str> {
+            fresh.iter().map(|&i| f(&items[i])).collect()
+        };
+        let keys = pick(|m| m.idem.as_str());
+        let requests = pick(|m| m.request.as_str());
+        let fps: Vec<&[u8]> = fresh.iter().map(|&i| items[i].fp.as_slice()).collect();
+        let uuids: Vec<Uuid> = fresh.iter().map(|&i| items[i].uuid).collect();
+        let rows = tx
+            .query(
+                "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
+                                    state, created_at, last_seen_at, claimed_by, claimed_until)
+                 SELECT $1, k, f, $6, u, r, 'pending', $7, $7, $8, $9
+                 FROM UNNEST($2::text[], $3::bytea[], $4::uuid[], $5::text[]) AS t(k, f, u, r)
+                 ORDER BY k
+                 ON CONFLICT (account_id, idem_key) DO NOTHING
+                 RETURNING idem_key, id",
+                &[
+                    &account,
+                    &keys,
+                    &fps,
+                    &uuids,
+                    &requests,
+                    &op.as_str(),
+                    &now,
+                    &&*self.node,
+                    &self.lease_until(now),
+                ],
+            )
+            .await?;
+        let ids: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        for &i in fresh {
+            let it = &items[i];
+            decided[i] = Some(match ids.get(&it.idem) {
+                Some(&slot) => Decided::Proceed(Reserved {
+                    slot,
+                    project: projects.get(&it.uuid).copied(),
+                }),
+                None => in_progress(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Phase 2's commit for `work` inside `tx`: one answer per item, in order.
+    pub(super) async fn commit_batch(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        work: &[Commit],
+        now: i64,
+    ) -> Result<Vec<Result<Reply>>> {
+        let idems: Vec<&str> = work.iter().map(|w| w.idem.as_str()).collect();
+        let uuids: Vec<Uuid> = work.iter().map(|w| w.snapshot.uuid).collect();
+        let [lock, slots, keys, reserved] = prepare(
+            tx,
+            [
+                "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
+                SLOT_ROW,
+                "SELECT k.task_uuid, k.project_id, p.prefix, k.number FROM keys k
+                 JOIN projects p ON p.id = k.project_id
+                 WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND k.current",
+                "SELECT uuid, project_id FROM tasks WHERE account_id = $1 AND uuid = ANY($2)",
+            ],
+        )
+        .await?;
+        // The account row first (sent first, so locked first), then the rest in one go.
+        let (lock, slots, keys, reserved) = tokio::try_join!(
+            async { tx.query_one(&lock, &[&account]).await },
+            async { tx.query(&slots, &[&account, &idems]).await },
+            async { tx.query(&keys, &[&account, &uuids]).await },
+            async { tx.query(&reserved, &[&account, &uuids]).await },
+        )?;
+        let first: i64 = lock.get(0);
+        let slots: HashMap<String, Row> = slots.into_iter().map(|r| (r.get(1), r)).collect();
+        let mut current: HashMap<Uuid, KeyRow> = keys
+            .iter()
+            .map(|r| {
+                let row = KeyRow {
+                    project_id: r.get(1),
+                    prefix: r.get(2),
+                    number: r.get(3),
+                };
+                (r.get(0), row)
+            })
+            .collect();
+        let reserved: HashMap<Uuid, i64> = reserved.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let fetched: HashSet<Uuid> = uuids.iter().copied().collect();
+
+        // What each item needs: an answer stored already, or a commit (with a number?).
+        let mut plan: Vec<Step> = Vec::with_capacity(work.len());
+        let mut wants: BTreeMap<i64, Vec<Uuid>> = BTreeMap::new();
+        let mut planned: HashSet<Uuid> = HashSet::new();
+        for w in work {
+            let Some(row) = slots.get(&w.idem) else {
+                plan.push(Step::Done(Err(failed("slot vanished"))));
+                continue;
+            };
+            let (slot, state, uuid): (i64, String, Uuid) = (row.get(0), row.get(3), row.get(7));
+            if state != "pending" {
+                let status: Option<i32> = row.get(4);
+                let body: Option<String> = row.get(5);
+                plan.push(Step::Done(match (status, body) {
+                    (Some(status), Some(body)) => Ok(Reply {
+                        status: u16::try_from(status).unwrap_or(200),
+                        body,
+                        replayed: true,
+                        change: None,
+                    }),
+                    _ => Err(failed("slot was failed by the reaper")),
+                }));
+                continue;
+            }
+            if !fetched.contains(&uuid) {
+                // The slot names another task than its snapshot: read it one by one.
+                if let Some(k) = current_key(tx, account, uuid).await? {
+                    current.insert(uuid, k);
+                }
+            }
+            if op == Op::Create && !current.contains_key(&uuid) && planned.insert(uuid) {
+                let project = match w.at.project.or_else(|| reserved.get(&uuid).copied()) {
+                    Some(p) => p,
+                    None => match task_row(tx, account, uuid).await? {
+                        Some((p, _)) => p,
+                        None => {
+                            plan.push(Step::Done(Err(failed("task reservation vanished"))));
+                            continue;
+                        }
+                    },
+                };
+                wants.entry(project).or_default().push(uuid);
+            }
+            plan.push(Step::Commit { slot, uuid });
+        }
+
+        // One bump per project; its tasks take the numbers in batch order.
+        let mut fresh_keys: HashMap<Uuid, KeyRow> = HashMap::new();
+        for (project, tasks) in &wants {
+            let n = i64::try_from(tasks.len()).map_err(|_| failed("batch too large"))?;
+            let r = tx
+                .query_one(
+                    "WITH bumped AS (
+                         INSERT INTO counters (project_id, scope, last) VALUES ($1, '', $2)
+                         ON CONFLICT (project_id, scope)
+                             DO UPDATE SET last = counters.last + $2
+                         RETURNING last)
+                     SELECT bumped.last, p.prefix FROM bumped, projects p WHERE p.id = $1",
+                    &[project, &n],
+                )
+                .await?;
+            let (last, prefix): (i64, String) = (r.get(0), r.get(1));
+            for (i, uuid) in tasks.iter().enumerate() {
+                let number = last - n + 1 + i as i64;
+                fresh_keys.insert(
+                    *uuid,
+                    KeyRow {
+                        project_id: *project,
+                        prefix: prefix.clone(),
+                        number,
+                    },
+                );
+            }
+        }
+
+        let mut out = Vec::with_capacity(work.len());
+        let mut rows = Rows::default();
+        let mut seq = first;
+        for (w, step) in work.iter().zip(plan) {
+            let (slot, uuid) = match step {
+                Step::Done(r) => {
+                    out.push(r);
+                    continue;
+                }
+                Step::Commit { slot, uuid } => (slot, uuid),
+            };
+            // A number given here is given once: a later item of the same task keeps it.
+            let (status, number, key) = match fresh_keys.remove(&uuid) {
+                Some(k) => {
+                    rows.keys.push((k.project_id, k.number, uuid));
+                    let number = k.number;
+                    current.insert(uuid, k.clone());
+                    (201, Some(number), Some(k))
+                }
+                None => (200, None, current.get(&uuid).cloned()),
+            };
+            let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
+            let body = serde_json::to_string(&to_task(&w.snapshot, &prefix, key.as_ref()))
+                .map_err(|e| DbError::CommitFailed(e.to_string()))?;
+            seq += 1;
+            rows.slots
+                .push((slot, number, i32::from(status), body.clone()));
+            rows.changes.insert(uuid, seq);
+            out.push(Ok(Reply {
+                status,
+                body,
+                replayed: false,
+                change: Some(seq),
+            }));
+        }
+        rows.write(tx, account, first, seq, now).await?;
+        Ok(out)
+    }
+}
+
+/// How phase 2 settles one item.
+enum Step {
+    /// Answered without a commit: a stored answer, or this item's own failure.
+    Done(Result<Reply>),
+    Commit {
+        slot: i64,
+        uuid: Uuid,
+    },
+}
+
+/// The rows one commit writes, written in one statement per table.
+#[derive(Default)]
+struct Rows {
+    /// (project, number, task)
+    keys: Vec<(i64, i64, Uuid)>,
+    /// (slot, number, status, body)
+    slots: Vec<(i64, Option<i64>, i32, String)>,
+    /// The last feed number of each task (one entry per task).
+    changes: BTreeMap<Uuid, i64>,
+}
+
+impl Rows {
+    async fn write(
+        self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        first: i64,
+        last: i64,
+        now: i64,
+    ) -> Result<()> {
+        let key_projects: Vec<i64> = self.keys.iter().map(|k| k.0).collect();
+        let key_numbers: Vec<i64> = self.keys.iter().map(|k| k.1).collect();
+        let key_uuids: Vec<Uuid> = self.keys.iter().map(|k| k.2).collect();
+        let slot_ids: Vec<i64> = self.slots.iter().map(|s| s.0).collect();
+        let slot_numbers: Vec<Option<i64>> = self.slots.iter().map(|s| s.1).collect();
+        let slot_status: Vec<i32> = self.slots.iter().map(|s| s.2).collect();
+        let slot_bodies: Vec<&str> = self.slots.iter().map(|s| s.3.as_str()).collect();
+        let change_uuids: Vec<Uuid> = self.changes.keys().copied().collect();
+        let change_seqs: Vec<i64> = self.changes.values().copied().collect();
+        let [keys, slots, changes, feed] = prepare(tx, ROWS).await?;
+        tokio::try_join!(
+            async {
+                if key_uuids.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 5] =
+                    [&account, &key_projects, &key_numbers, &key_uuids, &now];
+                tx.execute(&keys, &p).await
+            },
+            async {
+                if slot_ids.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 5] =
+                    [&slot_ids, &slot_numbers, &slot_status, &slot_bodies, &now];
+                tx.execute(&slots, &p).await
+            },
+            async {
+                if change_uuids.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 4] = [&account, &change_uuids, &change_seqs, &now];
+                tx.execute(&changes, &p).await
+            },
+            async {
+                if last == first {
+                    return Ok(0);
+                }
+                tx.execute(&feed, &[&account, &last]).await
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// Creates among `fresh`: finds each one's project and reserves its UUID with the
+/// request's fingerprint; refusals (no such project, UUID taken by another request) are
+/// decided and leave `fresh`. Returns the project of each UUID still going on.
+async fn reserve(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    items: &[Mutation],
+    fresh: &mut Vec<usize>,
+    decided: &mut [Option<Decided>],
+    now: i64,
+) -> Result<HashMap<Uuid, i64>> {
+    let mut wanted: HashMap<usize, String> = HashMap::new();
+    for &i in fresh.iter() {
+        let body: NewTask = serde_json::from_str(&items[i].request)
+            .map_err(|e| DbError::CommitFailed(e.to_string()))?;
+        wanted.insert(i, body.project);
+    }
+    let prefixes: Vec<String> = wanted
+        .values()
+        .filter_map(|p| Prefix::parse(p).ok())
+        .map(|p| p.as_str().to_owned())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let ids: HashMap<String, i64> = tx
+        .query(
+            "SELECT prefix, id FROM projects WHERE account_id = $1 AND prefix = ANY($2)",
+            &[&account, &prefixes],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut rows: BTreeMap<Uuid, (i64, Vec<u8>)> = BTreeMap::new();
+    fresh.retain(|&i| {
+        let asked = &wanted[&i];
+        let id = Prefix::parse(asked)
+            .ok()
+            .and_then(|p| ids.get(p.as_str()).copied());
+        match id {
+            Some(id) => {
+                rows.entry(items[i].uuid)
+                    .or_insert_with(|| (id, items[i].fp.clone()));
+                true
+            }
+            None => {
+                decided[i] = Some(Decided::Done(Err(ApiError::new(
+                    ErrorCode::ProjectNotFound,
+                    format!("this account has no project with prefix {asked}"),
+                ))));
+                false
+            }
+        }
+    });
+    let uuids: Vec<Uuid> = rows.keys().copied().collect();
+    let projects: Vec<i64> = rows.values().map(|r| r.0).collect();
+    let fps: Vec<&[u8]> = rows.values().map(|r| r.1.as_slice()).collect();
+    let [insert, read] = prepare(
+        tx,
+        [
+            "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at)
+             SELECT $1, u, p, f, $5
+             FROM UNNEST($2::uuid[], $3::bigint[], $4::bytea[]) AS t(u, p, f) ORDER BY u
+             ON CONFLICT (account_id, uuid) DO NOTHING",
+            "SELECT uuid, project_id, fingerprint FROM tasks
+             WHERE account_id = $1 AND uuid = ANY($2)",
+        ],
+    )
+    .await?;
+    // A reservation made meanwhile by another request is read back, not replaced (the read
+    // is sent behind the insert and runs after it).
+    let (_, read) = tokio::try_join!(
+        async {
+            let p: [&(dyn ToSql + Sync); 5] = [&account, &uuids, &projects, &fps, &now];
+            tx.execute(&insert, &p).await
+        },
+        async { tx.query(&read, &[&account, &uuids]).await },
+    )?;
+    let reserved: HashMap<Uuid, (i64, Vec<u8>)> = read
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect();
+    let mut project_of = HashMap::new();
+    let mut vanished = false;
+    fresh.retain(|&i| {
+        let it = &items[i];
+        match reserved.get(&it.uuid) {
+            Some((p, fp)) if *fp == it.fp => {
+                project_of.insert(it.uuid, *p);
+                true
+            }
+            Some(_) => {
+                decided[i] = Some(Decided::Done(Err(ApiError::new(
+                    ErrorCode::TaskExists,
+                    format!("task {} was created by a different request", it.uuid),
+                ))));
+                false
+            }
+            None => {
+                vanished = true;
+                false
+            }
+        }
+    });
+    if vanished {
+        return Err(failed("task reservation vanished"));
+    }
+    Ok(project_of)
+}
+
+/// Updates among `fresh`: a task with a current key goes on; one without is refused
+/// (`409 task_not_committed` if reserved, else `404`) and leaves `fresh`.
+async fn updatable(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    items: &[Mutation],
+    fresh: &mut Vec<usize>,
+    decided: &mut [Option<Decided>],
+) -> Result<HashMap<Uuid, i64>> {
+    let uuids: Vec<Uuid> = fresh.iter().map(|&i| items[i].uuid).collect();
+    let [keyed, reserved] = prepare(
+        tx,
+        [
+            "SELECT task_uuid FROM keys WHERE account_id = $1 AND task_uuid = ANY($2) AND current",
+            "SELECT uuid FROM tasks WHERE account_id = $1 AND uuid = ANY($2)",
+        ],
+    )
+    .await?;
+    let (keyed, reserved) = tokio::try_join!(
+        async { tx.query(&keyed, &[&account, &uuids]).await },
+        async { tx.query(&reserved, &[&account, &uuids]).await },
+    )?;
+    let keyed: HashSet<Uuid> = keyed.iter().map(|r| r.get(0)).collect();
+    let reserved: HashSet<Uuid> = reserved.iter().map(|r| r.get(0)).collect();
+    fresh.retain(|&i| {
+        let u = items[i].uuid;
+        if keyed.contains(&u) {
+            return true;
+        }
+        decided[i] = Some(Decided::Done(Err(not_updatable(u, reserved.contains(&u)))));
+        false
+    });
+    Ok(HashMap::new())
+}
