@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::common::{create_account_in, Client, TestServer};
 
 /// A fresh schema on the test PostgreSQL, or `None` (skip).
-async fn database(label: &str) -> Option<String> {
+pub(crate) async fn database(label: &str) -> Option<String> {
     let pg = callsign_pgtest::shared()?;
     Some(pg.fresh_schema(label).await.unwrap())
 }
@@ -22,8 +22,21 @@ fn nodes(url: &str, n: usize) -> Vec<TestServer> {
         .collect()
 }
 
+/// An account (prefix SYN) on a fresh schema, three nodes serving it and a client of each:
+/// (database URL, nodes, clients), or `None` (skip).
+async fn three_nodes(label: &str) -> Option<(String, Vec<TestServer>, Vec<Client>)> {
+    let url = database(label).await?;
+    let (_, token) = create_account_in(&["--database", &url], "SYN");
+    let servers = nodes(&url, 3);
+    let clients = servers
+        .iter()
+        .map(|s| Client::new(&s.url, &token))
+        .collect();
+    Some((url, servers, clients))
+}
+
 /// Every number in use in the account's first project, sorted, and how many tasks hold one.
-async fn numbers(url: &str) -> (Vec<i64>, i64) {
+pub(crate) async fn numbers(url: &str) -> (Vec<i64>, i64) {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -44,15 +57,9 @@ async fn numbers(url: &str) -> (Vec<i64>, i64) {
 async fn three_nodes_give_5000_creates_from_64_clients_exactly_1_to_5000() {
     const CREATES: usize = 5_000;
     const CLIENTS: usize = 64;
-    let Some(url) = database("nodes").await else {
+    let Some((url, _servers, clients)) = three_nodes("nodes").await else {
         return;
     };
-    let (_, token) = create_account_in(&["--database", &url], "SYN");
-    let servers = nodes(&url, 3);
-    let clients: Vec<Client> = servers
-        .iter()
-        .map(|s| Client::new(&s.url, &token))
-        .collect();
     let started = std::time::Instant::now();
     let mut workers = Vec::new();
     for w in 0..CLIENTS {
@@ -151,15 +158,9 @@ async fn one_key_sent_to_two_nodes_at_once_gets_one_number_and_one_task() {
 async fn a_reader_tailing_the_feed_misses_no_task_while_three_nodes_write() {
     const CREATES: usize = 1_500;
     const CLIENTS: usize = 24;
-    let Some(url) = database("tail").await else {
+    let Some((_, _servers, clients)) = three_nodes("tail").await else {
         return;
     };
-    let (_, token) = create_account_in(&["--database", &url], "SYN");
-    let servers = nodes(&url, 3);
-    let clients: Vec<Client> = servers
-        .iter()
-        .map(|s| Client::new(&s.url, &token))
-        .collect();
     let done = Arc::new(AtomicBool::new(false));
     let reader = {
         let (clients, done) = (clients.clone(), done.clone());
