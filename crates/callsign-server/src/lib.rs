@@ -57,7 +57,16 @@ pub struct Config {
     pub pool_size: usize,
     /// How long a node's claim on an idempotency key holds if it dies (`--claim-lease`).
     pub claim_lease: Duration,
+    /// On PostgreSQL: concurrent single creates (and updates) of one account join one batch
+    /// (`--coalesce-requests`, [`protocol::coalesce`]). SQLite's writer threads group-commit
+    /// without it.
+    pub coalesce_requests: bool,
+    /// With coalescing: most batches of one account (and kind) running at once on a node.
+    pub coalesce_batches: usize,
 }
+
+/// Batches of one account's coalesced requests in flight at once on a node, by default.
+pub const DEFAULT_COALESCE_BATCHES: u16 = 1;
 
 impl Config {
     /// The embedded default: SQLite files in `data_dir`.
@@ -79,6 +88,8 @@ impl Config {
             replicas: store::Settings::default(),
             pool_size: 16,
             claim_lease: pg::alloc::LEASE,
+            coalesce_requests: true,
+            coalesce_batches: usize::from(DEFAULT_COALESCE_BATCHES),
         }
     }
 
@@ -97,6 +108,8 @@ pub struct Inner {
     pub sqlite: Option<db::Db>,
     pub config: Config,
     metrics: metrics::Metrics,
+    /// The queues that coalesce single requests into batches, when in use (PostgreSQL).
+    coalesce: Option<protocol::Coalescers>,
     tokens: api::auth::TokenCache,
     auth_failures: throttle::FailureLimit,
     cursors: cursor::CursorKey,
@@ -201,8 +214,11 @@ impl AppState {
             }
         };
         metrics.window(&window);
+        let coalesce = (config.coalesce_requests && alloc.backend() == "postgres")
+            .then(|| protocol::Coalescers::new(config.coalesce_batches));
         Ok(AppState(Arc::new(Inner {
             alloc,
+            coalesce,
             tasks,
             sqlite,
             metrics,

@@ -83,6 +83,16 @@ enum Cmd {
         /// dies mid-request (a retry of that key answers 409 until then).
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         claim_lease: Duration,
+        /// With PostgreSQL: concurrent single creates (PUT) and updates (PATCH) of one account
+        /// on this node run together as one batch, a few transactions for all of them instead
+        /// of several each (`true` or `false`). SQLite group-commits without it.
+        #[arg(long, env = "CALLSIGN_COALESCE_REQUESTS", default_value_t = true, action = clap::ArgAction::Set)]
+        coalesce_requests: bool,
+        /// With --coalesce-requests: most batches of one account's creates (or updates) running
+        /// at once on this node.
+        #[arg(long, env = "CALLSIGN_COALESCE_BATCHES", default_value_t = callsign_server::DEFAULT_COALESCE_BATCHES,
+              value_parser = clap::value_parser!(u16).range(1..=8))]
+        coalesce_batches: u16,
     },
     /// Manage accounts.
     Account {
@@ -208,6 +218,8 @@ async fn main() -> anyhow::Result<()> {
             history_retention,
             database_pool,
             claim_lease,
+            coalesce_requests,
+            coalesce_batches,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -252,6 +264,8 @@ async fn main() -> anyhow::Result<()> {
                 replicas,
                 pool_size: usize::from(database_pool),
                 claim_lease,
+                coalesce_requests,
+                coalesce_batches: usize::from(coalesce_batches),
             };
             let state = AppState::open(config).await?;
             reaper::spawn(state.clone());

@@ -14,6 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::storage::Op;
+
 type Labels = Vec<(String, String)>;
 
 pub struct Metrics {
@@ -28,6 +30,8 @@ pub struct Metrics {
     database_bytes: Family<Labels, Gauge>,
     /// One histogram per [`Stage`], made once: recording is on every create's path.
     create_stages: [Histogram; 3],
+    /// Mutations per coalesced batch of single requests (PostgreSQL), creates then updates.
+    coalesced: [Histogram; 2],
 }
 
 /// The idempotency window in force and why.
@@ -195,8 +199,20 @@ impl Default for Metrics {
         // A family's histogram shares its state with its clones.
         let create_stages = [Stage::Phase1, Stage::TaskStore, Stage::Phase2]
             .map(|s| stages.get_or_create(&label("stage", s.name())).clone());
+        let coalesced = Family::<Labels, Histogram>::new_with_constructor(|| {
+            // 1 to 256 (the cap).
+            Histogram::new(exponential_buckets(1.0, 2.0, 9))
+        });
+        registry.register(
+            "coalesced_batch_size",
+            "Single requests (PUT creates, PATCH updates) run together as one batch, by op; on PostgreSQL with --coalesce-requests",
+            coalesced.clone(),
+        );
+        let coalesced = [Op::Create, Op::Update]
+            .map(|op| coalesced.get_or_create(&label("op", op.as_str())).clone());
         Metrics {
             registry,
+            coalesced,
             creates,
             replays,
             reaper,
@@ -266,6 +282,15 @@ impl Metrics {
         let now = Instant::now();
         self.create_stages[stage as usize].observe(now.duration_since(since).as_secs_f64());
         now
+    }
+
+    /// Records a coalesced batch of `n` single requests.
+    pub fn coalesced(&self, op: Op, n: usize) {
+        let i = match op {
+            Op::Create => 0,
+            Op::Update => 1,
+        };
+        self.coalesced[i].observe(n as f64);
     }
 
     pub fn replayed(&self) {
@@ -356,6 +381,7 @@ mod tests {
         g.commits.inc();
         g.jobs.inc_by(7);
         m.create_stage(Stage::TaskStore, Instant::now());
+        m.coalesced(Op::Update, 3);
         let text = m.render(&[], 0);
         assert!(
             text.contains("callsign_alloc_db_group_commits_total 1"),
@@ -367,6 +393,14 @@ mod tests {
         );
         assert!(
             text.contains("callsign_create_stage_seconds_count{stage=\"task_store\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callsign_coalesced_batch_size_sum{op=\"update\"} 3.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callsign_coalesced_batch_size_count{op=\"create\"} 0"),
             "{text}"
         );
     }

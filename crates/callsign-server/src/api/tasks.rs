@@ -28,10 +28,9 @@ pub(super) fn prepare_update(idem: String, uuid: Uuid, patch: TaskPatch) -> ApiR
     Ok(UpdateReq { idem, uuid, patch })
 }
 
-pub(super) fn single(state: &AppState, mut answers: Vec<ApiResult<Reply>>) -> ApiResult<Reply> {
-    let reply = answers
-        .pop()
-        .unwrap_or_else(|| Err(ApiError::unavailable("no answer")))?;
+/// A single request's answer; counts replays.
+pub(super) fn single(state: &AppState, answer: ApiResult<Reply>) -> ApiResult<Reply> {
+    let reply = answer?;
     if reply.replayed {
         state.metrics.replayed();
     }
@@ -67,9 +66,9 @@ pub async fn create(
         )
     })?;
     let req = prepare_create(idem, uuid, body)?;
-    let answers = protocol::create_many(&state, account, vec![req]).await;
+    let answer = protocol::create_one(&state, account, req).await;
     Ok(axum::response::IntoResponse::into_response(single(
-        &state, answers,
+        &state, answer,
     )?))
 }
 
@@ -102,8 +101,8 @@ pub async fn update(
     ApiJson(patch): ApiJson<TaskPatch>,
 ) -> ApiResult<Response> {
     let req = prepare_update(idem, task.uuid, patch)?;
-    let answers = protocol::update_many(&state, task.account, vec![req]).await;
+    let answer = protocol::update_one(&state, task.account, req).await;
     Ok(axum::response::IntoResponse::into_response(single(
-        &state, answers,
+        &state, answer,
     )?))
 }

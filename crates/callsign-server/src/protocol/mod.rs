@@ -15,10 +15,15 @@
 //! A batch runs the same steps with one transaction (or one TaskChampion commit) per step for
 //! all its mutations: creates first, then updates, since an update can only follow a
 //! committed create.
+//!
+//! On PostgreSQL, concurrent single requests of one account join one such batch
+//! ([`coalesce`]): [`create_one`] and [`update_one`].
+pub mod coalesce;
 mod commit;
 mod create;
 mod update;
 
+pub use coalesce::Coalescer;
 pub use commit::{load_tasks, to_task};
 pub use create::{create_many, CreateReq};
 pub use update::{update_many, UpdateReq};
@@ -34,6 +39,85 @@ use crate::db::AccountId;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::{Claim, Mutation, Op, Phase1, Reserved};
 use crate::AppState;
+
+/// Most mutations in one coalesced batch.
+pub const COALESCE_CAP: usize = 256;
+
+/// The queues that coalesce single creates and updates into batches (PostgreSQL).
+pub struct Coalescers {
+    creates: std::sync::Arc<Coalescer<CreateReq>>,
+    updates: std::sync::Arc<Coalescer<UpdateReq>>,
+}
+
+impl Coalescers {
+    /// At most `max_running` batches of one account and kind run at once.
+    pub fn new(max_running: usize) -> Coalescers {
+        Coalescers {
+            creates: std::sync::Arc::new(Coalescer::new(COALESCE_CAP, max_running)),
+            updates: std::sync::Arc::new(Coalescer::new(COALESCE_CAP, max_running)),
+        }
+    }
+}
+
+/// One create (`PUT /v1/tasks/{uuid}`): with a coalescer, in a batch with the account's other
+/// creates waiting on this node; else a batch of one.
+pub async fn create_one(state: &AppState, account: AccountId, req: CreateReq) -> ApiResult<Reply> {
+    let Some(c) = &state.coalesce else {
+        return only(create_many(state, account, vec![req]).await);
+    };
+    let state = state.clone();
+    c.creates
+        .submit(account, req, move |reqs| {
+            let state = state.clone();
+            async move {
+                state.metrics.coalesced(Op::Create, reqs.len());
+                let copy = |r: &CreateReq| CreateReq {
+                    idem: r.idem.clone(),
+                    uuid: r.uuid,
+                    body: r.body.clone(),
+                };
+                coalesce::isolating(reqs, copy, move |reqs| {
+                    let state = state.clone();
+                    async move { create_many(&state, account, reqs).await }
+                })
+                .await
+            }
+        })
+        .await
+}
+
+/// One update (`PATCH /v1/tasks/{ref}`), coalesced as [`create_one`] is.
+pub async fn update_one(state: &AppState, account: AccountId, req: UpdateReq) -> ApiResult<Reply> {
+    let Some(c) = &state.coalesce else {
+        return only(update_many(state, account, vec![req]).await);
+    };
+    let state = state.clone();
+    c.updates
+        .submit(account, req, move |reqs| {
+            let state = state.clone();
+            async move {
+                state.metrics.coalesced(Op::Update, reqs.len());
+                let copy = |r: &UpdateReq| UpdateReq {
+                    idem: r.idem.clone(),
+                    uuid: r.uuid,
+                    patch: r.patch.clone(),
+                };
+                coalesce::isolating(reqs, copy, move |reqs| {
+                    let state = state.clone();
+                    async move { update_many(&state, account, reqs).await }
+                })
+                .await
+            }
+        })
+        .await
+}
+
+/// The answer of a batch of one.
+fn only(mut answers: Vec<ApiResult<Reply>>) -> ApiResult<Reply> {
+    answers
+        .pop()
+        .unwrap_or_else(|| Err(ApiError::unavailable("no answer")))
+}
 
 /// The answer to one mutation, as stored in its slot and replayed verbatim.
 #[derive(Debug, Clone, PartialEq, Eq)]
