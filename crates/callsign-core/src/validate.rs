@@ -13,7 +13,19 @@ pub const MAX_IDEMPOTENCY_KEY: usize = 255;
 #[error("{0}")]
 pub struct FieldError(pub String);
 
+/// No text field holds U+0000: PostgreSQL's `text` and `jsonb` cannot store it, and no
+/// Taskwarrior value contains it, so it is refused on every backend alike.
+fn no_nul(field: &str, s: &str) -> Result<(), FieldError> {
+    if s.contains('\0') {
+        return Err(FieldError(format!(
+            "{field} must not contain the NUL character (U+0000)"
+        )));
+    }
+    Ok(())
+}
+
 pub fn description(d: &str) -> Result<(), FieldError> {
+    no_nul("description", d)?;
     if d.trim().is_empty() {
         return Err(FieldError("description must not be empty".into()));
     }
@@ -26,6 +38,7 @@ pub fn description(d: &str) -> Result<(), FieldError> {
 }
 
 pub fn notes(n: &str) -> Result<(), FieldError> {
+    no_nul("notes", n)?;
     if n.len() > MAX_NOTES {
         return Err(FieldError(format!(
             "notes are longer than {MAX_NOTES} bytes"
@@ -141,6 +154,24 @@ mod tests {
     fn tag_rules(#[case] t: &[&str], #[case] ok: bool) {
         let t: Vec<String> = t.iter().map(|s| s.to_string()).collect();
         assert_eq!(tags(&t).is_ok(), ok);
+    }
+
+    #[rstest]
+    #[case("buy milk", true)]
+    #[case("   ", false)]
+    #[case("nul \0 inside", false)]
+    #[case("\0", false)]
+    fn description_rules(#[case] d: &str, #[case] ok: bool) {
+        assert_eq!(description(d).is_ok(), ok);
+    }
+
+    #[test]
+    fn notes_take_newlines_but_not_nul() {
+        assert!(notes("line one\nline two").is_ok());
+        assert_eq!(
+            notes("a\0b").unwrap_err().0,
+            "notes must not contain the NUL character (U+0000)"
+        );
     }
 
     #[rstest]
