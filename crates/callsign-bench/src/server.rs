@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -61,52 +61,83 @@ impl Store {
 }
 
 /// One `callsign-server serve` process on 127.0.0.1:0, killed on drop.
+///
+/// It runs under a guard shell that blocks reading a pipe only this process writes to and
+/// kills the server when the pipe closes: when the node is dropped, and also when this
+/// process ends without dropping it (killed), as the kernel then closes its descriptors.
 pub struct Node {
     pub url: String,
-    child: Child,
+    pid: u32,
+    guard: Child,
+    pipe: Option<ChildStdin>,
 }
+
+/// `$@` is the server's command line; its pid is printed first. A background command of a
+/// non-interactive shell reads `/dev/null`, so the server never holds the pipe.
+const GUARD: &str = r#""$@" & pid=$!
+echo "pid $pid"
+read -r _
+kill -KILL "$pid" 2>/dev/null
+wait "$pid""#;
 
 impl Node {
     fn spawn(store: &Store, flags: &[&str]) -> Result<Node> {
-        let mut child = Command::new(server_bin()?)
+        let mut guard = Command::new("sh")
+            .args(["-c", GUARD, "sh"])
+            .arg(server_bin()?)
             .arg("serve")
             .args(store.args())
             .args(["--listen", "127.0.0.1:0"])
             .args(flags)
             .env("RUST_LOG", "error")
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?;
-        let stdout = child.stdout.take().context("stdout")?;
-        // From here on `node` kills the child, whichever way this function returns.
+        let stdout = guard.stdout.take().context("stdout")?;
+        // From here on `node` stops the server, whichever way this function returns.
         let mut node = Node {
             url: String::new(),
-            child,
+            pid: 0,
+            pipe: guard.stdin.take(),
+            guard,
         };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
         });
-        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
-        node.url = line
-            .trim()
-            .strip_prefix("callsign-server listening on ")
-            .ok_or_else(|| anyhow!("server did not start: {line:?}"))?
-            .to_owned();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while node.pid == 0 || node.url.is_empty() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .map_err(|_| anyhow!("the server did not start within 30 s"))?;
+            if let Some(pid) = line.strip_prefix("pid ") {
+                node.pid = pid.trim().parse().context("the server's pid")?;
+            } else if let Some(url) = line.trim().strip_prefix("callsign-server listening on ") {
+                node.url = url.to_owned();
+            } else {
+                bail!("server did not start: {line:?}");
+            }
+        }
         Ok(node)
     }
 
+    /// The server's own pid (not the guard's).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        drop(self.pipe.take());
+        let _ = self.guard.wait();
     }
 }
 
