@@ -459,17 +459,17 @@ impl AllocStore for PgAlloc {
 
     async fn task_meta(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<TaskMeta> {
         let c = self.pool.get().await?;
-        let rows = c
-            .query(
+        let st = c
+            .prepare_cached(
                 "SELECT t.uuid, p.prefix, k.project_id, kp.prefix, k.number
                  FROM tasks t JOIN projects p ON p.id = t.project_id
                  LEFT JOIN keys k ON k.account_id = t.account_id AND k.task_uuid = t.uuid
                                  AND k.current
                  LEFT JOIN projects kp ON kp.id = k.project_id
                  WHERE t.account_id = $1 AND t.uuid = ANY($2)",
-                &[&account, &uuids],
             )
             .await?;
+        let rows = c.query(&st, &[&account, &uuids]).await?;
         Ok(rows
             .iter()
             .map(|r| {
@@ -485,12 +485,13 @@ impl AllocStore for PgAlloc {
 
     async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()> {
         let c = self.pool.get().await?;
-        c.execute(
-            "UPDATE keys SET in_store = true
-             WHERE account_id = $1 AND task_uuid = ANY($2) AND current AND NOT in_store",
-            &[&account, &uuids],
-        )
-        .await?;
+        let st = c
+            .prepare_cached(
+                "UPDATE keys SET in_store = true
+                 WHERE account_id = $1 AND task_uuid = ANY($2) AND current AND NOT in_store",
+            )
+            .await?;
+        c.execute(&st, &[&account, &uuids]).await?;
         Ok(())
     }
 

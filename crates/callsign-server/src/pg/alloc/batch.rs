@@ -56,6 +56,11 @@ async fn prepare<const N: usize>(tx: &Transaction<'_>, sqls: [&str; N]) -> Resul
         .map_err(|_| failed("prepared a different number of statements"))
 }
 
+/// `sql`, prepared once per connection (a fresh parse and plan costs a round trip each time).
+async fn stmt(tx: &Transaction<'_>, sql: &str) -> Result<Statement> {
+    Ok(tx.prepare_cached(sql).await?)
+}
+
 fn failed(why: &str) -> DbError {
     DbError::CommitFailed(why.into())
 }
@@ -72,7 +77,7 @@ impl PgAlloc {
     ) -> Result<Vec<Decided>> {
         let keys: Vec<&str> = items.iter().map(|m| m.idem.as_str()).collect();
         let existing: HashMap<String, Row> = tx
-            .query(SLOT_ROW, &[&account, &keys])
+            .query(&stmt(tx, SLOT_ROW).await?, &[&account, &keys])
             .await?
             .into_iter()
             .map(|r| (r.get::<_, String>(1), r))
@@ -93,8 +98,12 @@ impl PgAlloc {
             let keys: Vec<&str> = fresh.iter().map(|&i| items[i].idem.as_str()).collect();
             let purged = tx
                 .query(
-                    "DELETE FROM purged_slots WHERE account_id = $1 AND idem_key = ANY($2)
+                    &stmt(
+                        tx,
+                        "DELETE FROM purged_slots WHERE account_id = $1 AND idem_key = ANY($2)
                      RETURNING created_at",
+                    )
+                    .await?,
                     &[&account, &keys],
                 )
                 .await?;
@@ -140,13 +149,17 @@ impl PgAlloc {
         let uuids: Vec<Uuid> = fresh.iter().map(|&i| items[i].uuid).collect();
         let rows = tx
             .query(
-                "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
+                &stmt(
+                    tx,
+                    "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
                                     state, created_at, last_seen_at, claimed_by, claimed_until)
                  SELECT $1, k, f, $6, u, r, 'pending', $7, $7, $8, $9
                  FROM UNNEST($2::text[], $3::bytea[], $4::uuid[], $5::text[]) AS t(k, f, u, r)
                  ORDER BY k
                  ON CONFLICT (account_id, idem_key) DO NOTHING
                  RETURNING idem_key, id",
+                )
+                .await?,
                 &[
                     &account,
                     &keys,
@@ -272,12 +285,16 @@ impl PgAlloc {
             let n = i64::try_from(tasks.len()).map_err(|_| failed("batch too large"))?;
             let r = tx
                 .query_one(
-                    "WITH bumped AS (
+                    &stmt(
+                        tx,
+                        "WITH bumped AS (
                          INSERT INTO counters (project_id, scope, last) VALUES ($1, '', $2)
                          ON CONFLICT (project_id, scope)
                              DO UPDATE SET last = counters.last + $2
                          RETURNING last)
                      SELECT bumped.last, p.prefix FROM bumped, projects p WHERE p.id = $1",
+                    )
+                    .await?,
                     &[project, &n],
                 )
                 .await?;
@@ -436,7 +453,11 @@ async fn reserve(
         .collect();
     let ids: HashMap<String, i64> = tx
         .query(
-            "SELECT prefix, id FROM projects WHERE account_id = $1 AND prefix = ANY($2)",
+            &stmt(
+                tx,
+                "SELECT prefix, id FROM projects WHERE account_id = $1 AND prefix = ANY($2)",
+            )
+            .await?,
             &[&account, &prefixes],
         )
         .await?
