@@ -13,6 +13,7 @@ use crate::storage::{Commit, Mutation, Op};
 use crate::AppState;
 
 /// A validated create: `body.project` is a valid prefix, stored upper-case.
+#[derive(Clone)]
 pub struct CreateReq {
     pub idem: String,
     pub uuid: Uuid,

@@ -62,54 +62,63 @@ impl Coalescers {
 /// One create (`PUT /v1/tasks/{uuid}`): with a coalescer, in a batch with the account's other
 /// creates waiting on this node; else a batch of one.
 pub async fn create_one(state: &AppState, account: AccountId, req: CreateReq) -> ApiResult<Reply> {
-    let Some(c) = &state.coalesce else {
-        return only(create_many(state, account, vec![req]).await);
-    };
-    let state = state.clone();
-    c.creates
-        .submit(account, req, move |reqs| {
-            let state = state.clone();
-            async move {
-                state.metrics.coalesced(Op::Create, reqs.len());
-                let copy = |r: &CreateReq| CreateReq {
-                    idem: r.idem.clone(),
-                    uuid: r.uuid,
-                    body: r.body.clone(),
-                };
-                coalesce::isolating(reqs, copy, move |reqs| {
-                    let state = state.clone();
-                    async move { create_many(&state, account, reqs).await }
-                })
-                .await
-            }
-        })
-        .await
+    let coalescer = state.coalesce.as_ref().map(|c| c.creates.clone());
+    one(
+        state,
+        account,
+        req,
+        coalescer,
+        Op::Create,
+        |s, a, reqs| async move { create_many(&s, a, reqs).await },
+    )
+    .await
 }
 
 /// One update (`PATCH /v1/tasks/{ref}`), coalesced as [`create_one`] is.
 pub async fn update_one(state: &AppState, account: AccountId, req: UpdateReq) -> ApiResult<Reply> {
-    let Some(c) = &state.coalesce else {
-        return only(update_many(state, account, vec![req]).await);
+    let coalescer = state.coalesce.as_ref().map(|c| c.updates.clone());
+    one(
+        state,
+        account,
+        req,
+        coalescer,
+        Op::Update,
+        |s, a, reqs| async move { update_many(&s, a, reqs).await },
+    )
+    .await
+}
+
+/// Runs `req` through `many` (`create_many` or `update_many`): alone without a coalescer,
+/// else in the account's next batch, where a request that a failed batch answered `503` is
+/// run again by itself ([`coalesce::isolating`]).
+async fn one<R, F, Fut>(
+    state: &AppState,
+    account: AccountId,
+    req: R,
+    coalescer: Option<std::sync::Arc<Coalescer<R>>>,
+    op: Op,
+    many: F,
+) -> ApiResult<Reply>
+where
+    R: Clone + Send + 'static,
+    F: Fn(AppState, AccountId, Vec<R>) -> Fut + Copy + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Vec<ApiResult<Reply>>> + Send + 'static,
+{
+    let Some(c) = coalescer else {
+        return only(many(state.clone(), account, vec![req]).await);
     };
     let state = state.clone();
-    c.updates
-        .submit(account, req, move |reqs| {
-            let state = state.clone();
-            async move {
-                state.metrics.coalesced(Op::Update, reqs.len());
-                let copy = |r: &UpdateReq| UpdateReq {
-                    idem: r.idem.clone(),
-                    uuid: r.uuid,
-                    patch: r.patch.clone(),
-                };
-                coalesce::isolating(reqs, copy, move |reqs| {
-                    let state = state.clone();
-                    async move { update_many(&state, account, reqs).await }
-                })
-                .await
-            }
-        })
-        .await
+    c.submit(account, req, move |reqs| {
+        let state = state.clone();
+        async move {
+            state.metrics.coalesced(op, reqs.len());
+            coalesce::isolating(reqs, R::clone, move |reqs| {
+                many(state.clone(), account, reqs)
+            })
+            .await
+        }
+    })
+    .await
 }
 
 /// The answer of a batch of one.

@@ -13,6 +13,7 @@ use crate::storage::{Commit, Mutation, Op};
 use crate::AppState;
 
 /// A validated update of a resolved task.
+#[derive(Clone)]
 pub struct UpdateReq {
     pub idem: String,
     pub uuid: Uuid,
