@@ -8,7 +8,7 @@ use std::future::Future;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::{create_account_in, Client, TestServer};
+use crate::common::{create_account_in, metric_opt, Client, TestServer};
 use crate::nodes::{database, numbers};
 
 /// Runs every future at once (each a task of its own); their outputs, in order.
@@ -29,26 +29,17 @@ fn node(url: &str, extra: &[&str]) -> TestServer {
     TestServer::serve(&["--database", url], &args, &[])
 }
 
-/// `(count, sum)` of `callsign_coalesced_batch_size{op}` on the node's `/metrics`.
+/// `(count, sum)` of `callsign_coalesced_batch_size{op}` on the node's `/metrics` (the series
+/// must be there).
 async fn batches(client: &Client, op: &str) -> (u64, u64) {
-    let text = client
-        .http
-        .get(format!("{}/metrics", client.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let value = |name: &str| -> u64 {
-        let prefix = format!("callsign_coalesced_batch_size_{name}{{op=\"{op}\"}} ");
-        let line = text
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .unwrap_or_else(|| panic!("no {prefix} in:\n{text}"));
-        line.trim().parse::<f64>().unwrap() as u64
-    };
-    (value("count"), value("sum"))
+    let mut out = [0; 2];
+    for (v, name) in out.iter_mut().zip(["count", "sum"]) {
+        let series = format!("callsign_coalesced_batch_size_{name}{{op=\"{op}\"}}");
+        *v = metric_opt(&client.http, &client.url, &series)
+            .await
+            .unwrap_or_else(|| panic!("no {series} on /metrics")) as u64;
+    }
+    (out[0], out[1])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -325,3 +325,23 @@ pub async fn eventually(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A series' value in a `/metrics` scrape of the server at `url`, or `None` when absent.
+pub async fn metric_opt(http: &reqwest::Client, url: &str, series: &str) -> Option<f64> {
+    let text = http
+        .get(format!("{url}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map(|v| v.trim().parse().unwrap())
+}
+
+/// A series' value in a `/metrics` scrape (0 when absent).
+pub async fn metric(http: &reqwest::Client, url: &str, series: &str) -> f64 {
+    metric_opt(http, url, series).await.unwrap_or(0.0)
+}

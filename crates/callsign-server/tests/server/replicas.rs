@@ -12,7 +12,7 @@ use callsign_server::db::accounts;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::{eventually, listening_url, rss_mib, TestServer, BIN};
+use crate::common::{eventually, listening_url, metric, rss_mib, TestServer, BIN};
 
 /// `n` accounts made with the library, in one transaction, before the server starts (the
 /// binary's `account create` is one process and one fsync per account). Their tokens, in
@@ -94,21 +94,6 @@ fn replica_files(pid: u32) -> usize {
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .filter(|p| p.to_string_lossy().contains("taskchampion.sqlite3"))
         .count()
-}
-
-/// A metric's value in a `/metrics` scrape (0 when absent).
-async fn metric(http: &reqwest::Client, url: &str, series: &str) -> f64 {
-    let text = http
-        .get(format!("{url}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
 }
 
 async fn create(
