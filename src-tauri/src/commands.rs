@@ -1,7 +1,7 @@
 //! The Tauri commands: each one is a short adapter that calls the engine and maps the error.
 //! Nothing here decides anything the engine or the UI should decide.
 use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_core::{TaskKey, LOCAL_PROJECT};
+use callsign_core::{when, Priority, TaskKey, LOCAL_PROJECT};
 use callsign_sync::settings::load_token;
 use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token};
 use tauri::State;
@@ -98,17 +98,53 @@ pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResul
         project: input.project,
         notes: input.notes,
         tags: input.tags,
+        due: input
+            .due
+            .as_deref()
+            .map(|d| when::parse_due_or_none(d, chrono::Local::now()))
+            .transpose()
+            .map_err(invalid)?
+            .flatten(),
+        priority: input
+            .priority
+            .as_deref()
+            .filter(|p| !p.trim().is_empty())
+            .map(Priority::parse)
+            .transpose()
+            .map_err(invalid)?,
     })?;
     one(&engine.0, task)
 }
 
+/// A field the user typed that does not parse: the message says which forms it takes.
+fn invalid(e: when::WhenError) -> CmdError {
+    CmdError::new("invalid", e.to_string())
+}
+
 #[tauri::command]
 pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> CmdResult<UiTask> {
+    let due = patch
+        .due
+        .as_deref()
+        .map(|d| when::parse_due_or_none(d, chrono::Local::now()))
+        .transpose()
+        .map_err(invalid)?;
+    let priority = patch
+        .priority
+        .as_deref()
+        .map(|p| match p.trim() {
+            "" => Ok(None),
+            p => Priority::parse(p).map(Some),
+        })
+        .transpose()
+        .map_err(invalid)?;
     let patch = TaskPatch {
         description: patch.description,
         notes: patch.notes,
         tags: patch.tags,
         status: None,
+        due,
+        priority,
     };
     let task = engine.0.edit(&id, patch)?;
     one(&engine.0, task)

@@ -125,6 +125,12 @@ pub struct CreateInput {
     pub notes: String,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// As typed (`tomorrow`, `fri`, `2026-12-01`, `3d`): the engine's parser reads it.
+    #[serde(default)]
+    pub due: Option<String>,
+    /// `H`, `M` or `L`, any case.
+    #[serde(default)]
+    pub priority: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -133,6 +139,10 @@ pub struct EditInput {
     pub description: Option<String>,
     pub notes: Option<String>,
     pub tags: Option<Vec<String>>,
+    /// As typed; empty (or `none`) clears the due date.
+    pub due: Option<String>,
+    /// `H`, `M` or `L`; empty clears it.
+    pub priority: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

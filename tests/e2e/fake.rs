@@ -88,6 +88,8 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         notes: String::new(),
         status: TaskStatus::Pending,
         tags: vec![],
+        due: None,
+        priority: None,
         created_at: now,
         modified_at: now,
     }

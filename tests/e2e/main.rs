@@ -13,6 +13,7 @@ mod devices;
 mod distrust;
 mod engine_loop;
 mod fake;
+mod fields;
 mod fixture;
 mod hardening;
 mod local;

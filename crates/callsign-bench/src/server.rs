@@ -217,6 +217,8 @@ pub fn new_task(description: String) -> NewTask {
         notes: String::new(),
         status: None,
         tags: Vec::new(),
+        due: None,
+        priority: None,
         created_at: None,
     }
 }

@@ -4,13 +4,18 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use callsign_core::dto::TaskPatch;
-use callsign_core::LOCAL_PROJECT;
+use callsign_core::{when, LOCAL_PROJECT};
 use callsign_sync::paths::default_data_dir;
 use callsign_sync::reason::sync_problem;
 use callsign_sync::{Engine, NewTaskInput, SyncState, TaskQuery, Token};
 
 use crate::render::{self, Out};
 use crate::{Cli, Command};
+
+/// A due date as typed (`none` clears), in this machine's time zone.
+fn parse_due(s: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+    Ok(when::parse_due_or_none(s, chrono::Local::now())?)
+}
 
 pub async fn run(cli: Cli) -> Result<()> {
     let dir = match cli.data_dir {
@@ -37,12 +42,17 @@ pub async fn run(cli: Cli) -> Result<()> {
             project,
             tags,
             notes,
+            due,
+            priority,
         } => {
+            let due = due.as_deref().map(parse_due).transpose()?.flatten();
             let task = engine.create(NewTaskInput {
                 description: text.join(" "),
                 project,
                 notes: notes.unwrap_or_default(),
                 tags,
+                due,
+                priority,
             })?;
             out.task(&engine, &task)
         }
@@ -51,12 +61,14 @@ pub async fn run(cli: Cli) -> Result<()> {
             failed,
             project,
             text,
+            sort,
         } => {
             let all = all || failed;
             let mut tasks = engine.query(&TaskQuery { all, project, text })?;
             if failed {
                 tasks.retain(|t| t.sync_state == SyncState::Failed);
             }
+            sort.apply(&mut tasks);
             out.list(&engine, &tasks)
         }
         Command::Import { jsonl, project } => {
@@ -76,15 +88,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             description,
             notes,
             project,
+            due,
+            priority,
         } => {
             let patch = TaskPatch {
                 description,
                 notes,
+                due: due.as_deref().map(parse_due).transpose()?,
+                priority: priority.map(|p| p.0),
                 ..TaskPatch::default()
             };
             if patch.is_empty() && project.is_none() {
                 return Err(anyhow!(
-                    "nothing to change: pass --description, --notes or --project"
+                    "nothing to change: pass --description, --notes, --due, --priority or \
+                     --project"
                 ));
             }
             let mut t = engine.get(&task)?;

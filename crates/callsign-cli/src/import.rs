@@ -1,11 +1,12 @@
 //! `callsign import`: the input formats, parsed into captures before anything is written.
 //!
 //! Plain text: one task description per line. `--jsonl`: one JSON object per line,
-//! `{"description": "...", "project": "PFX", "notes": "...", "tags": ["..."]}`, where only the
-//! description is required. Blank lines are skipped in both. Every problem names its line, and
+//! `{"description": "...", "project": "PFX", "notes": "...", "tags": ["..."], "due": "fri",
+//! "priority": "H"}`, where only the description is required (`due` takes the forms
+//! `add --due` takes, in this machine's time zone). Blank lines are skipped in both. Every problem names its line, and
 //! a file with any problem imports nothing.
 use anyhow::{anyhow, bail, Result};
-use callsign_core::Prefix;
+use callsign_core::{when, Prefix, Priority};
 use callsign_sync::NewTaskInput;
 use serde_json::Value;
 
@@ -59,7 +60,15 @@ fn parse_json(line: &str) -> Result<NewTaskInput> {
                     .and_then(|a| a.iter().map(|t| t.as_str().map(str::to_owned)).collect())
                     .ok_or_else(|| anyhow!("\"tags\" must be an array of strings"))?;
             }
-            other => bail!("unknown field {other:?} (expected description, project, notes, tags)"),
+            "due" if !v.is_null() => {
+                task.due = Some(when::parse_due(&text(k, v)?, chrono::Local::now())?);
+            }
+            "priority" if !v.is_null() => task.priority = Some(Priority::parse(&text(k, v)?)?),
+            "due" | "priority" => {}
+            other => bail!(
+                "unknown field {other:?} (expected description, project, notes, tags, due, \
+                 priority)"
+            ),
         }
     }
     if task.description.trim().is_empty() {
@@ -100,6 +109,25 @@ mod tests {
             (tasks[1].description.as_str(), tasks[1].project.as_deref()),
             ("Plain one", Some("DEF"))
         );
+    }
+
+    #[test]
+    fn json_lines_take_due_and_priority() {
+        let input = r#"{"description": "a", "due": "2026-12-01", "priority": "h"}
+{"description": "b", "due": null, "priority": null}
+"#;
+        let tasks = parse(input, true, None).unwrap();
+        let due = tasks[0].due.unwrap().with_timezone(&chrono::Local);
+        assert_eq!(due.format("%Y-%m-%d %H:%M").to_string(), "2026-12-01 00:00");
+        assert_eq!(tasks[0].priority, Some(callsign_core::Priority::H));
+        assert_eq!((tasks[1].due, tasks[1].priority), (None, None));
+        let e = parse(r#"{"description": "c", "due": "soon"}"#, true, None).unwrap_err();
+        assert!(
+            e.to_string().starts_with("line 1: 'soon' is not a date"),
+            "{e}"
+        );
+        let e = parse(r#"{"description": "c", "priority": "X"}"#, true, None).unwrap_err();
+        assert!(e.to_string().contains("use H, M or L"), "{e}");
     }
 
     #[test]

@@ -12,7 +12,24 @@ mod render;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use callsign_core::Priority;
+use callsign_sync::Sort;
 use clap::{Parser, Subcommand};
+
+fn parse_priority(s: &str) -> Result<Priority, String> {
+    Priority::parse(s).map_err(|e| e.to_string())
+}
+
+/// A priority, or none (clap reads a bare `Option<Option<_>>` as an optional flag value).
+#[derive(Debug, Clone, Copy)]
+pub struct PriorityOrNone(pub Option<Priority>);
+
+fn parse_priority_or_none(s: &str) -> Result<PriorityOrNone, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "none" | "" => Ok(PriorityOrNone(None)),
+        _ => parse_priority(s).map(|p| PriorityOrNone(Some(p))),
+    }
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -60,6 +77,13 @@ pub enum Command {
         tags: Vec<String>,
         #[arg(long)]
         notes: Option<String>,
+        /// When it is due: a date (2026-12-01, 2026-12-01T14:30), a day (today, tomorrow,
+        /// fri), an end (eod, eow, eom, eoy) or a span from now (3d, 2w, 4h, 1mo).
+        #[arg(long, value_name = "WHEN")]
+        due: Option<String>,
+        /// H, M or L.
+        #[arg(long, value_name = "H|M|L", value_parser = parse_priority)]
+        priority: Option<Priority>,
     },
     /// List pending tasks (`--all`: completed and deleted too).
     List {
@@ -73,6 +97,9 @@ pub enum Command {
         project: Option<String>,
         /// Only tasks whose description, notes or key contain TEXT.
         text: Option<String>,
+        /// The order: created (capture order), due (soonest first, none last) or priority.
+        #[arg(long, default_value = "created", value_name = "ORDER")]
+        sort: Sort,
     },
     /// Show one task by key, UUID, or unique UUID prefix (8+ characters).
     Show { task: String },
@@ -90,7 +117,7 @@ pub enum Command {
     Done { task: String },
     /// Mark a task deleted (its key stays taken: keys are never reused).
     Delete { task: String },
-    /// Change a task's description, notes or (before it has a key) project. A task the server
+    /// Change a task's description, notes, due date, priority or (before it has a key) project. A task the server
     /// refused is sent again with the change.
     Edit {
         task: String,
@@ -101,6 +128,12 @@ pub enum Command {
         /// Another project, for a task without a key (a refused one, or one in the local INBOX).
         #[arg(long)]
         project: Option<String>,
+        /// A new due date (the forms `add --due` takes), or `none` to clear it.
+        #[arg(long, value_name = "WHEN")]
+        due: Option<String>,
+        /// H, M or L, or `none` to clear it.
+        #[arg(long, value_name = "H|M|L|none", value_parser = parse_priority_or_none)]
+        priority: Option<PriorityOrNone>,
     },
     /// Send a failed task again (with a new idempotency key).
     Retry { task: String },

@@ -9,11 +9,12 @@ use std::borrow::Cow;
 use std::io::Write;
 
 use anyhow::Result;
+use callsign_core::dto::TaskStatus;
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::lock::SyncLock;
 use callsign_sync::reason::{task_failure, waiting_reason};
 use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 /// Text for one line of a terminal: control characters (newlines too) and the Unicode
@@ -44,6 +45,21 @@ fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// A due date in this machine's time zone: the date, the time unless it is midnight, and
+/// `(overdue)` for a pending task past it.
+fn due_text(t: &LocalTask, due: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let local = due.with_timezone(&chrono::Local);
+    let mut s = if local.time() == chrono::NaiveTime::MIN {
+        local.format("%a %Y-%m-%d").to_string()
+    } else {
+        local.format("%a %Y-%m-%d %H:%M").to_string()
+    };
+    if t.status == TaskStatus::Pending && due < now {
+        s.push_str(" (overdue)");
+    }
+    s
 }
 
 pub struct Out {
@@ -102,6 +118,12 @@ impl Out {
         if !t.tags.is_empty() {
             println!("  tags:     {}", safe(&t.tags.join(" ")));
         }
+        if let Some(p) = t.priority {
+            println!("  priority: {p}");
+        }
+        if let Some(d) = t.due {
+            println!("  due:      {}", due_text(t, d, Utc::now()));
+        }
         if !t.notes.is_empty() {
             println!("  notes:    {}", safe_block(&t.notes));
         }
@@ -150,6 +172,12 @@ impl Out {
                 safe(&t.label()),
                 safe(&t.description)
             )?;
+            if let Some(p) = t.priority {
+                write!(out, "  ({p})")?;
+            }
+            if let Some(d) = t.due {
+                write!(out, "  due {}", due_text(t, d, Utc::now()))?;
+            }
             if let Some(r) = ctx.reason(t) {
                 write!(out, "  [{}]", safe(&r))?;
             }

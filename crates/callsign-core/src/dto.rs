@@ -6,7 +6,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::Problem;
+use crate::{Priority, Problem};
+
+/// A field a patch may set, leave alone or clear: absent leaves it, `null` clears it.
+fn some_or_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -48,6 +57,12 @@ pub struct Task {
     pub notes: String,
     pub status: TaskStatus,
     pub tags: Vec<String>,
+    /// When the task is due (Taskwarrior's `due`).
+    #[serde(default)]
+    pub due: Option<DateTime<Utc>>,
+    /// `H`, `M` or `L` (Taskwarrior's `priority`).
+    #[serde(default)]
+    pub priority: Option<Priority>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
 }
@@ -65,6 +80,10 @@ pub struct NewTask {
     pub status: Option<TaskStatus>,
     #[serde(default)]
     pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Priority>,
     /// When the task was captured on the client (offline tasks keep their capture time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime<Utc>>,
@@ -82,6 +101,22 @@ pub struct TaskPatch {
     pub status: Option<TaskStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
+    /// A date sets it, `null` clears it.
+    #[serde(
+        default,
+        deserialize_with = "some_or_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub due: Option<Option<DateTime<Utc>>>,
+    /// `H`, `M` or `L` sets it, `null` clears it.
+    #[serde(
+        default,
+        deserialize_with = "some_or_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<Priority>, nullable)]
+    pub priority: Option<Option<Priority>>,
 }
 
 impl TaskPatch {
@@ -103,6 +138,12 @@ impl TaskPatch {
         if later.tags.is_some() {
             self.tags = later.tags;
         }
+        if later.due.is_some() {
+            self.due = later.due;
+        }
+        if later.priority.is_some() {
+            self.priority = later.priority;
+        }
     }
 
     /// Applies this patch to a create body that has not been sent yet.
@@ -118,6 +159,12 @@ impl TaskPatch {
         }
         if let Some(t) = self.tags {
             create.tags = t;
+        }
+        if let Some(d) = self.due {
+            create.due = d;
+        }
+        if let Some(p) = self.priority {
+            create.priority = p;
         }
     }
 }
@@ -234,6 +281,8 @@ mod tests {
             notes: String::new(),
             status: None,
             tags: vec!["t".into()],
+            due: None,
+            priority: Some(Priority::L),
             created_at: None,
         };
         p.fold_into(&mut create);
@@ -241,5 +290,37 @@ mod tests {
         assert_eq!(create.notes, "n");
         assert_eq!(create.status, Some(TaskStatus::Completed));
         assert_eq!(create.tags, vec!["t".to_string()]);
+        assert_eq!(create.priority, Some(Priority::L), "absent leaves it");
+    }
+
+    #[test]
+    fn a_patch_sets_clears_or_leaves_due_and_priority() {
+        let p: TaskPatch = serde_json::from_str(r#"{"due":null,"priority":"H"}"#).unwrap();
+        assert_eq!(p.due, Some(None));
+        assert_eq!(p.priority, Some(Some(Priority::H)));
+        let p: TaskPatch = serde_json::from_str(r#"{"due":"2026-12-01T00:00:00Z"}"#).unwrap();
+        assert!(matches!(p.due, Some(Some(_))));
+        assert_eq!(p.priority, None);
+        // The same JSON back: null stays null, absent stays absent.
+        let p: TaskPatch = serde_json::from_str(r#"{"due":null}"#).unwrap();
+        assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"due":null}"#);
+        assert!(serde_json::from_str::<TaskPatch>(r#"{"priority":"X"}"#).is_err());
+        let mut create: NewTask =
+            serde_json::from_str(r#"{"project":"SYN","description":"x","priority":"M"}"#).unwrap();
+        serde_json::from_str::<TaskPatch>(r#"{"priority":null}"#)
+            .unwrap()
+            .fold_into(&mut create);
+        assert_eq!(create.priority, None, "null clears");
+    }
+
+    #[test]
+    fn a_task_stored_before_due_and_priority_still_reads() {
+        let t: Task = serde_json::from_str(
+            r#"{"uuid":"00000000-0000-0000-0000-000000000001","key":"SYN-1","project":"SYN",
+                "number":1,"description":"x","notes":"","status":"pending","tags":[],
+                "created_at":"2026-01-01T00:00:00Z","modified_at":"2026-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        assert_eq!((t.due, t.priority), (None, None));
     }
 }

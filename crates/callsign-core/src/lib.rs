@@ -3,6 +3,7 @@
 //! - [`Prefix`] and [`TaskKey`]: the short, speakable key `SYN-42`.
 //! - [`TaskRef`]: what a user may type to name a task (a UUID or a key, leniently).
 //! - [`dto`]: the JSON bodies of the HTTP API v1, shared by server and client.
+//! - [`when`]: due dates as people type them, and [`Priority`].
 //! - [`ErrorCode`] and [`Problem`]: stable machine codes and RFC 9457 problem bodies.
 #![forbid(unsafe_code)]
 
@@ -12,11 +13,13 @@ mod key;
 mod prefix;
 mod task_ref;
 pub mod validate;
+pub mod when;
 
 pub use error::{ErrorCode, Problem};
 pub use key::{KeyError, TaskKey};
 pub use prefix::{Prefix, PrefixError};
 pub use task_ref::{RefError, TaskRef};
+pub use when::{Priority, WhenError};
 
 /// The largest task number a key may carry (SQLite's INTEGER is a signed 64-bit value).
 pub const MAX_NUMBER: u64 = i64::MAX as u64;

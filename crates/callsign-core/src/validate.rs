@@ -1,5 +1,7 @@
 //! Field rules shared by the server (which enforces them) and the clients (which check early so a
 //! user hears about a bad field at once, not after a sync).
+use chrono::{DateTime, Utc};
+
 use crate::dto::{NewTask, Task, TaskPatch};
 use crate::{Prefix, TaskKey, MAX_NUMBER};
 
@@ -67,10 +69,22 @@ pub fn tags(tags: &[String]) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// A due date between the years 1970 and 9999 (Taskwarrior stores it as Unix seconds).
+pub fn due(d: Option<DateTime<Utc>>) -> Result<(), FieldError> {
+    match d {
+        Some(t) if !crate::when::in_range(t) => Err(FieldError(format!(
+            "due {} is out of range: a due date lies between the years 1970 and 9999",
+            t.to_rfc3339()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 pub fn new_task(t: &NewTask) -> Result<(), FieldError> {
     description(&t.description)?;
     notes(&t.notes)?;
-    tags(&t.tags)
+    tags(&t.tags)?;
+    due(t.due)
 }
 
 pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
@@ -85,6 +99,9 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
     }
     if let Some(t) = &p.tags {
         tags(t)?;
+    }
+    if let Some(d) = p.due {
+        due(d)?;
     }
     Ok(())
 }
@@ -123,7 +140,8 @@ pub fn task(t: &Task) -> Result<(), FieldError> {
     }
     description(&t.description)?;
     notes(&t.notes)?;
-    tags(&t.tags)
+    tags(&t.tags)?;
+    due(t.due)
 }
 
 /// An idempotency key: 1-255 printable ASCII characters.
@@ -183,6 +201,27 @@ mod tests {
         assert_eq!(idempotency_key(k).is_ok(), ok);
     }
 
+    #[test]
+    fn a_due_date_outside_1970_to_9999_is_refused() {
+        let at = |y| {
+            chrono::NaiveDate::from_ymd_opt(y, 6, 1)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+                .and_utc()
+        };
+        assert!(due(Some(at(1970))).is_ok() && due(Some(at(9999))).is_ok() && due(None).is_ok());
+        assert!(due(Some(at(1969))).unwrap_err().0.contains("1970"));
+        let mut t = server_task(None, None);
+        t.due = Some(at(10000));
+        assert!(task(&t).is_err());
+        let p = TaskPatch {
+            due: Some(Some(at(1900))),
+            ..Default::default()
+        };
+        assert!(patch(&p).is_err());
+    }
+
     fn server_task(key: Option<&str>, number: Option<u64>) -> Task {
         Task {
             uuid: uuid::Uuid::nil(),
@@ -193,6 +232,8 @@ mod tests {
             notes: String::new(),
             status: crate::dto::TaskStatus::Pending,
             tags: vec!["home".into()],
+            due: None,
+            priority: None,
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
         }

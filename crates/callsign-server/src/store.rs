@@ -43,6 +43,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_core::Priority;
 use callsign_tcstore::InlineStorage;
 use chrono::{DateTime, Utc};
 use taskchampion::{Operations, TaskData};
@@ -106,6 +107,11 @@ pub struct Snapshot {
     pub tags: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
+    /// Taskwarrior's `due` (Unix seconds in the store, so whole seconds here).
+    pub due: Option<DateTime<Utc>>,
+    /// Taskwarrior's `priority`; a value other than `H`, `M` or `L` (Taskwarrior allows
+    /// configured ones) reads as none.
+    pub priority: Option<Priority>,
     pub key: Option<String>,
 }
 
@@ -136,6 +142,13 @@ impl Snapshot {
             tags,
             created_at: entry,
             modified_at: time("modified").unwrap_or(entry),
+            due: time("due"),
+            priority: task.get("priority").and_then(|p| match p {
+                "H" => Some(Priority::H),
+                "M" => Some(Priority::M),
+                "L" => Some(Priority::L),
+                _ => None,
+            }),
             key: task.get("key").map(str::to_owned),
         }
     }
@@ -150,6 +163,10 @@ impl Snapshot {
             .is_none_or(|d| *d == self.description)
             && patch.notes.as_ref().is_none_or(|n| *n == self.notes)
             && patch.status.is_none_or(|s| s == self.status)
+            && patch
+                .due
+                .is_none_or(|d| d.map(|t| t.timestamp()) == self.due.map(|t| t.timestamp()))
+            && patch.priority.is_none_or(|p| p == self.priority)
             && patch.tags.as_ref().is_none_or(|t| {
                 let mut t = t.clone();
                 t.sort();
@@ -960,6 +977,12 @@ fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Ope
         task.update("notes", Some(new.notes), ops);
     }
     set_tags(task, &new.tags, ops);
+    if new.due.is_some() {
+        task.update("due", new.due.and_then(secs), ops);
+    }
+    if let Some(p) = new.priority {
+        task.update("priority", Some(p.as_str().to_owned()), ops);
+    }
 }
 
 fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &mut Operations) {
@@ -975,6 +998,12 @@ fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &
     }
     if let Some(tags) = patch.tags {
         set_tags(task, &tags, ops);
+    }
+    if let Some(due) = patch.due {
+        task.update("due", due.and_then(secs), ops);
+    }
+    if let Some(p) = patch.priority {
+        task.update("priority", p.map(|p| p.as_str().to_owned()), ops);
     }
 }
 
@@ -1005,8 +1034,38 @@ mod tests {
             notes: String::new(),
             status: None,
             tags: Vec::new(),
+            due: None,
+            priority: None,
             created_at: None,
         }
+    }
+
+    /// `due` and `priority` are written as Taskwarrior writes them: Unix seconds and `H`/`M`/`L`;
+    /// a patch's `null` removes the property.
+    #[test]
+    fn due_and_priority_are_taskwarrior_properties() {
+        use chrono::TimeZone;
+        let u = Uuid::new_v4();
+        let mut body = new_task("pay rent");
+        body.due = Some(Utc.with_ymd_and_hms(2026, 12, 1, 9, 30, 0).unwrap());
+        body.priority = Some(Priority::H);
+        let mut g = Group::default();
+        create(&mut g, vec![(u, body)]);
+        let t = g.tasks[&u].as_ref().unwrap();
+        assert_eq!(t.get("due"), Some("1796117400"));
+        assert_eq!(t.get("priority"), Some("H"));
+        let patch = TaskPatch {
+            due: Some(None),
+            priority: Some(Some(Priority::L)),
+            ..TaskPatch::default()
+        };
+        update(&mut g, vec![(u, patch)]);
+        let t = g.tasks[&u].as_ref().unwrap();
+        assert_eq!((t.get("due"), t.get("priority")), (None, Some("L")));
+        // A priority Taskwarrior allows by configuration but the API does not name reads as none.
+        let mut t = t.clone();
+        t.update("priority", Some("X".into()), &mut g.ops);
+        assert_eq!(Snapshot::of(&t).priority, None);
     }
 
     /// A command that holds the worker while it is applied: (it, "it is applied now", release).

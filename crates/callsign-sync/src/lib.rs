@@ -34,6 +34,6 @@ pub mod verify;
 pub use engine::{Engine, LoginReport, NewTaskInput, Options};
 pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
-pub use model::{LocalTask, SyncState};
+pub use model::{LocalTask, Sort, SyncState};
 pub use settings::{Settings, Token};
 pub use store::{TaskFilter, TaskQuery};

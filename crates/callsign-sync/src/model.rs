@@ -1,5 +1,6 @@
 //! The engine's local view of tasks and outbox rows.
 use callsign_core::dto::{MutationOp, Task, TaskStatus};
+use callsign_core::Priority;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use uuid::Uuid;
@@ -27,6 +28,8 @@ pub struct LocalTask {
     pub notes: String,
     pub status: TaskStatus,
     pub tags: Vec<String>,
+    pub due: Option<DateTime<Utc>>,
+    pub priority: Option<Priority>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
     pub sync_state: SyncState,
@@ -69,6 +72,8 @@ impl LocalTask {
             notes: t.notes,
             status: t.status,
             tags: t.tags,
+            due: t.due,
+            priority: t.priority,
             created_at: t.created_at,
             modified_at: t.modified_at,
             sync_state: SyncState::Synced,
@@ -76,6 +81,44 @@ impl LocalTask {
             error_code: None,
             open_rows: 0,
             next_attempt_at: None,
+        }
+    }
+}
+
+/// The order of a task listing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sort {
+    /// Capture order (the store's order).
+    #[default]
+    Created,
+    /// Soonest due first; tasks with no due date last.
+    Due,
+    /// H, M, L, then none.
+    Priority,
+}
+
+impl std::str::FromStr for Sort {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Sort, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "created" => Ok(Sort::Created),
+            "due" => Ok(Sort::Due),
+            "priority" | "pri" => Ok(Sort::Priority),
+            _ => Err(format!(
+                "'{s}' is not an order: use created, due or priority"
+            )),
+        }
+    }
+}
+
+impl Sort {
+    /// Sorts `tasks` (given in capture order) stably: ties keep capture order.
+    pub fn apply(self, tasks: &mut [LocalTask]) {
+        match self {
+            Sort::Created => {}
+            Sort::Due => tasks.sort_by_key(|t| (t.due.is_none(), t.due)),
+            Sort::Priority => tasks.sort_by_key(|t| std::cmp::Reverse(t.priority)),
         }
     }
 }
@@ -142,4 +185,57 @@ pub struct OutboxRow {
     pub created_at: i64,
     pub last_touch: i64,
     pub next_attempt_at: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn task(n: u128, due: Option<i64>, priority: Option<Priority>) -> LocalTask {
+        LocalTask::from_server(Task {
+            uuid: Uuid::from_u128(n),
+            key: None,
+            project: "SYN".into(),
+            number: None,
+            description: format!("t{n}"),
+            notes: String::new(),
+            status: TaskStatus::Pending,
+            tags: vec![],
+            due: due.map(|d| Utc.timestamp_opt(d, 0).unwrap()),
+            priority,
+            created_at: DateTime::default(),
+            modified_at: DateTime::default(),
+        })
+    }
+
+    fn order(sort: Sort, mut tasks: Vec<LocalTask>) -> Vec<String> {
+        sort.apply(&mut tasks);
+        tasks.into_iter().map(|t| t.description).collect()
+    }
+
+    #[test]
+    fn sorts_by_due_and_priority_keeping_capture_order_on_ties() {
+        let tasks = vec![
+            task(1, None, Some(Priority::L)),
+            task(2, Some(200), None),
+            task(3, Some(100), Some(Priority::H)),
+            task(4, None, Some(Priority::H)),
+            task(5, Some(100), None),
+        ];
+        assert_eq!(
+            order(Sort::Due, tasks.clone()),
+            ["t3", "t5", "t2", "t1", "t4"]
+        );
+        assert_eq!(
+            order(Sort::Priority, tasks.clone()),
+            ["t3", "t4", "t1", "t2", "t5"]
+        );
+        assert_eq!(order(Sort::Created, tasks), ["t1", "t2", "t3", "t4", "t5"]);
+        assert_eq!("Due".parse(), Ok(Sort::Due));
+        assert!("size"
+            .parse::<Sort>()
+            .unwrap_err()
+            .contains("created, due or priority"));
+    }
 }

@@ -186,6 +186,8 @@ mod tests {
             notes: String::new(),
             status: TaskStatus::Pending,
             tags: vec![],
+            due: None,
+            priority: None,
             created_at: DateTime::default(),
             modified_at: DateTime::default(),
             sync_state: state,

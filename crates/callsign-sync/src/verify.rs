@@ -111,6 +111,8 @@ mod tests {
             notes: String::new(),
             status: TaskStatus::Pending,
             tags: vec![],
+            due: None,
+            priority: None,
             created_at: Default::default(),
             modified_at: Default::default(),
         }

@@ -375,6 +375,8 @@ mod tests {
             notes: String::new(),
             status: None,
             tags: Vec::new(),
+            due: None,
+            priority: None,
             created_at: None,
         }
     }

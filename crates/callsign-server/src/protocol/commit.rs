@@ -18,6 +18,8 @@ pub fn to_task(s: &Snapshot, prefix: &str, key: Option<&KeyRow>) -> Task {
         notes: s.notes.clone(),
         status: s.status,
         tags: s.tags.clone(),
+        due: s.due,
+        priority: s.priority,
         created_at: s.created_at,
         modified_at: s.modified_at,
     }

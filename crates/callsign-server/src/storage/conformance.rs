@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use callsign_core::dto::{NewTask, Task, TaskPatch, TaskStatus};
-use callsign_core::{ErrorCode, Prefix};
+use callsign_core::{ErrorCode, Prefix, Priority};
 use uuid::Uuid;
 
 use super::{AllocStore, Commit, Mutation, Op, Phase1, Reserved, TaskStore};
@@ -49,6 +49,7 @@ macro_rules! storage_conformance {
             purged_slots_leave_a_tombstone_and_keys_hold,
             the_window_is_stored,
             the_task_store_keeps_tasks,
+            due_and_priority_are_kept_set_and_cleared,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -70,6 +71,8 @@ fn new_task(prefix: &str, description: &str) -> NewTask {
         notes: String::new(),
         status: None,
         tags: vec!["t".into()],
+        due: None,
+        priority: None,
         created_at: None,
     }
 }
@@ -823,4 +826,57 @@ pub async fn the_task_store_keeps_tasks(b: Backend) {
     let (running, failing) = b.tasks.health();
     assert!(running);
     assert!(failing.is_empty());
+}
+
+/// `due` and `priority` as Taskwarrior names them: kept on create, set and cleared by a patch
+/// (`null` clears, absent leaves), read back the same by `get`. A due time is kept to the
+/// second (Taskwarrior stores Unix seconds).
+pub async fn due_and_priority_are_kept_set_and_cleared(b: Backend) {
+    use chrono::{TimeZone, Utc};
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let due = Utc.with_ymd_and_hms(2026, 12, 1, 9, 30, 0).unwrap();
+    let mut body = new_task("SYN", "pay rent");
+    body.due = Some(due + chrono::Duration::milliseconds(250));
+    body.priority = Some(Priority::M);
+    let s = b
+        .tasks
+        .create(a, vec![(u, body)])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!((s.due, s.priority), (Some(due), Some(Priority::M)));
+    // Another field changes: due and priority stay.
+    let notes = TaskPatch {
+        notes: Some("by transfer".into()),
+        ..TaskPatch::default()
+    };
+    let s = b.tasks.update(a, vec![(u, notes)]).await.unwrap()[0]
+        .clone()
+        .unwrap();
+    assert_eq!((s.due, s.priority), (Some(due), Some(Priority::M)));
+    let later = due + chrono::Duration::days(2);
+    let patch = TaskPatch {
+        due: Some(Some(later)),
+        priority: Some(None),
+        ..TaskPatch::default()
+    };
+    let s = b.tasks.update(a, vec![(u, patch.clone())]).await.unwrap()[0]
+        .clone()
+        .unwrap();
+    assert!(s.reflects(&patch));
+    assert_eq!((s.due, s.priority), (Some(later), None));
+    let clear = TaskPatch {
+        due: Some(None),
+        priority: Some(Some(Priority::H)),
+        ..TaskPatch::default()
+    };
+    let s = b.tasks.update(a, vec![(u, clear.clone())]).await.unwrap()[0]
+        .clone()
+        .unwrap();
+    assert!(s.reflects(&clear) && !s.reflects(&patch));
+    assert_eq!((s.due, s.priority), (None, Some(Priority::H)));
+    let got = b.tasks.get(a, vec![u]).await.unwrap()[0].clone();
+    assert_eq!(got, Some(s));
 }

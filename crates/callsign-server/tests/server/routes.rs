@@ -65,6 +65,56 @@ async fn same_create_five_times_concurrently_is_one_task_one_number() {
 }
 
 #[tokio::test]
+async fn due_and_priority_are_set_replayed_cleared_and_checked() {
+    let app = TestApp::new("SYN").await;
+    let u = Uuid::new_v4();
+    let body = json!({"project": "syn", "description": "Pay rent",
+                      "due": "2026-12-01T09:30:00Z", "priority": "H"});
+    let a = app.put(u, "due-1", body.clone()).await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    assert_eq!(a.body["due"], "2026-12-01T09:30:00Z");
+    assert_eq!(a.body["priority"], "H");
+    let again = app.put(u, "due-1", body).await;
+    assert!(again.replayed);
+    assert_eq!(again.body, a.body);
+    let token = app.account.token.clone();
+    let path = format!("/v1/tasks/{u}");
+    let patch = |idem: &'static str, b: Value| {
+        let (token, path) = (token.clone(), path.clone());
+        let app = &app;
+        async move { app.call(&token, "PATCH", &path, Some(idem), Some(b)).await }
+    };
+    let p = patch("due-2", json!({"due": null, "priority": "L"})).await;
+    assert_eq!(p.status, StatusCode::OK, "{}", p.body);
+    assert_eq!(
+        (p.body["due"].clone(), p.body["priority"].clone()),
+        (Value::Null, json!("L"))
+    );
+    let p = patch("due-3", json!({"description": "Pay the rent"})).await;
+    assert_eq!(p.body["priority"], "L", "absent leaves it");
+    for (idem, bad) in [
+        ("bad-1", json!({"priority": "urgent"})),
+        ("bad-2", json!({"due": "tomorrow"})),
+        ("bad-3", json!({"due": "1960-01-01T00:00:00Z"})),
+    ] {
+        let p = patch(idem, bad.clone()).await;
+        assert_eq!(
+            p.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{bad}: {}",
+            p.body
+        );
+        assert_eq!(p.content_type, "application/problem+json");
+    }
+    let got = app.get("SYN-1").await;
+    assert_eq!(got.body["description"], "Pay the rent");
+    assert_eq!(
+        (got.body["due"].clone(), got.body["priority"].clone()),
+        (Value::Null, json!("L"))
+    );
+}
+
+#[tokio::test]
 async fn reused_key_with_another_body_is_422_and_missing_key_is_400() {
     let app = TestApp::new("SYN").await;
     let u = Uuid::new_v4();
@@ -455,6 +505,8 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
         notes: String::new(),
         status: None,
         tags: vec![],
+        due: None,
+        priority: None,
         created_at: None,
     };
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
@@ -537,6 +589,8 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
         notes: String::new(),
         status: None,
         tags: vec![],
+        due: None,
+        priority: None,
         created_at: None,
     };
     let fp = protocol::fingerprint("create", u, &body);

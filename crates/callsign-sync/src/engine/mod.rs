@@ -56,6 +56,8 @@ pub struct NewTaskInput {
     pub project: Option<String>,
     pub notes: String,
     pub tags: Vec<String>,
+    pub due: Option<chrono::DateTime<chrono::Utc>>,
+    pub priority: Option<callsign_core::Priority>,
 }
 
 struct LoopHandle {
@@ -205,12 +207,15 @@ impl Engine {
         };
         let prefix =
             Prefix::parse(project.trim()).map_err(|e| Error::Invalid(format!("project: {e}")))?;
+        callsign_core::validate::due(input.due).map_err(|e| Error::Invalid(e.0))?;
         Ok(NewTask {
             project: prefix.to_string(),
             description: input.description,
             notes: input.notes,
             status: None,
             tags: input.tags,
+            due: input.due,
+            priority: input.priority,
             created_at: Some(now),
         })
     }

@@ -19,6 +19,8 @@ fn input(d: &str, project: Option<&str>) -> NewTaskInput {
         project: project.map(str::to_owned),
         notes: String::new(),
         tags: vec![],
+        due: None,
+        priority: None,
     }
 }
 

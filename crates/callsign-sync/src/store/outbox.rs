@@ -295,10 +295,27 @@ pub(super) fn retry_failed_in(
 fn current_values(tx: &Transaction<'_>, uuid: Uuid, body: &str) -> Result<String> {
     let mut patch: TaskPatch =
         serde_json::from_str(body).map_err(|e| Error::Invalid(format!("stored patch: {e}")))?;
-    let (description, notes, status, tags): (String, String, String, String) = tx.query_row(
-        "SELECT description, notes, status, tags FROM tasks WHERE uuid = ?1",
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+    );
+    let (description, notes, status, tags, due, priority): Row = tx.query_row(
+        "SELECT description, notes, status, tags, due, priority FROM tasks WHERE uuid = ?1",
         [uuid.to_string()],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        },
     )?;
     if patch.description.is_some() {
         patch.description = Some(description);
@@ -311,6 +328,16 @@ fn current_values(tx: &Transaction<'_>, uuid: Uuid, body: &str) -> Result<String
     }
     if patch.tags.is_some() {
         patch.tags = Some(serde_json::from_str(&tags).unwrap_or_default());
+    }
+    if patch.due.is_some() {
+        patch.due = Some(due.and_then(|d| {
+            chrono::DateTime::parse_from_rfc3339(&d)
+                .ok()
+                .map(|t| t.with_timezone(&chrono::Utc))
+        }));
+    }
+    if patch.priority.is_some() {
+        patch.priority = Some(priority.and_then(|p| callsign_core::Priority::parse(&p).ok()));
     }
     serde_json::to_string(&patch).map_err(|e| Error::Invalid(e.to_string()))
 }

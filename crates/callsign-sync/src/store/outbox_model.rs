@@ -153,6 +153,8 @@ impl Server {
             notes: String::new(),
             status: c.status,
             tags: vec![],
+            due: None,
+            priority: None,
             created_at: now(),
             modified_at: now(),
         })
@@ -248,6 +250,8 @@ impl World {
                     notes: String::new(),
                     status: None,
                     tags: vec![],
+                    due: None,
+                    priority: None,
                     created_at: Some(now()),
                 };
                 self.store

@@ -1,7 +1,7 @@
 //! Task rows: local create and edit (each one transaction with its outbox row), lookup. Listing
 //! many tasks is in `listing`.
 use callsign_core::dto::{MutationOp, NewTask, TaskPatch, TaskStatus};
-use callsign_core::{TaskKey, TaskRef};
+use callsign_core::{Priority, TaskKey, TaskRef};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 use uuid::Uuid;
@@ -13,12 +13,12 @@ use crate::model::{LocalTask, SyncState};
 
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
-    t.notes, t.status, t.tags, t.created_at, t.modified_at";
+    t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority";
 
-/// One task with its outbox facts computed for it alone (columns 10-13, for [`map_task`]): for a
+/// One task with its outbox facts computed for it alone (columns 12-16, for [`map_task`]): for a
 /// lookup. A listing computes the same facts for every task in one pass ([`super::listing`]).
 const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
-    t.status, t.tags, t.created_at, t.modified_at,
+    t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority,
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
@@ -61,15 +61,15 @@ pub(super) struct OutboxFacts {
     pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-9 are [`TASK_COLUMNS`], 10-14 the facts in
+/// A task row with its outbox facts: columns 0-11 are [`TASK_COLUMNS`], 12-16 the facts in
 /// [`OutboxFacts`] order.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let facts = OutboxFacts {
-        open_rows: r.get::<_, i64>(10)? as u32,
-        failed: r.get::<_, i64>(11)? as u32,
-        last_error: r.get(12)?,
-        next_attempt_at: r.get(13)?,
-        error_code: r.get(14)?,
+        open_rows: r.get::<_, i64>(12)? as u32,
+        failed: r.get::<_, i64>(13)? as u32,
+        last_error: r.get(14)?,
+        next_attempt_at: r.get(15)?,
+        error_code: r.get(16)?,
     };
     Ok(with_facts(task_row(r)?, facts))
 }
@@ -80,11 +80,20 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let bad = |i: usize, e: String| {
         rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
     };
-    let time = |i: usize| {
-        DateTime::parse_from_rfc3339(&text(i)?)
+    let parse = |i: usize, t: &str| {
+        DateTime::parse_from_rfc3339(t)
             .map(|t| t.with_timezone(&Utc))
             .map_err(|e| bad(i, e.to_string()))
     };
+    let time = |i: usize| parse(i, &text(i)?);
+    let due = r
+        .get::<_, Option<String>>(10)?
+        .map(|t| parse(10, &t))
+        .transpose()?;
+    let priority = r
+        .get::<_, Option<String>>(11)?
+        .map(|p| Priority::parse(&p).map_err(|e| bad(11, e.to_string())))
+        .transpose()?;
     let key: Option<String> = r.get(1)?;
     Ok(LocalTask {
         uuid: Uuid::parse_str(&text(0)?).map_err(|e| bad(0, e.to_string()))?,
@@ -96,6 +105,8 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         notes: text(5)?,
         status: TaskStatus::parse(&text(6)?).ok_or_else(|| bad(6, "status".into()))?,
         tags: serde_json::from_str(&text(7)?).map_err(|e| bad(7, e.to_string()))?,
+        due,
+        priority,
         created_at: time(8)?,
         modified_at: time(9)?,
         open_rows: 0,
@@ -135,7 +146,7 @@ fn insert_local(
     let status = body.status.unwrap_or(TaskStatus::Pending);
     tx.execute(
         "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-            modified_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+            modified_at, due, priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9)",
         params![
             uuid.to_string(),
             body.project,
@@ -144,6 +155,8 @@ fn insert_local(
             status.as_str(),
             serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
             ts(body.created_at.unwrap_or(now)),
+            body.due.map(ts),
+            body.priority.map(Priority::as_str),
         ],
     )?;
     super::outbox::insert(
@@ -199,10 +212,14 @@ impl Store {
         let tx = self.conn.transaction()?;
         let u = uuid.to_string();
         let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
+        // ?7/?9: whether the patch sets due/priority (a null value clears it).
         let changed = tx.execute(
             "UPDATE tasks SET description = COALESCE(?2, description),
                 notes = COALESCE(?3, notes), status = COALESCE(?4, status),
-                tags = COALESCE(?5, tags), modified_at = ?6 WHERE uuid = ?1",
+                tags = COALESCE(?5, tags), modified_at = ?6,
+                due = CASE WHEN ?7 THEN ?8 ELSE due END,
+                priority = CASE WHEN ?9 THEN ?10 ELSE priority END
+             WHERE uuid = ?1",
             params![
                 u,
                 patch.description,
@@ -210,6 +227,10 @@ impl Store {
                 patch.status.map(TaskStatus::as_str),
                 tags.map_err(|e| Error::Invalid(e.to_string()))?,
                 ts(now),
+                patch.due.is_some(),
+                patch.due.flatten().map(ts),
+                patch.priority.is_some(),
+                patch.priority.flatten().map(Priority::as_str),
             ],
         )?;
         if changed == 0 {

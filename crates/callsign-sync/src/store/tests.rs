@@ -19,6 +19,8 @@ fn body(d: &str) -> NewTask {
         notes: String::new(),
         status: None,
         tags: vec![],
+        due: None,
+        priority: None,
         created_at: Some(now()),
     }
 }
@@ -33,6 +35,8 @@ fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
         notes: String::new(),
         status: TaskStatus::Pending,
         tags: vec![],
+        due: None,
+        priority: None,
         created_at: now(),
         modified_at: now(),
     }
