@@ -62,6 +62,39 @@ describe('TaskActions', () => {
     expect(s.last()).toMatchObject({ tone: 'error', topic: 'capture', text: 'Not saved: the description is empty' });
   });
 
+  it('a due date the backend cannot read is refused in its own words; nothing is saved', async () => {
+    const s = setup();
+    expect(await s.a.capture({ description: 'Pay rent', project: 'SYN', due: 'soon' })).toBeNull();
+    expect(s.last()).toMatchObject({ tone: 'error', topic: 'capture' });
+    expect(s.last()?.text).toMatch(/^Not saved: 'soon' is not a date: use a date \(2026-12-01/);
+    expect(s.fake.handle('list_tasks', { filter: { status: 'all' } })).toEqual([]);
+  });
+
+  it('saveField sets a due date and priority; Ctrl+Z puts the old ones back', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'Pay rent', project: 'SYN', due: '2026-12-01', priority: 'h' });
+    expect(t.priority).toBe('H');
+    expect(await s.a.saveField(t, { priority: 'L' })).toBeNull();
+    expect(s.get(t.uuid).priority).toBe('L');
+    expect(s.last()).toMatchObject({ tone: 'info', text: expect.stringMatching(/^Saved ~/) });
+    expect(await s.a.saveField(s.get(t.uuid), { due: '' })).toBeNull();
+    expect(s.get(t.uuid).due).toBeNull();
+    await s.a.undoLast();
+    expect(s.get(t.uuid).due).toBe(t.due);
+    await s.a.undoLast();
+    expect(s.get(t.uuid).priority).toBe('H');
+  });
+
+  it('saveField answers a refusal with the message and no notice; the task is unchanged', async () => {
+    const s = setup();
+    const t = await s.add({ description: 'Pay rent', project: 'SYN', due: 'tomorrow' });
+    const before = s.notices.length;
+    expect(await s.a.saveField(t, { due: 'soon' })).toMatch(/^'soon' is not a date/);
+    expect(s.notices.length).toBe(before);
+    expect(s.get(t.uuid).due).toBe(t.due);
+    expect(s.a.undo.size).toBe(0);
+  });
+
   it.each([
     ['complete, then Ctrl+Z reopens', 'pending', 'complete', 'completed', 'pending', /^Reopened ~/],
     ['reopen, then Ctrl+Z completes again', 'completed', 'reopen', 'pending', 'completed', /^Completed ~/],

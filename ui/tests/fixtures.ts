@@ -12,6 +12,8 @@ export function task(over: Partial<LocalTask> = {}): LocalTask {
     notes: '',
     status: 'pending',
     tags: [],
+    due: null,
+    priority: null,
     created_at: '2026-11-22T11:00:00Z',
     modified_at: '2026-11-22T11:00:00Z',
     sync_state: 'provisional',

@@ -23,6 +23,15 @@ describe('undoStep', () => {
       { call: 'create', input: { description: 'Draft', project: 'ZZZ' }, message: 'Restored as a new local task' },
     ],
     [
+      'discard keeps the due date (as its time) and the priority',
+      entry('discard', task({ ...provisional, due: '2026-11-27T00:00:00Z', priority: 'H' })),
+      {
+        call: 'create',
+        input: { description: 'Draft', project: 'ZZZ', due: '2026-11-27T00:00:00Z', priority: 'H' },
+        message: 'Restored as a new local task',
+      },
+    ],
+    [
       'edit → edit back',
       entry('edit', keyed, { description: 'Old' }),
       { call: 'edit', id: keyed.uuid, patch: { description: 'Old' }, message: 'Undid the edit of DEV-3' },
@@ -48,6 +57,18 @@ describe('inversePatch', () => {
     ['nothing', {}, {}],
   ])('%s', (_n, patch, want) => {
     expect(inversePatch(keyed, patch)).toEqual(want);
+  });
+
+  it.each<[string, TaskPatch, TaskPatch]>([
+    ['a due date set: cleared again', { due: 'fri' }, { due: '' }],
+    ['a priority set: cleared again', { priority: 'H' }, { priority: '' }],
+  ])('%s', (_n, patch, want) => {
+    expect(inversePatch(keyed, patch)).toEqual(want);
+  });
+
+  it('a due date and priority changed or cleared: the old ones back', () => {
+    const planned = task({ due: '2026-11-27T13:30:00Z', priority: 'M' });
+    expect(inversePatch(planned, { due: '', priority: 'L' })).toEqual({ due: '2026-11-27T13:30:00Z', priority: 'M' });
   });
 
   it('copies the tags (a later change to the task does not leak in)', () => {

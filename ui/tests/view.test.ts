@@ -204,6 +204,17 @@ describe('parseCapture', () => {
     ['#1 is not a project', 'Fix #1 bug', [], { description: 'Fix #1 bug', tags: [] }],
     ['lone + and # stay', 'a + b # c', [], { description: 'a + b # c', tags: [] }],
     ['duplicate tags once', 'x +a +a', [], { description: 'x', tags: ['a'] }],
+    ['due and priority come out', 'Pay rent due:tomorrow pri:H', [], { description: 'Pay rent', tags: [], due: 'tomorrow', priority: 'H' }],
+    ['anywhere in the text', 'due:fri Pay pri:l rent', [], { description: 'Pay rent', tags: [], due: 'fri', priority: 'l' }],
+    ['priority: spelled out', 'x priority:high', [], { description: 'x', tags: [], priority: 'high' }],
+    ['the names in any case', 'x DUE:eow Pri:M', [], { description: 'x', tags: [], due: 'eow', priority: 'M' }],
+    ['a date and a time as typed', 'x due:2026-12-01T14:30', [], { description: 'x', tags: [], due: '2026-12-01T14:30' }],
+    ['a value not checked here (the backend refuses it)', 'x due:soon pri:Z', [], { description: 'x', tags: [], due: 'soon', priority: 'Z' }],
+    ['the last one wins', 'x due:fri due:mon pri:H pri:L', [], { description: 'x', tags: [], due: 'mon', priority: 'L' }],
+    ['with a project and tags', 'Pay rent #syn +home due:1mo pri:M', ['SYN'], { description: 'Pay rent', project: 'SYN', tags: ['home'], due: '1mo', priority: 'M' }],
+    ['due: with no value stays in the text', 'Fix due: later', [], { description: 'Fix due: later', tags: [] }],
+    ['a word that only contains due: stays', 'Overdue:x pri', [], { description: 'Overdue:x pri', tags: [] }],
+    ['only fields: no description', 'due:today pri:H', [], { description: '', tags: [], due: 'today', priority: 'H' }],
   ] as const)('%s', (_n, input, known, want) => {
     expect(parseCapture(input, known)).toEqual(want);
   });

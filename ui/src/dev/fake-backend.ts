@@ -18,8 +18,11 @@ import type {
 } from '../lib/types';
 import { parseJumpQuery } from '../lib/jump';
 import { filterTasks } from '../lib/view';
+import { fakeParseDue, fakeParsePriority } from './fake-when';
 
 const INBOX = 'INBOX';
+const DUES = ['yesterday', 'eod', 'fri', '2w'];
+const PRIORITIES = ['H', 'M', 'L'];
 const UNREACHABLE = {
   summary: "Can't reach the server — your tasks are saved here and will sync when it's back",
   detail: 'cannot reach the server at http://127.0.0.1:7171: connection failed: tcp connect error: Connection refused (os error 111)',
@@ -70,11 +73,15 @@ export class FakeBackend {
     const words = ['Fix', 'Write', 'Review', 'Deploy', 'Plan', 'Rotate', 'Update', 'Check'];
     const things = ['login page', 'release notes', 'sync engine', 'backups', 'keys', 'docs', 'CI', 'metrics'];
     for (let i = 0; i < n; i++) {
+      const k = n - 1 - i;
       const project = i % 4 === 0 ? 'OPS' : 'SYN';
       const t = this.make({
         description: `${words[i % words.length]} ${things[(i * 7) % things.length]} ${i + 1}`,
         project,
         tags: i % 5 === 0 ? ['ops'] : [],
+        // A few of the newest (k = 0 is the newest) with a due date (one overdue) or a priority.
+        ...(k < 8 && k % 2 === 1 ? { due: DUES[(k - 1) / 2] as string } : {}),
+        ...(k < 9 && k % 3 === 1 ? { priority: PRIORITIES[(k - 1) / 3] as string } : {}),
       }, new Date(start + i * 60_000).toISOString());
       if (i < n - provisional) this.number(t, false);
       if (i % 11 === 0) t.status = 'completed';
@@ -111,6 +118,8 @@ export class FakeBackend {
       notes: input.notes ?? '',
       status: 'pending',
       tags: input.tags ?? [],
+      due: input.due === undefined ? null : fakeParseDue(input.due),
+      priority: input.priority === undefined ? null : fakeParsePriority(input.priority),
       created_at: at,
       modified_at: at,
       sync_state: 'provisional',
@@ -271,6 +280,11 @@ export class FakeBackend {
       case 'edit_task': {
         const t = this.get(args.id as string);
         const p = args.patch as TaskPatch;
+        // Parsed first: a refused value changes nothing.
+        const due = p.due === undefined ? undefined : fakeParseDue(p.due);
+        const priority = p.priority === undefined ? undefined : fakeParsePriority(p.priority);
+        if (due !== undefined) t.due = due;
+        if (priority !== undefined) t.priority = priority;
         if (p.description !== undefined) t.description = p.description;
         if (p.notes !== undefined) t.notes = p.notes;
         if (p.tags !== undefined) t.tags = p.tags;

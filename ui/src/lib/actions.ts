@@ -141,6 +141,24 @@ export class TaskActions {
     return true;
   }
 
+  /**
+   * Saves one field of the detail pane (due date, priority). A refusal comes back as the
+   * backend's message for the field to show beside itself, with no notice; success is saved
+   * like `save` (a notice with Undo).
+   */
+  async saveField(t: LocalTask, patch: TaskPatch): Promise<string | null> {
+    let r: LocalTask;
+    try {
+      r = await this.host.backend.editTask(t.uuid, patch);
+    } catch (e) {
+      return toCmdError(e).message;
+    }
+    this.host.upsert(r);
+    this.host.settled('save');
+    this.done(`Saved ${taskLabel(r)}`, this.undo.push('edit', t, inversePatch(t, patch)));
+    return null;
+  }
+
   /** Ctrl+Z: undoes the newest entry. */
   async undoLast(): Promise<void> {
     const e = this.undo.pop();

@@ -2,6 +2,8 @@
 
 export type SyncState = 'provisional' | 'synced' | 'failed';
 export type TaskStatus = 'pending' | 'completed' | 'deleted';
+/** Taskwarrior's priorities: high, medium, low. */
+export type Priority = 'H' | 'M' | 'L';
 /** What `list_tasks` accepts. */
 export type StatusFilter = TaskStatus | 'all';
 /** The status select of the filter bar: the backend's filters plus `failed` (client-side only). */
@@ -34,6 +36,9 @@ export interface LocalTask {
   notes: string;
   status: TaskStatus;
   tags: string[];
+  /** RFC 3339, UTC. A local midnight means the whole day (see due.ts). */
+  due: string | null;
+  priority: Priority | null;
   created_at: string;
   modified_at: string;
   sync_state: SyncState;
@@ -117,10 +122,18 @@ export interface CreateInput {
   project?: string;
   notes?: string;
   tags?: string[];
+  /** As typed (`tomorrow`, `fri`, `2026-12-01`, `3d`): the backend parses it and may refuse it. */
+  due?: string;
+  /** `H`, `M`, `L` (or `high`, `medium`, `low`), any case. */
+  priority?: string;
 }
 
 export interface TaskPatch {
   description?: string;
   notes?: string;
   tags?: string[];
+  /** As typed, like `CreateInput.due`; `''` (or `none`) clears it. An RFC 3339 time is taken as is. */
+  due?: string;
+  /** `''` clears it. */
+  priority?: string;
 }

@@ -43,6 +43,8 @@ export function undoStep(entry: UndoEntry, label = taskLabel(entry.task)): UndoS
       const input: CreateInput = { description: t.description, project: t.project };
       if (t.notes !== '') input.notes = t.notes;
       if (t.tags.length > 0) input.tags = [...t.tags];
+      if (t.due !== null) input.due = t.due;
+      if (t.priority !== null) input.priority = t.priority;
       return { call: 'create', input, message: 'Restored as a new local task' };
     }
     case 'edit':
@@ -56,6 +58,9 @@ export function inversePatch(before: LocalTask, patch: TaskPatch): TaskPatch {
   if (patch.description !== undefined) out.description = before.description;
   if (patch.notes !== undefined) out.notes = before.notes;
   if (patch.tags !== undefined) out.tags = [...before.tags];
+  // The due date back as its RFC 3339 time, which the backend takes as is; '' clears.
+  if (patch.due !== undefined) out.due = before.due ?? '';
+  if (patch.priority !== undefined) out.priority = before.priority ?? '';
   return out;
 }
 

@@ -248,26 +248,43 @@ export interface ParsedCapture {
   description: string;
   project?: string;
   tags: string[];
+  /** The `due:` value as typed (`tomorrow`, `fri`, `2026-12-01`, `3d`): the backend parses it. */
+  due?: string;
+  /** The `pri:` / `priority:` value as typed (`H`, `m`, `low`): the backend checks it. */
+  priority?: string;
 }
 
+/** `due:<when>`, `pri:<H|M|L>`, `priority:<…>` (any case), with a value after the colon. */
+const FIELD_RE = /^(due|pri|priority):(.+)$/i;
+
 /**
- * `Fix login #SYN +bug +urgent` → description `Fix login`, project `SYN`, tags `bug`, `urgent`.
- * `#PFX` counts only when it names a known project (any valid prefix when none are known);
- * otherwise the word stays in the description. The last `#PFX` wins.
+ * `Fix login #SYN +bug +urgent due:fri pri:H` → description `Fix login`, project `SYN`, tags
+ * `bug`, `urgent`, due `fri`, priority `H`. `#PFX` counts only when it names a known project
+ * (any valid prefix when none are known); otherwise the word stays in the description. The
+ * values of `due:` and `pri:` are not checked here: the backend reads them (Taskwarrior's forms)
+ * and refuses what it cannot. The last `#PFX`, `due:` and `pri:` win.
  */
 export function parseCapture(input: string, knownPrefixes: readonly string[]): ParsedCapture {
   const known = new Set(knownPrefixes.map((p) => p.toUpperCase()));
   const words: string[] = [];
   const tags: string[] = [];
   let project: string | undefined;
+  let due: string | undefined;
+  let priority: string | undefined;
   for (const t of tokenize(input)) {
+    const field = t.kind === 'word' ? FIELD_RE.exec(t.raw) : null;
     if (t.kind === 'project' && (known.size === 0 || known.has(t.value))) project = t.value;
     else if (t.kind === 'tag') {
       if (!tags.includes(t.value)) tags.push(t.value);
+    } else if (field) {
+      if ((field[1] as string).toLowerCase() === 'due') due = field[2];
+      else priority = field[2];
     } else words.push(t.raw);
   }
   const out: ParsedCapture = { description: words.join(' '), tags };
   if (project !== undefined) out.project = project;
+  if (due !== undefined) out.due = due;
+  if (priority !== undefined) out.priority = priority;
   return out;
 }
 
