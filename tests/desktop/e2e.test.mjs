@@ -5,8 +5,8 @@
 // One story, as a new user meets the app: a fresh data dir with no server; captures saved at
 // once in the local inbox; a server set up in Settings and the inbox sent to its project; a task
 // the server refuses, fixed from the app; an outage and the keys arriving when the server is
-// back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box. Each state
-// is screenshotted into target/desktop-e2e/.
+// back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box; due dates
+// and priorities. Each state is screenshotted into target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -329,4 +329,100 @@ test('a task added with the CLI appears in the open app; the dark theme reads we
   await click('[data-testid="theme-toggle"]');
   await eventually('dark', 5000, async () => (await background()) !== 'rgb(255, 255, 255)');
   await shot('12-dark');
+});
+
+/** The local date `days` from today as the detail's field shows a whole day (`2026-11-27`). */
+function localDate(days) {
+  const d = new Date();
+  d.setDate(d.getDate() + days);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+}
+const rowPart = (uuid, testid) => browser.execute((u, id) =>
+  document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="${id}"] [aria-hidden="true"]`)?.textContent ?? null, uuid, testid);
+const valueOf = (testid) => browser.execute((id) => document.querySelector(`[data-testid="${id}"]`)?.value ?? null, testid);
+
+test('due dates and priorities: captured with due: and pri:, changed in the detail, a bad date refused in words', async () => {
+  // (Dark theme still on from the test before: these rows are seen in both themes.) Three from
+  // the CLI first: overdue, due at the end of today, in two weeks.
+  cli('add', 'Renew the passport', '--due', 'yesterday', '--priority', 'M');
+  cli('add', 'Call the bank', '--due', 'eod', '--priority', 'L');
+  cli('add', 'Book the flights', '--due', '2w');
+  const overdue = await eventually('the overdue row', 20000, () => rowByText('Renew the passport'));
+  const today = await eventually('the row due today', 20000, () => rowByText('Call the bank'));
+  const later = await eventually('the row due in two weeks', 20000, () => rowByText('Book the flights'));
+  const dueState = (uuid) => browser.execute((u) =>
+    document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-due"]`)?.dataset.overdue ?? null, uuid);
+  assert.equal(await rowPart(overdue.uuid, 'row-due'), 'due yesterday');
+  assert.equal(await dueState(overdue.uuid), 'true', 'yesterday is overdue');
+  assert.match(overdue.text, /overdue/, 'said in words too, not only in red');
+  assert.equal(await rowPart(today.uuid, 'row-due'), 'due today');
+  assert.equal(await dueState(today.uuid), 'false', 'the end of today is not past yet');
+  assert.match(await rowPart(later.uuid, 'row-due'), /^due (Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2} \d\d:\d\d$/);
+  await setField('capture', 'Pay rent due:tomorrow pri:H');
+  await browser.execute(() => document.querySelector('[data-testid="capture"]').focus());
+  await browser.keys('Enter');
+  const row = await eventually('the Pay rent row', 10000, () => rowByText('Pay rent'));
+  assert.equal(await browser.execute((u) =>
+    document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] .desc`).textContent.trim(), row.uuid), 'Pay rent',
+  'due: and pri: are taken out of the description');
+  assert.equal(await rowPart(row.uuid, 'row-due'), 'due tomorrow');
+  assert.equal(await rowPart(row.uuid, 'row-priority'), 'H');
+  assert.match(row.text, /priority high/, 'the badge is named for screen readers');
+  await eventually('its key', 15000, async () => (await rowByText('Pay rent'))?.key);
+  await shot('13-due-priority-dark');
+  await click('[data-testid="theme-toggle"]');
+  await eventually('light', 5000, async () =>
+    (await browser.execute(() => getComputedStyle(document.body).backgroundColor)) === 'rgb(255, 255, 255)');
+  await shot('14-due-priority-light');
+
+  // The detail: the due date as a local date, the priority as chosen; both changed there.
+  await selectRow('Pay rent');
+  await browser.keys('o');
+  await eventually('the detail of Pay rent', 5000, async () => (await detailUuid()) === row.uuid);
+  assert.equal(await valueOf('detail-due'), localDate(1));
+  assert.equal(await valueOf('detail-priority'), 'H');
+  await setField('detail-priority', 'L');
+  await eventually('the L badge', 5000, async () => (await rowPart(row.uuid, 'row-priority')) === 'L');
+  await shot('15-detail-due-priority');
+  // A date the backend cannot read: refused beside the field, nothing changed.
+  await setField('detail-due', 'soon');
+  await browser.execute(() => document.querySelector('[data-testid="detail-due"]').focus());
+  await browser.keys('Enter');
+  const inline = await eventually('the inline refusal', 5000, () => textOf('detail-due-error'));
+  assert.match(inline, /'soon' is not a date: use a date/);
+  assert.equal(await rowPart(row.uuid, 'row-due'), 'due tomorrow');
+  await shot('16-detail-due-refused');
+  // Empty clears it (Enter saves).
+  await setField('detail-due', '');
+  await browser.keys('Enter');
+  await eventually('no due date on the row', 5000, async () => (await rowPart(row.uuid, 'row-due')) === null);
+  assert.equal(await exists('detail-due-error'), false);
+  const saved = JSON.parse(cli('--json', 'list')).find((t) => t.uuid === row.uuid);
+  assert.equal(saved.priority, 'L', 'saved in the store');
+  assert.equal(saved.due, null);
+  await browser.keys('Escape');
+  await eventually('the detail closed', 5000, async () => (await detailUuid()) === null);
+
+  // Sorted: by due date, soonest first (Pay rent has none now); by priority, M then the two L
+  // (the newer first); back to newest first.
+  const top3 = async () => (await rows()).slice(0, 3).map((r) => r.uuid);
+  await setField('sort-order', 'due');
+  await eventually('soonest due first', 5000, async () =>
+    JSON.stringify(await top3()) === JSON.stringify([overdue.uuid, today.uuid, later.uuid]));
+  await shot('18-sorted-by-due');
+  await setField('sort-order', 'priority');
+  await eventually('H, M, L order', 5000, async () =>
+    JSON.stringify(await top3()) === JSON.stringify([overdue.uuid, row.uuid, today.uuid]));
+  await setField('sort-order', 'created');
+  await eventually('newest first again', 5000, async () => (await rows())[0]?.uuid === row.uuid);
+
+  // A capture with a date the backend cannot read: the notice says why, the text comes back.
+  await setField('capture', 'Water the plants due:soon');
+  await browser.execute(() => document.querySelector('[data-testid="capture"]').focus());
+  await browser.keys('Enter');
+  const notice = await eventually('the error notice', 5000, () => textOf('error-banner'));
+  assert.match(notice, /^Not saved: 'soon' is not a date: use a date \(2026-12-01/);
+  assert.equal(await valueOf('capture'), 'Water the plants due:soon', 'the capture text is given back');
+  assert.equal(await rowByText('Water the plants'), null);
+  await shot('17-due-refused-notice');
 });
