@@ -132,9 +132,9 @@ pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> 
     let priority = patch
         .priority
         .as_deref()
-        .map(|p| match p.trim() {
-            "" => Ok(None),
-            p => Priority::parse(p).map(Some),
+        .map(|p| match p.trim().to_ascii_lowercase().as_str() {
+            "" | "none" => Ok(None),
+            _ => Priority::parse(p).map(Some),
         })
         .transpose()
         .map_err(invalid)?;

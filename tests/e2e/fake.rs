@@ -90,6 +90,7 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         tags: vec![],
         due: None,
         priority: None,
+        parent: None,
         created_at: now,
         modified_at: now,
     }

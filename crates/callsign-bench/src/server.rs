@@ -219,6 +219,7 @@ pub fn new_task(description: String) -> NewTask {
         tags: Vec::new(),
         due: None,
         priority: None,
+        parent: None,
         created_at: None,
     }
 }

@@ -48,15 +48,22 @@ fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 }
 
 /// A due date in this machine's time zone: the date, the time unless it is midnight, and
-/// `(overdue)` for a pending task past it.
+/// `(overdue)` for a pending task past it. A due date at midnight (`tomorrow`, `fri`) means
+/// that whole day, so it is overdue only once the day is over, as in Taskwarrior and the app.
 fn due_text(t: &LocalTask, due: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let local = due.with_timezone(&chrono::Local);
-    let mut s = if local.time() == chrono::NaiveTime::MIN {
+    let whole_day = local.time() == chrono::NaiveTime::MIN;
+    let mut s = if whole_day {
         local.format("%a %Y-%m-%d").to_string()
     } else {
         local.format("%a %Y-%m-%d %H:%M").to_string()
     };
-    if t.status == TaskStatus::Pending && due < now {
+    let past = if whole_day {
+        local.date_naive() < now.with_timezone(&chrono::Local).date_naive()
+    } else {
+        due < now
+    };
+    if t.status == TaskStatus::Pending && past {
         s.push_str(" (overdue)");
     }
     s
@@ -349,6 +356,37 @@ impl Out {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A due date at midnight is that whole day; one with a time is due at that time.
+    #[test]
+    fn overdue_follows_the_whole_day_rule() {
+        use chrono::{Local, TimeZone};
+        let task = LocalTask::from_server(callsign_core::dto::Task {
+            uuid: uuid::Uuid::nil(),
+            key: None,
+            project: "SYN".into(),
+            number: None,
+            description: "d".into(),
+            notes: String::new(),
+            status: TaskStatus::Pending,
+            tags: vec![],
+            due: None,
+            priority: None,
+            parent: None,
+            created_at: Utc::now(),
+            modified_at: Utc::now(),
+        });
+        let local = |y, mo, d, h, mi| Local.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap().to_utc();
+        let now = local(2026, 11, 25, 15, 30);
+        let text = |due| due_text(&task, due, now);
+        assert!(!text(local(2026, 11, 25, 0, 0)).contains("overdue"), "today, all day");
+        assert!(text(local(2026, 11, 24, 0, 0)).ends_with("(overdue)"), "yesterday");
+        assert!(text(local(2026, 11, 25, 15, 0)).ends_with("(overdue)"), "half an hour ago");
+        assert!(!text(local(2026, 11, 25, 16, 0)).contains("overdue"), "in half an hour");
+        let mut done = task.clone();
+        done.status = TaskStatus::Completed;
+        assert!(!due_text(&done, local(2026, 11, 1, 0, 0), now).contains("overdue"));
+    }
 
     #[test]
     fn control_characters_and_bidi_overrides_are_escaped() {

@@ -63,6 +63,9 @@ pub struct Task {
     /// `H`, `M` or `L` (Taskwarrior's `priority`).
     #[serde(default)]
     pub priority: Option<Priority>,
+    /// The parent's UUID, for a subtask (its key is the parent's key and its own number).
+    #[serde(default)]
+    pub parent: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
 }
@@ -84,6 +87,11 @@ pub struct NewTask {
     pub due: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Priority>,
+    /// Makes this a subtask of that task (a UUID or a key, any case): it gets the next number
+    /// under the parent's key (`SYN-42.1`) once the parent has its key. The project must be
+    /// the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     /// When the task was captured on the client (offline tasks keep their capture time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime<Utc>>,
@@ -283,6 +291,7 @@ mod tests {
             tags: vec!["t".into()],
             due: None,
             priority: Some(Priority::L),
+            parent: None,
             created_at: None,
         };
         p.fold_into(&mut create);

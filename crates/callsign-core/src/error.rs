@@ -24,8 +24,14 @@ pub enum ErrorCode {
     IdempotencyKeyReused,
     /// The UUID belongs to a task created by a different request.
     TaskExists,
-    /// An update to a task that has no committed create yet.
+    /// An update to a task that has no committed create yet, or a subtask whose parent has no
+    /// key yet; retry after that create is answered.
     TaskNotCommitted,
+    /// A completion of a task that has open subtasks (the message names them).
+    TaskBlocked,
+    /// A subtask's parent that is not a task of this account, is in another project, is
+    /// completed or deleted, or is as deep as keys go.
+    InvalidParent,
     PrefixTaken,
     InvalidPrefix,
     /// A body that does not parse or breaks a field rule (unknown fields included).
@@ -69,6 +75,8 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             ErrorCode::TaskExists => "task_exists",
             ErrorCode::TaskNotCommitted => "task_not_committed",
+            ErrorCode::TaskBlocked => "task_blocked",
+            ErrorCode::InvalidParent => "invalid_parent",
             ErrorCode::PrefixTaken => "prefix_taken",
             ErrorCode::InvalidPrefix => "invalid_prefix",
             ErrorCode::InvalidBody => "invalid_body",
@@ -111,11 +119,13 @@ impl ErrorCode {
             ErrorCode::RequestInProgress
             | ErrorCode::TaskExists
             | ErrorCode::PrefixTaken
-            | ErrorCode::TaskNotCommitted => 409,
+            | ErrorCode::TaskNotCommitted
+            | ErrorCode::TaskBlocked => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
-            ErrorCode::IdempotencyKeyReused | ErrorCode::InvalidPrefix | ErrorCode::InvalidBody => {
-                422
-            }
+            ErrorCode::IdempotencyKeyReused
+            | ErrorCode::InvalidPrefix
+            | ErrorCode::InvalidBody
+            | ErrorCode::InvalidParent => 422,
             ErrorCode::Unavailable | ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,
         }
@@ -134,6 +144,8 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused => "Idempotency key reused with a different request",
             ErrorCode::TaskExists => "A different task already has this UUID",
             ErrorCode::TaskNotCommitted => "The task's create has not been committed yet",
+            ErrorCode::TaskBlocked => "The task has open subtasks",
+            ErrorCode::InvalidParent => "Not a valid parent for this task",
             ErrorCode::PrefixTaken => "Prefix already in use",
             ErrorCode::InvalidPrefix => "Invalid prefix",
             ErrorCode::InvalidBody => "Invalid request body",
@@ -214,6 +226,8 @@ mod tests {
             ErrorCode::IdempotencyKeyReused,
             ErrorCode::RequestInProgress,
             ErrorCode::TaskNotCommitted,
+            ErrorCode::TaskBlocked,
+            ErrorCode::InvalidParent,
             ErrorCode::NotReady,
             ErrorCode::MethodNotAllowed,
             ErrorCode::TooManyRequests,

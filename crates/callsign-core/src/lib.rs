@@ -16,7 +16,7 @@ pub mod validate;
 pub mod when;
 
 pub use error::{ErrorCode, Problem};
-pub use key::{KeyError, TaskKey};
+pub use key::{scope_of, KeyError, TaskKey, MAX_DEPTH};
 pub use prefix::{Prefix, PrefixError};
 pub use task_ref::{RefError, TaskRef};
 pub use when::{Priority, WhenError};

@@ -12,7 +12,7 @@ pub enum TaskRef {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{input:?} is neither a task UUID nor a key: use a UUID (e.g. 67e55044-10b1-426f-9247-bb680e5fe0c8) or a key like SYN-42 (also syn-42, SYN 42, syn42)")]
+#[error("{input:?} is neither a task UUID nor a key: use a UUID (e.g. 67e55044-10b1-426f-9247-bb680e5fe0c8) or a key like SYN-42 or SYN-42.1 (also syn-42, SYN 42, syn42)")]
 pub struct RefError {
     pub input: String,
 }
@@ -70,10 +70,23 @@ mod tests {
     }
 
     #[rstest]
+    #[case("SYN-42.1")]
+    #[case("syn 42.1")]
+    #[case("syn42.1")]
+    fn subtask_keys(#[case] input: &str) {
+        let TaskRef::Key(k) = TaskRef::parse(input).unwrap() else {
+            panic!("{input} is not a key");
+        };
+        assert_eq!(k.to_string(), "SYN-42.1");
+    }
+
+    #[rstest]
     #[case("SYN--1")]
     #[case("SYN---1")]
     #[case("SYN\t-\n1")]
     #[case("syn - 1")]
+    #[case(".1")]
+    #[case("42.1")]
     fn not_refs(#[case] input: &str) {
         assert!(TaskRef::parse(input).is_err(), "{input:?} accepted");
     }
@@ -105,7 +118,8 @@ mod tests {
 
         #[test]
         fn no_key_is_a_uuid(k in any_key(), lower in any::<bool>(), sep in "(-| |)") {
-            let text = format!("{}{}{}", k.prefix, sep, k.number);
+            let numbers = k.to_string()[k.prefix.as_str().len() + 1..].to_owned();
+            let text = format!("{}{}{}", k.prefix, sep, numbers);
             let text = if lower { text.to_lowercase() } else { text };
             prop_assert!(Uuid::parse_str(&text).is_err());
             // The compact form only round-trips when the prefix ends in a letter.

@@ -125,10 +125,24 @@ pub fn task(t: &Task) -> Result<(), FieldError> {
             if n == 0 || n > MAX_NUMBER {
                 return Err(FieldError(format!("number {n} is out of range")));
             }
-            let want = TaskKey::new(prefix, n).to_string();
-            if *key != want {
+            let parsed = TaskKey::parse(key).ok();
+            let well_formed = parsed
+                .as_ref()
+                .is_some_and(|k| k.to_string() == *key && k.prefix == prefix && k.number == n);
+            if !well_formed {
+                let want = TaskKey::new(prefix, n);
                 return Err(FieldError(format!(
-                    "key {key:?} does not match project and number ({want})"
+                    "key {key:?} does not match project and number ({want}, or a subtask's \
+                     {want}'s parent path)"
+                )));
+            }
+            // A subtask's key has its parent's path, a task's has none.
+            let is_subtask = parsed.is_some_and(|k| k.depth() > 0);
+            if is_subtask != t.parent.is_some() {
+                return Err(FieldError(format!(
+                    "key {key:?} and parent {:?} disagree: a subtask, and only a subtask, has a \
+                     parent and a dotted key",
+                    t.parent
                 )));
             }
         }
@@ -234,6 +248,7 @@ mod tests {
             tags: vec!["home".into()],
             due: None,
             priority: None,
+            parent: None,
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
         }
@@ -246,6 +261,7 @@ mod tests {
     #[case::too_large(Some("SYN-18446744073709551615"), Some(u64::MAX), false)]
     #[case::zero(Some("SYN-0"), Some(0), false)]
     #[case::other_number(Some("SYN-41"), Some(42), false)]
+    #[case::subtask_without_parent(Some("SYN-42.1"), Some(1), false)]
     #[case::other_project(Some("ABC-42"), Some(42), false)]
     #[case::lower_case(Some("syn-42"), Some(42), false)]
     #[case::key_without_number(Some("SYN-42"), None, false)]
@@ -256,6 +272,21 @@ mod tests {
         #[case] ok: bool,
     ) {
         assert_eq!(task(&server_task(key, number)).is_ok(), ok);
+    }
+
+    #[test]
+    fn a_subtask_has_a_parent_and_a_dotted_key() {
+        let mut t = server_task(Some("SYN-42.1"), Some(1));
+        t.parent = Some(uuid::Uuid::from_u128(7));
+        assert!(task(&t).is_ok());
+        t.key = Some("SYN-42.2".into());
+        assert!(task(&t).is_err(), "number and key disagree");
+        let mut t = server_task(Some("SYN-42"), Some(42));
+        t.parent = Some(uuid::Uuid::from_u128(7));
+        assert!(task(&t).is_err(), "a parent without a dotted key");
+        let mut t = server_task(None, None);
+        t.parent = Some(uuid::Uuid::from_u128(7));
+        assert!(task(&t).is_ok(), "a provisional subtask");
     }
 
     #[test]

@@ -204,6 +204,7 @@ mod tests {
             tags: vec![],
             due: due.map(|d| Utc.timestamp_opt(d, 0).unwrap()),
             priority,
+            parent: None,
             created_at: DateTime::default(),
             modified_at: DateTime::default(),
         })

@@ -113,6 +113,7 @@ mod tests {
             tags: vec![],
             due: None,
             priority: None,
+            parent: None,
             created_at: Default::default(),
             modified_at: Default::default(),
         }

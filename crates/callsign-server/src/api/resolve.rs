@@ -45,7 +45,10 @@ pub async fn resolve(state: &AppState, account: AccountId, r: TaskRef) -> ApiRes
         TaskRef::Key(k) => {
             let prefix = k.prefix.to_string();
             let number = i64::try_from(k.number).unwrap_or(i64::MAX);
-            let found = state.alloc.uuid_for_key(account, &prefix, number).await?;
+            let found = state
+                .alloc
+                .uuid_for_key(account, &prefix, &k.scope(), number)
+                .await?;
             match found {
                 Ok(u) => Ok(u),
                 Err(false) => Err(ApiError::new(

@@ -1,6 +1,8 @@
 //! [`AllocStore`] on the SQLite allocation database: each step is a group-commit job
 //! ([`Db::write`]) or a pooled read, and claims are held in this process ([`InFlight`]): the
 //! data-dir lock keeps a second process off the same files.
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use callsign_core::dto::Project;
 use callsign_core::Prefix;
@@ -206,11 +208,31 @@ impl AllocStore for SqliteAlloc {
         &self,
         account: AccountId,
         prefix: &str,
+        scope: &str,
         number: i64,
     ) -> Result<KeyLookup> {
-        let prefix = prefix.to_owned();
+        let (prefix, scope) = (prefix.to_owned(), scope.to_owned());
         self.db
-            .read(move |c| slots::uuid_for_key(c, account, &prefix, number))
+            .read(move |c| slots::uuid_for_key(c, account, &prefix, &scope, number))
+            .await
+    }
+
+    async fn children(
+        &self,
+        account: AccountId,
+        parents: Vec<Uuid>,
+    ) -> Result<HashMap<Uuid, Vec<Uuid>>> {
+        self.db
+            .read(move |c| {
+                let mut out = HashMap::new();
+                for p in parents {
+                    let kids = slots::children_of(c, account, p)?;
+                    if !kids.is_empty() {
+                        out.insert(p, kids);
+                    }
+                }
+                Ok(out)
+            })
             .await
     }
 

@@ -87,6 +87,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!(
             "../../migrations/0008_one_change_per_task.sql"
         )),
+        M::up(include_str!("../../migrations/0009_subtasks.sql")),
     ])
 }
 

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{accounts, changes, slots, AccountId, DbError, KeyRow, Result, SlotState};
 use crate::error::ApiError;
 use crate::protocol::{refused_reuse, to_task, Reply};
-use crate::storage::{Mutation, Op, Reserved};
+use crate::storage::{Meta, Mutation, Op, Reserved, TaskMeta};
 use crate::store::Snapshot;
 
 /// How phase 1 left one mutation (the claim is added by the caller).
@@ -98,7 +98,7 @@ pub fn phase1_create(
         }
         Some((reserved_in, _)) => reserved_in,
         None => {
-            slots::insert_task_row(c, account, it.uuid, project, &it.fp, now)?;
+            slots::insert_task_row(c, account, it.uuid, project, it.parent, &it.fp, now)?;
             project
         }
     };
@@ -186,23 +186,33 @@ pub fn commit_create(
                 .0
         }
     };
+    let parent = slots::parent_of(conn, account, uuid)?;
     let (status, number, key) = match slots::current_key(conn, account, uuid)? {
         Some(k) => (200, None, k),
         None => {
-            let n = slots::bump_counter(conn, project_id, "")?;
-            slots::insert_key(conn, account, project_id, n, uuid, now)?;
+            // A subtask numbers in its parent's scope; the parent has its key (phase 1
+            // checked, and keys are never taken back).
+            let scope = match parent {
+                None => String::new(),
+                Some(p) => slots::current_key(conn, account, p)?
+                    .ok_or_else(|| DbError::CommitFailed("the parent has no key".into()))?
+                    .child_scope(),
+            };
+            let n = slots::bump_counter(conn, project_id, &scope)?;
+            slots::insert_key(conn, account, project_id, &scope, n, uuid, now)?;
             let prefix: String = conn
                 .prepare_cached("SELECT prefix FROM projects WHERE id = ?1")?
                 .query_row([project_id], |r| r.get(0))?;
             let key = KeyRow {
                 project_id,
                 prefix,
+                scope,
                 number: n,
             };
             (201, Some(n), key)
         }
     };
-    let body = json(&to_task(snapshot, &key.prefix, Some(&key)))?;
+    let body = json(&to_task(snapshot, &key.prefix, Some(&key), parent))?;
     slots::commit_slot(conn, slot.id, number, status, &body, now)?;
     let change = changes::append(conn, account, uuid, now)?;
     Ok(Reply {
@@ -228,7 +238,8 @@ pub fn commit_update(
     }
     let key = slots::current_key(conn, account, slot.task_uuid)?;
     let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
-    let body = json(&to_task(snapshot, &prefix, key.as_ref()))?;
+    let parent = slots::parent_of(conn, account, slot.task_uuid)?;
+    let body = json(&to_task(snapshot, &prefix, key.as_ref(), parent))?;
     slots::commit_slot(conn, slot.id, None, 200, &body, now)?;
     let change = changes::append(conn, account, slot.task_uuid, now)?;
     Ok(Reply {
@@ -254,20 +265,23 @@ fn stored(slot: slots::Slot) -> Result<Reply> {
 }
 
 /// The project prefix and current key of each reserved task.
-pub fn task_meta(
-    conn: &Connection,
-    account: AccountId,
-    uuids: &[Uuid],
-) -> Result<HashMap<Uuid, (String, Option<KeyRow>)>> {
+pub fn task_meta(conn: &Connection, account: AccountId, uuids: &[Uuid]) -> Result<TaskMeta> {
     let mut st = conn.prepare_cached(
-        "SELECT p.prefix FROM tasks t JOIN projects p ON p.id = t.project_id
+        "SELECT p.prefix, t.parent_uuid FROM tasks t JOIN projects p ON p.id = t.project_id
          WHERE t.account_id = ?1 AND t.uuid = ?2",
     )?;
     let mut out = HashMap::with_capacity(uuids.len());
     for &u in uuids {
-        let prefix: Option<String> = st.query_row(params![account, u], |r| r.get(0)).optional()?;
-        if let Some(prefix) = prefix {
-            out.insert(u, (prefix, slots::current_key(conn, account, u)?));
+        let found: Option<(String, Option<Uuid>)> = st
+            .query_row(params![account, u], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((prefix, parent)) = found {
+            let meta = Meta {
+                prefix,
+                key: slots::current_key(conn, account, u)?,
+                parent,
+            };
+            out.insert(u, meta);
         }
     }
     Ok(out)

@@ -181,19 +181,38 @@ pub fn task_row(
         .optional()?)
 }
 
+/// The parent a task was reserved under, if it is a subtask.
+pub fn parent_of(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<Option<Uuid>> {
+    Ok(conn
+        .prepare_cached("SELECT parent_uuid FROM tasks WHERE account_id = ?1 AND uuid = ?2")?
+        .query_row(params![account, uuid], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
+
+/// The subtasks reserved under `parent`, in reservation order.
+pub fn children_of(conn: &Connection, account: AccountId, parent: Uuid) -> Result<Vec<Uuid>> {
+    let mut st = conn.prepare_cached(
+        "SELECT uuid FROM tasks WHERE account_id = ?1 AND parent_uuid = ?2 ORDER BY created_at",
+    )?;
+    let rows = st.query_map(params![account, parent], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 pub fn insert_task_row(
     conn: &Connection,
     account: AccountId,
     uuid: Uuid,
     project: i64,
+    parent: Option<Uuid>,
     fingerprint: &[u8],
     now: i64,
 ) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO tasks (account_id, uuid, project_id, parent_uuid, fingerprint, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![account, uuid, project, fingerprint, now])?;
+    .execute(params![account, uuid, project, parent, fingerprint, now])?;
     Ok(())
 }
 
@@ -214,19 +233,40 @@ pub fn release_task_row(conn: &Connection, account: AccountId, uuid: Uuid) -> Re
 pub struct KeyRow {
     pub project_id: i64,
     pub prefix: String,
+    /// The counter's scope: `""` for a task, the parent's key path for a subtask (`"42"`).
+    pub scope: String,
     pub number: i64,
 }
 
 impl KeyRow {
     pub fn key(&self) -> String {
-        format!("{}-{}", self.prefix, self.number)
+        if self.scope.is_empty() {
+            format!("{}-{}", self.prefix, self.number)
+        } else {
+            format!("{}-{}.{}", self.prefix, self.scope, self.number)
+        }
+    }
+
+    /// The scope of this task's subtasks' counter: its own key path.
+    pub fn child_scope(&self) -> String {
+        if self.scope.is_empty() {
+            self.number.to_string()
+        } else {
+            format!("{}.{}", self.scope, self.number)
+        }
+    }
+
+    /// How many numbers the key holds (1 for a task, 2 for its subtask...).
+    pub fn depth(&self) -> usize {
+        1 + self.scope.split('.').filter(|s| !s.is_empty()).count()
     }
 }
 
 pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<Option<KeyRow>> {
     Ok(conn
         .prepare_cached(
-            "SELECT k.project_id, p.prefix, k.number FROM keys k JOIN projects p ON p.id = k.project_id
+            "SELECT k.project_id, p.prefix, k.number, k.scope
+             FROM keys k JOIN projects p ON p.id = k.project_id
              WHERE k.account_id = ?1 AND k.task_uuid = ?2 AND k.current = 1",
         )?
         .query_row(params![account, uuid], |r| {
@@ -234,6 +274,7 @@ pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<
                 project_id: r.get(0)?,
                 prefix: r.get(1)?,
                 number: r.get(2)?,
+                scope: r.get(3)?,
             })
         })
         .optional()?)
@@ -255,15 +296,16 @@ pub fn insert_key(
     conn: &Connection,
     account: AccountId,
     project: i64,
+    scope: &str,
     number: i64,
     uuid: Uuid,
     now: i64,
 ) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
-         VALUES (?1, ?2, '', ?3, ?4, ?5)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![account, project, number, uuid, now])?;
+    .execute(params![account, project, scope, number, uuid, now])?;
     Ok(())
 }
 
@@ -273,6 +315,7 @@ pub fn uuid_for_key(
     conn: &Connection,
     account: AccountId,
     prefix: &str,
+    scope: &str,
     number: i64,
 ) -> Result<std::result::Result<Uuid, bool>> {
     let Some(project) = conn
@@ -284,10 +327,10 @@ pub fn uuid_for_key(
     };
     let uuid = conn
         .prepare_cached(
-            "SELECT task_uuid FROM keys WHERE account_id = ?1 AND project_id = ?2 AND scope = ''
-             AND number = ?3",
+            "SELECT task_uuid FROM keys WHERE account_id = ?1 AND project_id = ?2 AND scope = ?3
+             AND number = ?4",
         )?
-        .query_row(params![account, project, number], |r| r.get(0))
+        .query_row(params![account, project, scope, number], |r| r.get(0))
         .optional()?;
     Ok(uuid.ok_or(true))
 }
@@ -311,7 +354,8 @@ pub fn keys_not_in_store(
     limit: usize,
 ) -> Result<Vec<(AccountId, Uuid, String)>> {
     let mut st = conn.prepare_cached(
-        "SELECT k.account_id, k.task_uuid, p.prefix || '-' || k.number
+        "SELECT k.account_id, k.task_uuid,
+                p.prefix || '-' || CASE k.scope WHEN '' THEN '' ELSE k.scope || '.' END || k.number
          FROM keys k JOIN projects p ON p.id = k.project_id
          WHERE k.in_store = 0 AND k.current = 1 AND k.assigned_at < ?1
          ORDER BY k.assigned_at LIMIT ?2",

@@ -15,6 +15,7 @@
 //!   locks the account row first (`feed_last`), so feed numbers of an account commit in
 //!   order and a reader that sees number `n` already sees every smaller one. Locking the
 //!   account first also orders every lock phase 2 takes, so two commits never deadlock.
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ use crate::db::{
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{refused_reuse, Reply};
 use crate::storage::{
-    AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, Reserved, TaskMeta,
+    AllocStore, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Reserved, TaskMeta,
 };
 use crate::window::{is_late, Basis, Evidence, Setting, Window};
 
@@ -183,7 +184,8 @@ async fn current_key(
     uuid: Uuid,
 ) -> Result<Option<KeyRow>> {
     Ok(c.query_opt(
-        "SELECT k.project_id, p.prefix, k.number FROM keys k JOIN projects p ON p.id = k.project_id
+        "SELECT k.project_id, p.prefix, k.number, k.scope
+         FROM keys k JOIN projects p ON p.id = k.project_id
          WHERE k.account_id = $1 AND k.task_uuid = $2 AND k.current",
         &[&account, &uuid],
     )
@@ -192,6 +194,7 @@ async fn current_key(
         project_id: r.get(0),
         prefix: r.get(1),
         number: r.get(2),
+        scope: r.get(3),
     }))
 }
 
@@ -461,7 +464,8 @@ impl AllocStore for PgAlloc {
         let c = self.pool.get().await?;
         let st = c
             .prepare_cached(
-                "SELECT t.uuid, p.prefix, k.project_id, kp.prefix, k.number
+                "SELECT t.uuid, p.prefix, k.project_id, kp.prefix, k.number, k.scope,
+                        t.parent_uuid
                  FROM tasks t JOIN projects p ON p.id = t.project_id
                  LEFT JOIN keys k ON k.account_id = t.account_id AND k.task_uuid = t.uuid
                                  AND k.current
@@ -477,8 +481,14 @@ impl AllocStore for PgAlloc {
                     project_id,
                     prefix: r.get(3),
                     number: r.get(4),
+                    scope: r.get(5),
                 });
-                (r.get(0), (r.get(1), key))
+                let meta = Meta {
+                    prefix: r.get(1),
+                    key,
+                    parent: r.get(6),
+                };
+                (r.get(0), meta)
             })
             .collect())
     }
@@ -504,6 +514,7 @@ impl AllocStore for PgAlloc {
         &self,
         account: AccountId,
         prefix: &str,
+        scope: &str,
         number: i64,
     ) -> Result<KeyLookup> {
         let c = self.pool.get().await?;
@@ -520,12 +531,31 @@ impl AllocStore for PgAlloc {
         let uuid = c
             .query_opt(
                 "SELECT task_uuid FROM keys
-                 WHERE account_id = $1 AND project_id = $2 AND scope = '' AND number = $3",
-                &[&account, &project, &number],
+                 WHERE account_id = $1 AND project_id = $2 AND scope = $3 AND number = $4",
+                &[&account, &project, &scope, &number],
             )
             .await?
             .map(|r| r.get(0));
         Ok(uuid.ok_or(true))
+    }
+
+    async fn children(
+        &self,
+        account: AccountId,
+        parents: Vec<Uuid>,
+    ) -> Result<HashMap<Uuid, Vec<Uuid>>> {
+        let c = self.pool.get().await?;
+        let st = c
+            .prepare_cached(
+                "SELECT parent_uuid, uuid FROM tasks
+                 WHERE account_id = $1 AND parent_uuid = ANY($2) ORDER BY created_at, uuid",
+            )
+            .await?;
+        let mut out: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+        for r in c.query(&st, &[&account, &parents]).await? {
+            out.entry(r.get(0)).or_default().push(r.get(1));
+        }
+        Ok(out)
     }
 
     async fn changes_since(
@@ -607,7 +637,9 @@ impl AllocStore for PgAlloc {
         let c = self.pool.get().await?;
         let rows = c
             .query(
-                "SELECT k.account_id, k.task_uuid, p.prefix || '-' || k.number
+                "SELECT k.account_id, k.task_uuid,
+                        p.prefix || '-' || CASE k.scope WHEN '' THEN '' ELSE k.scope || '.' END
+                        || k.number
                  FROM keys k JOIN projects p ON p.id = k.project_id
                  WHERE NOT k.in_store AND k.current AND k.assigned_at < $1
                  ORDER BY k.assigned_at LIMIT $2",

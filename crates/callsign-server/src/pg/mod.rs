@@ -24,6 +24,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0002_tasks",
         include_str!("../../migrations/pg/0002_tasks.sql"),
     ),
+    (
+        "0003_subtasks",
+        include_str!("../../migrations/pg/0003_subtasks.sql"),
+    ),
 ];
 
 /// The advisory lock the migrations run under (any fixed number; "CALLSIGN" in ASCII).

@@ -377,6 +377,7 @@ mod tests {
             tags: Vec::new(),
             due: None,
             priority: None,
+            parent: None,
             created_at: None,
         }
     }

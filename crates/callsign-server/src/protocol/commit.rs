@@ -8,7 +8,7 @@ use crate::store::Snapshot;
 use crate::AppState;
 
 /// A task's answer: its content, and its key (or, before it has one, its project).
-pub fn to_task(s: &Snapshot, prefix: &str, key: Option<&KeyRow>) -> Task {
+pub fn to_task(s: &Snapshot, prefix: &str, key: Option<&KeyRow>, parent: Option<Uuid>) -> Task {
     Task {
         uuid: s.uuid,
         key: key.map(KeyRow::key),
@@ -20,6 +20,7 @@ pub fn to_task(s: &Snapshot, prefix: &str, key: Option<&KeyRow>) -> Task {
         tags: s.tags.clone(),
         due: s.due,
         priority: s.priority,
+        parent,
         created_at: s.created_at,
         modified_at: s.modified_at,
     }
@@ -38,8 +39,8 @@ pub async fn load_tasks(
         .iter()
         .zip(snaps)
         .map(|(u, s)| {
-            let (prefix, key) = meta.get(u)?;
-            Some(to_task(&s?, prefix, key.as_ref()))
+            let m = meta.get(u)?;
+            Some(to_task(&s?, &m.prefix, m.key.as_ref(), m.parent))
         })
         .collect())
 }

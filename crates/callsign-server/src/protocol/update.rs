@@ -2,7 +2,10 @@
 //!
 //! An update changes no number. It needs the task's create committed (the task has a key);
 //! before that it is `409 task_not_committed`, which clients retry after the create.
-use callsign_core::dto::TaskPatch;
+use std::collections::HashMap;
+
+use callsign_core::dto::{TaskPatch, TaskStatus};
+use callsign_core::ErrorCode;
 use uuid::Uuid;
 
 use super::{fingerprint, Batch, Reply};
@@ -36,16 +39,50 @@ pub async fn update_many(
             Mutation {
                 idem: r.idem,
                 uuid: r.uuid,
+                parent: None,
                 fp,
                 request,
             }
         })
         .collect();
-    let (mut batch, go) = Batch::phase1(state, account, Op::Update, prepared, now_ms()).await;
+    let (mut batch, mut go) = Batch::phase1(state, account, Op::Update, prepared, now_ms()).await;
     if go.is_empty() {
         return batch.finish();
     }
     crash::point(crash::PHASE1_AFTER_SLOT);
+
+    // A task with open subtasks is not completed: its slot fails (a retry is decided anew).
+    let completing: Vec<Uuid> = go
+        .iter()
+        .filter(|(it, _)| patches[&it.m.idem].status == Some(TaskStatus::Completed))
+        .map(|(it, _)| it.m.uuid)
+        .collect();
+    if !completing.is_empty() {
+        let open = match open_children(state, account, completing).await {
+            Ok(open) => open,
+            Err(e) => return batch.fail_all(&go, e),
+        };
+        let mut kept = Vec::with_capacity(go.len());
+        for (it, at) in go {
+            let Some(kids) = open.get(&it.m.uuid) else {
+                kept.push((it, at));
+                continue;
+            };
+            let answer = match state
+                .alloc
+                .fail_slot(account, &it.m.idem, it.m.uuid, now_ms())
+                .await
+            {
+                Ok(_) => Err(blocked(kids)),
+                Err(e) => Err(e.into()),
+            };
+            batch.set(it.pos, answer);
+        }
+        go = kept;
+        if go.is_empty() {
+            return batch.finish();
+        }
+    }
 
     let work = go
         .iter()
@@ -97,4 +134,50 @@ pub async fn update_many(
         }
     }
     batch.finish()
+}
+
+/// The pending subtasks (their keys, or UUIDs while they have none) of each of `parents` that
+/// has any.
+async fn open_children(
+    state: &AppState,
+    account: AccountId,
+    parents: Vec<Uuid>,
+) -> ApiResult<HashMap<Uuid, Vec<String>>> {
+    let children = state.alloc.children(account, parents).await?;
+    let all: Vec<Uuid> = children.values().flatten().copied().collect();
+    if all.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let snaps = state.tasks.get(account, all.clone()).await?;
+    let meta = state.alloc.task_meta(account, all.clone()).await?;
+    let open: HashMap<Uuid, String> = all
+        .iter()
+        .zip(snaps)
+        .filter(|(_, s)| s.as_ref().is_none_or(|s| s.status == TaskStatus::Pending))
+        .map(|(u, _)| {
+            let name = meta
+                .get(u)
+                .and_then(|m| m.key.as_ref())
+                .map_or_else(|| u.to_string(), |k| k.key());
+            (*u, name)
+        })
+        .collect();
+    Ok(children
+        .into_iter()
+        .filter_map(|(parent, kids)| {
+            let names: Vec<String> = kids.iter().filter_map(|k| open.get(k).cloned()).collect();
+            (!names.is_empty()).then_some((parent, names))
+        })
+        .collect())
+}
+
+/// `409 task_blocked`, naming the open subtasks.
+fn blocked(open: &[String]) -> ApiError {
+    ApiError::new(
+        ErrorCode::TaskBlocked,
+        format!(
+            "this task has open subtasks ({}); complete or delete them first",
+            open.join(", ")
+        ),
+    )
 }

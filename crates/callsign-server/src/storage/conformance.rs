@@ -50,6 +50,7 @@ macro_rules! storage_conformance {
             the_window_is_stored,
             the_task_store_keeps_tasks,
             due_and_priority_are_kept_set_and_cleared,
+            subtasks_number_under_their_parent_without_gaps,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -73,6 +74,7 @@ fn new_task(prefix: &str, description: &str) -> NewTask {
         tags: vec!["t".into()],
         due: None,
         priority: None,
+        parent: None,
         created_at: None,
     }
 }
@@ -81,6 +83,7 @@ fn mutation(idem: &str, uuid: Uuid, body: &NewTask) -> Mutation {
     Mutation {
         idem: idem.to_owned(),
         uuid,
+        parent: None,
         fp: fingerprint("create", uuid, body),
         request: serde_json::to_string(body).unwrap(),
     }
@@ -488,6 +491,7 @@ pub async fn updates_need_a_committed_create(b: Backend) {
     let update = |idem: &str, uuid: Uuid| Mutation {
         idem: idem.to_owned(),
         uuid,
+        parent: None,
         fp: fingerprint("update", uuid, &patch),
         request: serde_json::to_string(&patch).unwrap(),
     };
@@ -577,6 +581,7 @@ pub async fn the_feed_has_one_entry_per_task_in_commit_order(b: Backend) {
     let m = Mutation {
         idem: "u".into(),
         uuid: uuids[1],
+        parent: None,
         fp: fingerprint("update", uuids[1], &patch),
         request: serde_json::to_string(&patch).unwrap(),
     };
@@ -615,20 +620,27 @@ pub async fn keys_resolve_within_their_account(b: Backend) {
     let other = account(&b, "OPS").await;
     let u = Uuid::new_v4();
     create(&b, a, "k", u, &new_task("SYN", "x")).await.reply();
-    assert_eq!(b.alloc.uuid_for_key(a, "SYN", 1).await.unwrap(), Ok(u));
-    assert_eq!(b.alloc.uuid_for_key(a, "SYN", 2).await.unwrap(), Err(true));
-    assert_eq!(b.alloc.uuid_for_key(a, "ZZZ", 1).await.unwrap(), Err(false));
+    assert_eq!(b.alloc.uuid_for_key(a, "SYN", "", 1).await.unwrap(), Ok(u));
     assert_eq!(
-        b.alloc.uuid_for_key(other, "SYN", 1).await.unwrap(),
+        b.alloc.uuid_for_key(a, "SYN", "", 2).await.unwrap(),
+        Err(true)
+    );
+    assert_eq!(
+        b.alloc.uuid_for_key(a, "ZZZ", "", 1).await.unwrap(),
+        Err(false)
+    );
+    assert_eq!(
+        b.alloc.uuid_for_key(other, "SYN", "", 1).await.unwrap(),
         Err(false)
     );
     assert!(b.alloc.task_reserved(a, u).await.unwrap());
     assert!(!b.alloc.task_reserved(other, u).await.unwrap());
     let meta = b.alloc.task_meta(a, vec![u, Uuid::new_v4()]).await.unwrap();
     assert_eq!(meta.len(), 1);
-    let (prefix, key) = &meta[&u];
-    assert_eq!(prefix, "SYN");
-    assert_eq!(key.as_ref().unwrap().key(), "SYN-1");
+    let m = &meta[&u];
+    assert_eq!(m.prefix, "SYN");
+    assert_eq!(m.key.as_ref().unwrap().key(), "SYN-1");
+    assert_eq!(m.parent, None);
 }
 
 pub async fn the_reaper_fails_an_expired_slot_and_frees_its_uuid(b: Backend) {
@@ -879,4 +891,118 @@ pub async fn due_and_priority_are_kept_set_and_cleared(b: Backend) {
     assert_eq!((s.due, s.priority), (None, Some(Priority::H)));
     let got = b.tasks.get(a, vec![u]).await.unwrap()[0].clone();
     assert_eq!(got, Some(s));
+}
+
+/// Creates a batch: phase 1 for all, the tasks, then one commit; the answers in order.
+async fn create_batch(
+    b: &Backend,
+    account: AccountId,
+    items: &[(&str, Uuid, NewTask, Option<Uuid>)],
+) -> Vec<Reply> {
+    let ms: Vec<Mutation> = items
+        .iter()
+        .map(|(k, u, t, parent)| Mutation {
+            parent: *parent,
+            ..mutation(k, *u, t)
+        })
+        .collect();
+    let decided = b.alloc.phase1(account, Op::Create, &ms, now_ms()).await;
+    let mut work = Vec::new();
+    let mut claims = Vec::new();
+    for ((k, u, t, _), d) in items.iter().zip(decided) {
+        let Phase1::Proceed(at, claim) = d.unwrap() else {
+            panic!("{k} did not proceed");
+        };
+        claims.push(claim);
+        let snapshot = b
+            .tasks
+            .create(account, vec![(*u, t.clone())])
+            .await
+            .unwrap()[0]
+            .clone();
+        work.push(Commit {
+            idem: k.to_string(),
+            at,
+            snapshot,
+        });
+    }
+    let out = b
+        .alloc
+        .commit(account, Op::Create, work, now_ms())
+        .await
+        .unwrap();
+    out.into_iter().map(|r| r.unwrap()).collect()
+}
+
+fn key_of(r: &Reply) -> String {
+    serde_json::from_str::<Task>(&r.body).unwrap().key.unwrap()
+}
+
+/// A subtask takes the next number of its parent's own counter (`SYN-1.1`, `SYN-1.2`,
+/// `SYN-1.1.1`), apart from the project's counter and from other parents'; a batch numbers
+/// each counter in order; the key resolves; the parent and children are recorded.
+pub async fn subtasks_number_under_their_parent_without_gaps(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let [p1, p2] = [Uuid::new_v4(), Uuid::new_v4()];
+    create(&b, a, "p1", p1, &new_task("SYN", "parent one"))
+        .await
+        .reply();
+    create(&b, a, "p2", p2, &new_task("SYN", "parent two"))
+        .await
+        .reply();
+    let kids: Vec<Uuid> = (0..5).map(|_| Uuid::new_v4()).collect();
+    let t = |d: &str| new_task("SYN", d);
+    let answers = create_batch(
+        &b,
+        a,
+        &[
+            ("c0", kids[0], t("c0"), Some(p1)),
+            ("c1", kids[1], t("c1"), Some(p2)),
+            ("r0", kids[2], t("r0"), None),
+            ("c2", kids[3], t("c2"), Some(p1)),
+        ],
+    )
+    .await;
+    let keys: Vec<String> = answers.iter().map(key_of).collect();
+    assert_eq!(keys, ["SYN-1.1", "SYN-2.1", "SYN-3", "SYN-1.2"]);
+    let task: Task = serde_json::from_str(&answers[0].body).unwrap();
+    assert_eq!((task.parent, task.number), (Some(p1), Some(1)));
+    // A grandchild numbers under SYN-1.1; the project's counter is untouched by subtasks.
+    let grand = create_batch(&b, a, &[("g0", kids[4], t("g0"), Some(kids[0]))]).await;
+    assert_eq!(key_of(&grand[0]), "SYN-1.1.1");
+    let next = Uuid::new_v4();
+    let r = create(&b, a, "next", next, &t("next")).await.reply();
+    assert_eq!(key_of(&r), "SYN-4");
+    // A later child continues its parent's counter.
+    let again = create_batch(&b, a, &[("c9", Uuid::new_v4(), t("c9"), Some(p1))]).await;
+    assert_eq!(key_of(&again[0]), "SYN-1.3");
+    // Keys resolve by their scope.
+    assert_eq!(
+        b.alloc.uuid_for_key(a, "SYN", "1", 2).await.unwrap(),
+        Ok(kids[3])
+    );
+    assert_eq!(
+        b.alloc.uuid_for_key(a, "SYN", "1.1", 1).await.unwrap(),
+        Ok(kids[4])
+    );
+    assert_eq!(
+        b.alloc.uuid_for_key(a, "SYN", "1", 9).await.unwrap(),
+        Err(true)
+    );
+    assert_eq!(b.alloc.uuid_for_key(a, "SYN", "", 1).await.unwrap(), Ok(p1));
+    let children = b.alloc.children(a, vec![p1, p2, next]).await.unwrap();
+    assert_eq!(children.len(), 2, "{children:?}");
+    assert_eq!(children[&p2], vec![kids[1]]);
+    let mut of_p1 = children[&p1].clone();
+    of_p1.sort();
+    let mut want = vec![
+        kids[0],
+        kids[3],
+        serde_json::from_str::<Task>(&again[0].body).unwrap().uuid,
+    ];
+    want.sort();
+    assert_eq!(of_p1, want);
+    let meta = b.alloc.task_meta(a, vec![kids[4]]).await.unwrap();
+    assert_eq!(meta[&kids[4]].parent, Some(kids[0]));
+    assert_eq!(meta[&kids[4]].key.as_ref().unwrap().key(), "SYN-1.1.1");
 }

@@ -103,6 +103,8 @@ impl Op {
 pub struct Mutation {
     pub idem: String,
     pub uuid: Uuid,
+    /// A create's parent, resolved (a subtask is reserved under it).
+    pub parent: Option<Uuid>,
     /// The request's fingerprint (`protocol::fingerprint`).
     pub fp: Vec<u8>,
     /// The request body as stored in the slot (a create's `NewTask`, an update's `TaskPatch`).
@@ -154,8 +156,19 @@ pub struct Commit {
     pub snapshot: Snapshot,
 }
 
-/// The project prefix and current key of a reserved task (`None`: no key yet).
-pub type TaskMeta = HashMap<Uuid, (String, Option<KeyRow>)>;
+/// What the allocation store knows of a reserved task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    /// Its project's prefix.
+    pub prefix: String,
+    /// Its current key (`None`: no key yet).
+    pub key: Option<KeyRow>,
+    /// Its parent, for a subtask.
+    pub parent: Option<Uuid>,
+}
+
+/// [`Meta`] of each reserved task among those asked for.
+pub type TaskMeta = HashMap<Uuid, Meta>;
 
 /// A key that a refused `uuid_for_key` explains: `Err(false)` no such prefix, `Err(true)` no
 /// such number.
@@ -220,12 +233,20 @@ pub trait AllocStore: Send + Sync + 'static {
     async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()>;
     /// Whether the account reserved `uuid`.
     async fn task_reserved(&self, account: AccountId, uuid: Uuid) -> Result<bool>;
+    /// The task of a key: `scope` is `""` for a task, the parent's key path for a subtask.
     async fn uuid_for_key(
         &self,
         account: AccountId,
         prefix: &str,
+        scope: &str,
         number: i64,
     ) -> Result<KeyLookup>;
+    /// The subtasks reserved under each of `parents` (a parent with none is absent).
+    async fn children(
+        &self,
+        account: AccountId,
+        parents: Vec<Uuid>,
+    ) -> Result<HashMap<Uuid, Vec<Uuid>>>;
     /// Up to `limit` feed entries after `after`, and whether more follow. A cursor never skips
     /// an entry that commits later.
     async fn changes_since(

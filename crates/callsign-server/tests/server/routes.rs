@@ -115,6 +115,95 @@ async fn due_and_priority_are_set_replayed_cleared_and_checked() {
 }
 
 #[tokio::test]
+async fn subtasks_take_their_parents_key_and_block_its_completion() {
+    let app = TestApp::new("SYN").await;
+    let token = app.account.token.clone();
+    let parent = Uuid::new_v4();
+    assert_eq!(
+        app.put(parent, "p", task("Release")).await.body["key"],
+        "SYN-1"
+    );
+    let child =
+        |d: &str, parent: &str| json!({"project": "SYN", "description": d, "parent": parent});
+    // The parent by key (any case) or UUID.
+    let c1 = Uuid::new_v4();
+    let a = app.put(c1, "c1", child("Build", "syn 1")).await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    assert_eq!(
+        (a.body["key"].clone(), a.body["number"].clone()),
+        (json!("SYN-1.1"), json!(1))
+    );
+    assert_eq!(a.body["parent"], parent.to_string());
+    let c2 = Uuid::new_v4();
+    let a = app.put(c2, "c2", child("Ship", &parent.to_string())).await;
+    assert_eq!(a.body["key"], "SYN-1.2");
+    let g = app.put(Uuid::new_v4(), "g", child("Tag", "SYN-1.1")).await;
+    assert_eq!(g.body["key"], "SYN-1.1.1");
+    assert_eq!(
+        app.put(Uuid::new_v4(), "n", task("Next")).await.body["key"],
+        "SYN-2"
+    );
+    // Dotted keys resolve in the lenient forms; a bare `.1` is not a reference.
+    for r in ["SYN-1.2", "syn 1.2", "syn1.2"] {
+        assert_eq!(app.get(r).await.body["uuid"], c2.to_string(), "{r}");
+    }
+    assert_eq!(code(&app.get(".1").await), "invalid_ref");
+    assert_eq!(code(&app.get("SYN-1.9").await), "task_not_found");
+    // Bad parents store nothing.
+    for (idem, parent, want) in [
+        ("b1", "SYN-99", "invalid_parent"),
+        ("b2", "nonsense", "invalid_parent"),
+        ("b3", "ZZZ-1", "invalid_parent"),
+    ] {
+        let a = app.put(Uuid::new_v4(), idem, child("Bad", parent)).await;
+        assert_eq!(
+            (a.status, code(&a)),
+            (StatusCode::UNPROCESSABLE_ENTITY, want),
+            "{parent}"
+        );
+    }
+    let own = Uuid::new_v4();
+    let a = app.put(own, "b4", child("Self", &own.to_string())).await;
+    assert_eq!(code(&a), "invalid_parent");
+    // The parent cannot be completed while a subtask is open; the refusal names them.
+    let done = json!({"status": "completed"});
+    let path = format!("/v1/tasks/{parent}");
+    let a = app
+        .call(&token, "PATCH", &path, Some("done-1"), Some(done.clone()))
+        .await;
+    assert_eq!(
+        (a.status, code(&a)),
+        (StatusCode::CONFLICT, "task_blocked"),
+        "{}",
+        a.body
+    );
+    let detail = a.body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("SYN-1.1") && detail.contains("SYN-1.2"),
+        "{detail}"
+    );
+    for (i, r) in ["SYN-1.1.1", "SYN-1.1", "SYN-1.2"].iter().enumerate() {
+        let p = format!("/v1/tasks/{r}");
+        let a = app
+            .call(
+                &token,
+                "PATCH",
+                &p,
+                Some(&format!("d{i}")),
+                Some(done.clone()),
+            )
+            .await;
+        assert_eq!(a.status, StatusCode::OK, "{r}: {}", a.body);
+    }
+    // The same request again is decided anew (the refused attempt stored no answer).
+    let a = app
+        .call(&token, "PATCH", &path, Some("done-1"), Some(done))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(a.body["status"], "completed");
+}
+
+#[tokio::test]
 async fn reused_key_with_another_body_is_422_and_missing_key_is_400() {
     let app = TestApp::new("SYN").await;
     let u = Uuid::new_v4();
@@ -507,6 +596,7 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
         tags: vec![],
         due: None,
         priority: None,
+        parent: None,
         created_at: None,
     };
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
@@ -519,7 +609,7 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
         .write(move |c| {
             let mut ids = Vec::new();
             for (u, idem) in [(a, "a"), (b, "b")] {
-                slots::insert_task_row(c, account, u, 1, b"fp", now)?;
+                slots::insert_task_row(c, account, u, 1, None, b"fp", now)?;
                 ids.push(slots::insert_pending_slot(
                     c, account, idem, b"fp", "create", u, "{}", now,
                 )?);
@@ -591,6 +681,7 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
         tags: vec![],
         due: None,
         priority: None,
+        parent: None,
         created_at: None,
     };
     let fp = protocol::fingerprint("create", u, &body);
@@ -603,9 +694,9 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
         .as_ref()
         .unwrap()
         .write(move |c| {
-            slots::insert_task_row(c, account, u, 1, &fp2, old)?;
+            slots::insert_task_row(c, account, u, 1, None, &fp2, old)?;
             slots::insert_pending_slot(c, account, "stranded", &fp2, "create", u, &req2, old)?;
-            slots::insert_task_row(c, account, ghost, 1, b"x", old)?;
+            slots::insert_task_row(c, account, ghost, 1, None, b"x", old)?;
             slots::insert_pending_slot(c, account, "ghost", b"x", "create", ghost, "{}", old)?;
             Ok(())
         })

@@ -216,6 +216,7 @@ impl Engine {
             tags: input.tags,
             due: input.due,
             priority: input.priority,
+            parent: None,
             created_at: Some(now),
         })
     }

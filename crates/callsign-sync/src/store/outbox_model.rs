@@ -155,6 +155,7 @@ impl Server {
             tags: vec![],
             due: None,
             priority: None,
+            parent: None,
             created_at: now(),
             modified_at: now(),
         })
@@ -252,6 +253,7 @@ impl World {
                     tags: vec![],
                     due: None,
                     priority: None,
+                    parent: None,
                     created_at: Some(now()),
                 };
                 self.store

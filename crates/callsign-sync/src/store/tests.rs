@@ -21,6 +21,7 @@ fn body(d: &str) -> NewTask {
         tags: vec![],
         due: None,
         priority: None,
+        parent: None,
         created_at: Some(now()),
     }
 }
@@ -37,6 +38,7 @@ fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
         tags: vec![],
         due: None,
         priority: None,
+        parent: None,
         created_at: now(),
         modified_at: now(),
     }

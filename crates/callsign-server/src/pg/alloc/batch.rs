@@ -32,8 +32,8 @@ pub(super) const SLOT_ROW: &str =
 /// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
 const ROWS: [&str; 4] = [
     "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
-     SELECT $1, p, '', n, u, $5
-     FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[]) AS t(p, n, u)",
+     SELECT $1, p, s, n, u, $5
+     FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[], $6::text[]) AS t(p, n, u, s)",
     "UPDATE slots s SET state = 'committed', number = t.n, response_status = t.st,
                         response_body = t.b, settled_at = $5,
                         claimed_by = NULL, claimed_until = NULL
@@ -44,6 +44,38 @@ const ROWS: [&str; 4] = [
      ON CONFLICT (account_id, task_uuid) DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
     "UPDATE accounts SET feed_last = $2 WHERE id = $1",
 ];
+
+/// The current keys of tasks `$2`, read by [`key_rows`].
+const CURRENT_KEYS: &str = "SELECT k.task_uuid, k.project_id, p.prefix, k.number, k.scope
+     FROM keys k JOIN projects p ON p.id = k.project_id
+     WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND k.current";
+
+fn key_rows(rows: &[Row]) -> HashMap<Uuid, KeyRow> {
+    rows.iter()
+        .map(|r| {
+            let row = KeyRow {
+                project_id: r.get(1),
+                prefix: r.get(2),
+                number: r.get(3),
+                scope: r.get(4),
+            };
+            (r.get(0), row)
+        })
+        .collect()
+}
+
+/// The parent a task was reserved under.
+async fn parent_uuid(tx: &Transaction<'_>, account: AccountId, uuid: Uuid) -> Result<Option<Uuid>> {
+    let st = stmt(
+        tx,
+        "SELECT parent_uuid FROM tasks WHERE account_id = $1 AND uuid = $2",
+    )
+    .await?;
+    Ok(tx
+        .query_opt(&st, &[&account, &uuid])
+        .await?
+        .and_then(|r| r.get(0)))
+}
 
 /// Prepares `sqls` (a round trip each only the first time a connection sees one), so that
 /// statements sent together afterwards run in the order they are sent.
@@ -203,10 +235,9 @@ impl PgAlloc {
             [
                 "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
                 SLOT_ROW,
-                "SELECT k.task_uuid, k.project_id, p.prefix, k.number FROM keys k
-                 JOIN projects p ON p.id = k.project_id
-                 WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND k.current",
-                "SELECT uuid, project_id FROM tasks WHERE account_id = $1 AND uuid = ANY($2)",
+                CURRENT_KEYS,
+                "SELECT uuid, project_id, parent_uuid FROM tasks
+                 WHERE account_id = $1 AND uuid = ANY($2)",
             ],
         )
         .await?;
@@ -219,23 +250,25 @@ impl PgAlloc {
         )?;
         let first: i64 = lock.get(0);
         let slots: HashMap<String, Row> = slots.into_iter().map(|r| (r.get(1), r)).collect();
-        let mut current: HashMap<Uuid, KeyRow> = keys
+        let mut current = key_rows(&keys);
+        let reserved: HashMap<Uuid, (i64, Option<Uuid>)> = reserved
             .iter()
-            .map(|r| {
-                let row = KeyRow {
-                    project_id: r.get(1),
-                    prefix: r.get(2),
-                    number: r.get(3),
-                };
-                (r.get(0), row)
-            })
+            .map(|r| (r.get(0), (r.get(1), r.get(2))))
             .collect();
-        let reserved: HashMap<Uuid, i64> = reserved.iter().map(|r| (r.get(0), r.get(1))).collect();
         let fetched: HashSet<Uuid> = uuids.iter().copied().collect();
+        // A subtask numbers under its parent's current key.
+        let parents: Vec<Uuid> = reserved.values().filter_map(|r| r.1).collect();
+        let parent_keys = if parents.is_empty() {
+            HashMap::new()
+        } else {
+            let st = stmt(tx, CURRENT_KEYS).await?;
+            key_rows(&tx.query(&st, &[&account, &parents]).await?)
+        };
 
         // What each item needs: an answer stored already, or a commit (with a number?).
         let mut plan: Vec<Step> = Vec::with_capacity(work.len());
-        let mut wants: BTreeMap<i64, Vec<Uuid>> = BTreeMap::new();
+        let mut wants: BTreeMap<(i64, String), Vec<Uuid>> = BTreeMap::new();
+        let mut parent_of: HashMap<Uuid, Uuid> = HashMap::new();
         let mut planned: HashSet<Uuid> = HashSet::new();
         for w in work {
             let Some(row) = slots.get(&w.idem) else {
@@ -263,39 +296,60 @@ impl PgAlloc {
                     current.insert(uuid, k);
                 }
             }
+            let (project, parent) = match reserved.get(&uuid) {
+                Some(&(p, parent)) => (Some(p), parent),
+                None => match task_row(tx, account, uuid).await? {
+                    Some((p, _)) => (Some(p), parent_uuid(tx, account, uuid).await?),
+                    None => (None, None),
+                },
+            };
+            if let Some(p) = parent {
+                parent_of.insert(uuid, p);
+            }
             if op == Op::Create && !current.contains_key(&uuid) && planned.insert(uuid) {
-                let project = match w.at.project.or_else(|| reserved.get(&uuid).copied()) {
-                    Some(p) => p,
-                    None => match task_row(tx, account, uuid).await? {
-                        Some((p, _)) => p,
-                        None => {
-                            plan.push(Step::Done(Err(failed("task reservation vanished"))));
-                            continue;
-                        }
-                    },
+                let Some(project) = w.at.project.or(project) else {
+                    plan.push(Step::Done(Err(failed("task reservation vanished"))));
+                    continue;
                 };
-                wants.entry(project).or_default().push(uuid);
+                let scope = match parent {
+                    None => String::new(),
+                    Some(p) => {
+                        let known = match parent_keys.get(&p) {
+                            Some(k) => Some(k.clone()),
+                            None => current_key(tx, account, p).await?,
+                        };
+                        match known {
+                            Some(k) => k.child_scope(),
+                            None => {
+                                plan.push(Step::Done(Err(failed("the parent has no key"))));
+                                continue;
+                            }
+                        }
+                    }
+                };
+                wants.entry((project, scope)).or_default().push(uuid);
             }
             plan.push(Step::Commit { slot, uuid });
         }
 
-        // One bump per project; its tasks take the numbers in batch order.
+        // One bump per counter (a project's, or a parent's); its tasks take the numbers in
+        // batch order.
         let mut fresh_keys: HashMap<Uuid, KeyRow> = HashMap::new();
-        for (project, tasks) in &wants {
+        for ((project, scope), tasks) in &wants {
             let n = i64::try_from(tasks.len()).map_err(|_| failed("batch too large"))?;
             let r = tx
                 .query_one(
                     &stmt(
                         tx,
                         "WITH bumped AS (
-                         INSERT INTO counters (project_id, scope, last) VALUES ($1, '', $2)
+                         INSERT INTO counters (project_id, scope, last) VALUES ($1, $3, $2)
                          ON CONFLICT (project_id, scope)
                              DO UPDATE SET last = counters.last + $2
                          RETURNING last)
                      SELECT bumped.last, p.prefix FROM bumped, projects p WHERE p.id = $1",
                     )
                     .await?,
-                    &[project, &n],
+                    &[project, &n, scope],
                 )
                 .await?;
             let (last, prefix): (i64, String) = (r.get(0), r.get(1));
@@ -306,6 +360,7 @@ impl PgAlloc {
                     KeyRow {
                         project_id: *project,
                         prefix: prefix.clone(),
+                        scope: scope.clone(),
                         number,
                     },
                 );
@@ -326,7 +381,8 @@ impl PgAlloc {
             // A number given here is given once: a later item of the same task keeps it.
             let (status, number, key) = match fresh_keys.remove(&uuid) {
                 Some(k) => {
-                    rows.keys.push((k.project_id, k.number, uuid));
+                    rows.keys
+                        .push((k.project_id, k.scope.clone(), k.number, uuid));
                     let number = k.number;
                     current.insert(uuid, k.clone());
                     (201, Some(number), Some(k))
@@ -334,8 +390,14 @@ impl PgAlloc {
                 None => (200, None, current.get(&uuid).cloned()),
             };
             let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
-            let body = serde_json::to_string(&to_task(&w.snapshot, &prefix, key.as_ref()))
-                .map_err(|e| DbError::CommitFailed(e.to_string()))?;
+            let task = to_task(
+                &w.snapshot,
+                &prefix,
+                key.as_ref(),
+                parent_of.get(&uuid).copied(),
+            );
+            let body =
+                serde_json::to_string(&task).map_err(|e| DbError::CommitFailed(e.to_string()))?;
             seq += 1;
             rows.slots
                 .push((slot, number, i32::from(status), body.clone()));
@@ -365,8 +427,8 @@ enum Step {
 /// The rows one commit writes, written in one statement per table.
 #[derive(Default)]
 struct Rows {
-    /// (project, number, task)
-    keys: Vec<(i64, i64, Uuid)>,
+    /// (project, scope, number, task)
+    keys: Vec<(i64, String, i64, Uuid)>,
     /// (slot, number, status, body)
     slots: Vec<(i64, Option<i64>, i32, String)>,
     /// The last feed number of each task (one entry per task).
@@ -383,8 +445,9 @@ impl Rows {
         now: i64,
     ) -> Result<()> {
         let key_projects: Vec<i64> = self.keys.iter().map(|k| k.0).collect();
-        let key_numbers: Vec<i64> = self.keys.iter().map(|k| k.1).collect();
-        let key_uuids: Vec<Uuid> = self.keys.iter().map(|k| k.2).collect();
+        let key_scopes: Vec<&str> = self.keys.iter().map(|k| k.1.as_str()).collect();
+        let key_numbers: Vec<i64> = self.keys.iter().map(|k| k.2).collect();
+        let key_uuids: Vec<Uuid> = self.keys.iter().map(|k| k.3).collect();
         let slot_ids: Vec<i64> = self.slots.iter().map(|s| s.0).collect();
         let slot_numbers: Vec<Option<i64>> = self.slots.iter().map(|s| s.1).collect();
         let slot_status: Vec<i32> = self.slots.iter().map(|s| s.2).collect();
@@ -397,8 +460,14 @@ impl Rows {
                 if key_uuids.is_empty() {
                     return Ok(0);
                 }
-                let p: [&(dyn ToSql + Sync); 5] =
-                    [&account, &key_projects, &key_numbers, &key_uuids, &now];
+                let p: [&(dyn ToSql + Sync); 6] = [
+                    &account,
+                    &key_projects,
+                    &key_numbers,
+                    &key_uuids,
+                    &now,
+                    &key_scopes,
+                ];
                 tx.execute(&keys, &p).await
             },
             async {
@@ -464,7 +533,7 @@ async fn reserve(
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
-    let mut rows: BTreeMap<Uuid, (i64, Vec<u8>)> = BTreeMap::new();
+    let mut rows: BTreeMap<Uuid, (i64, Vec<u8>, Option<Uuid>)> = BTreeMap::new();
     fresh.retain(|&i| {
         let asked = &wanted[&i];
         let id = Prefix::parse(asked)
@@ -473,7 +542,7 @@ async fn reserve(
         match id {
             Some(id) => {
                 rows.entry(items[i].uuid)
-                    .or_insert_with(|| (id, items[i].fp.clone()));
+                    .or_insert_with(|| (id, items[i].fp.clone(), items[i].parent));
                 true
             }
             None => {
@@ -488,12 +557,14 @@ async fn reserve(
     let uuids: Vec<Uuid> = rows.keys().copied().collect();
     let projects: Vec<i64> = rows.values().map(|r| r.0).collect();
     let fps: Vec<&[u8]> = rows.values().map(|r| r.1.as_slice()).collect();
+    let parents: Vec<Option<Uuid>> = rows.values().map(|r| r.2).collect();
     let [insert, read] = prepare(
         tx,
         [
-            "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at)
-             SELECT $1, u, p, f, $5
-             FROM UNNEST($2::uuid[], $3::bigint[], $4::bytea[]) AS t(u, p, f) ORDER BY u
+            "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at, parent_uuid)
+             SELECT $1, u, p, f, $5, pa
+             FROM UNNEST($2::uuid[], $3::bigint[], $4::bytea[], $6::uuid[]) AS t(u, p, f, pa)
+             ORDER BY u
              ON CONFLICT (account_id, uuid) DO NOTHING",
             "SELECT uuid, project_id, fingerprint FROM tasks
              WHERE account_id = $1 AND uuid = ANY($2)",
@@ -504,7 +575,7 @@ async fn reserve(
     // is sent behind the insert and runs after it).
     let (_, read) = tokio::try_join!(
         async {
-            let p: [&(dyn ToSql + Sync); 5] = [&account, &uuids, &projects, &fps, &now];
+            let p: [&(dyn ToSql + Sync); 6] = [&account, &uuids, &projects, &fps, &now, &parents];
             tx.execute(&insert, &p).await
         },
         async { tx.query(&read, &[&account, &uuids]).await },
