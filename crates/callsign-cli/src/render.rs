@@ -379,10 +379,22 @@ mod tests {
         let local = |y, mo, d, h, mi| Local.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap().to_utc();
         let now = local(2026, 11, 25, 15, 30);
         let text = |due| due_text(&task, due, now);
-        assert!(!text(local(2026, 11, 25, 0, 0)).contains("overdue"), "today, all day");
-        assert!(text(local(2026, 11, 24, 0, 0)).ends_with("(overdue)"), "yesterday");
-        assert!(text(local(2026, 11, 25, 15, 0)).ends_with("(overdue)"), "half an hour ago");
-        assert!(!text(local(2026, 11, 25, 16, 0)).contains("overdue"), "in half an hour");
+        assert!(
+            !text(local(2026, 11, 25, 0, 0)).contains("overdue"),
+            "today, all day"
+        );
+        assert!(
+            text(local(2026, 11, 24, 0, 0)).ends_with("(overdue)"),
+            "yesterday"
+        );
+        assert!(
+            text(local(2026, 11, 25, 15, 0)).ends_with("(overdue)"),
+            "half an hour ago"
+        );
+        assert!(
+            !text(local(2026, 11, 25, 16, 0)).contains("overdue"),
+            "in half an hour"
+        );
         let mut done = task.clone();
         done.status = TaskStatus::Completed;
         assert!(!due_text(&done, local(2026, 11, 1, 0, 0), now).contains("overdue"));
