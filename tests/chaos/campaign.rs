@@ -83,11 +83,6 @@ impl Config {
         }
     }
 
-    /// The short campaign on `nodes` nodes of one PostgreSQL.
-    pub fn short_pg(seed: u64, server: callsign_pgtest::Server, nodes: usize) -> Config {
-        Config::short(seed).on_postgres(server, nodes)
-    }
-
     /// These settings on `nodes` nodes of one PostgreSQL (a fresh schema per run).
     pub fn on_postgres(self, server: callsign_pgtest::Server, nodes: usize) -> Config {
         Config {
@@ -337,20 +332,16 @@ pub fn run(cfg: Config) -> Result<Outcome> {
     let root = tempfile::Builder::new()
         .prefix("callsign-chaos-")
         .tempdir()?;
-    let (mut outcome, _) = run_in(cfg, root.path())?;
+    let (mut outcome, _) = run_kept(cfg, root.path())?;
     if !outcome.violations.is_empty() {
         outcome.kept = Some(root.keep());
     }
     Ok(outcome)
 }
 
-/// Runs one campaign with its databases under `dir` (and, on PostgreSQL, in the run's
+/// Runs one campaign with its databases under `root` (and, on PostgreSQL, in the run's
 /// schema, which is never dropped) and returns the outcome and where they are.
-pub fn run_kept(cfg: Config, dir: &Path) -> Result<(Outcome, World)> {
-    run_in(cfg, dir)
-}
-
-fn run_in(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
+pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
     let (store, nodes) = match &cfg.backend {
         Backend::Sqlite => (ServerStore::Sqlite(root.join("server")), 1),
         Backend::Postgres { server, nodes } => {

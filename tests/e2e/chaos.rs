@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use callsign_chaos::campaign::{self, Config, Summary};
-use callsign_chaos::checker::{self, Expected, World};
+use callsign_chaos::checker::{self, Expected, Violation, World};
 use callsign_chaos::view::{self, ServerStore};
 use rusqlite::Connection;
 
@@ -60,7 +60,7 @@ fn short_campaign_on_three_postgres_nodes_holds_g1_to_g5() -> Result<()> {
     let mut total = Summary::default();
     for (i, seed) in seeds.into_iter().enumerate() {
         println!("CALLSIGN_CHAOS_SEED={seed} (3 PostgreSQL nodes)");
-        let mut cfg = Config::short_pg(seed, pg.clone(), 3);
+        let mut cfg = Config::short(seed).on_postgres(pg.clone(), 3);
         // Two seeds in well under a minute; a node is killed every 20 steps or so.
         cfg.duration = Duration::from_secs(9);
         cfg.server_kill = 0.05;
@@ -126,11 +126,8 @@ fn the_checker_reads_postgres(seed: u64, world: &World) -> Result<()> {
         let _ = conn.await;
         anyhow::Ok(())
     })?;
-    let found = checker::check(world)?;
-    println!(
-        "--- PostgreSQL broken by hand:\n{}",
-        checker::report(seed, world.snapshot().ok().as_ref(), &found, &[])
-    );
+    let (found, report) = check_and_report(seed, world)?;
+    println!("--- PostgreSQL broken by hand:\n{report}");
     for invariant in [checker::NO_GAPS, checker::ACKED_ON_SERVER, checker::SETTLED] {
         assert!(
             found.iter().any(|v| v.invariant == invariant),
@@ -156,12 +153,18 @@ fn clean_world() -> Result<(tempfile::TempDir, World)> {
         reset_mid_body: 0.0,
         ..Default::default()
     };
-    let (_, world) = campaign::run_kept(cfg, dir.path())?;
-    assert!(
-        checker::check(&world)?.is_empty(),
-        "the untouched world is clean"
-    );
+    let (out, world) = campaign::run_kept(cfg, dir.path())?;
+    assert!(out.violations.is_empty(), "the untouched world is clean");
     Ok((dir, world))
+}
+
+/// The checker's violations in `world` and its report on them, from one reading of the
+/// databases.
+fn check_and_report(seed: u64, world: &World) -> Result<(Vec<Violation>, String)> {
+    let snap = world.snapshot()?;
+    let found = checker::violations(&snap, &world.expected);
+    let report = checker::report(seed, Some(&snap), &found, &[]);
+    Ok((found, report))
 }
 
 fn sql(path: &Path, sql: &str) -> Result<()> {
@@ -205,8 +208,7 @@ fn the_checker_catches_broken_databases() -> Result<()> {
         let copy = tempfile::tempdir()?;
         let broken = copy_world(&world, copy.path())?;
         sql(&view::sqlite_alloc_db(sqlite_dir(&broken)?), &surgery)?;
-        let found = checker::check(&broken)?;
-        let report = checker::report(7, broken.snapshot().ok().as_ref(), &found, &[]);
+        let (found, report) = check_and_report(7, &broken)?;
         println!("--- {what}:\n{report}");
         assert!(
             found.iter().any(|v| v.invariant == invariant),
@@ -221,8 +223,7 @@ fn the_checker_catches_broken_databases() -> Result<()> {
         let copy = tempfile::tempdir()?;
         let broken = copy_world(&world, copy.path())?;
         sql(&view::device_db(&broken.devices[0]), surgery)?;
-        let found = checker::check(&broken)?;
-        let report = checker::report(7, broken.snapshot().ok().as_ref(), &found, &[]);
+        let (found, report) = check_and_report(7, &broken)?;
         println!("--- {what}:\n{report}");
         assert!(
             found.iter().any(|v| v.invariant == checker::DEVICES_AGREE),

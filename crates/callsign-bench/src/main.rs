@@ -160,7 +160,7 @@ async fn main() -> Result<()> {
         eprintln!("memory: an engine holding {} tasks", z.big);
         out.extend(sections::memory(&z)?);
     }
-    if SECTIONS[6..].iter().any(|s| want(s)) {
+    if SECTIONS.iter().any(|s| s.starts_with("pg-") && want(s)) {
         let pg = pg::Pg::start()?;
         eprintln!("postgres: {}", pg.describe().await?);
         out.extend(postgres(&z, &pg, &want).await?);

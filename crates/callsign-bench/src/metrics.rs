@@ -1,10 +1,12 @@
-//! The server's `/metrics`, and waiting for it to settle after a run.
+//! The server's `/metrics`, waiting for it to settle after a run, and the table's rows of its
+//! create-stage timings.
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
 use crate::server::{Server, Store};
+use crate::stats::Figure;
 
 /// The server's `/metrics` samples: `name{labels}` to value (buckets left out).
 pub async fn metrics(http: &reqwest::Client, url: &str) -> Result<HashMap<String, f64>> {
@@ -59,19 +61,13 @@ pub struct PerCreate {
     pub alloc_jobs_per_commit: f64,
     pub store_commits: f64,
     pub store_jobs_per_commit: f64,
-    /// Mean ms a create waited in phase 1, the task store, phase 2.
+    /// Mean ms a create waited in each of [`STAGES`].
     pub stages_ms: [f64; 3],
 }
 
 impl PerCreate {
     pub fn between(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<PerCreate> {
-        // A sample missing before the run had not been counted yet: 0.
-        let d = |k: &str| -> Result<f64> {
-            let after = b
-                .get(k)
-                .with_context(|| format!("the server's /metrics has no {k}"))?;
-            Ok(after - a.get(k).unwrap_or(&0.0))
-        };
+        let d = |k: &str| delta(a, b, k);
         let (creates, stages_ms) = stages(a, b)?;
         let (ac, aj) = (
             d("callsign_alloc_db_group_commits_total")?,
@@ -91,16 +87,27 @@ impl PerCreate {
     }
 }
 
+/// How far sample `k` moved from `a` to `b`, two readings of one node's `/metrics`. A sample
+/// missing from `a` had not been counted yet: 0; one missing from `b` is an error.
+fn delta(a: &HashMap<String, f64>, b: &HashMap<String, f64>, k: &str) -> Result<f64> {
+    let after = b
+        .get(k)
+        .with_context(|| format!("the server's /metrics has no {k}"))?;
+    Ok(after - a.get(k).unwrap_or(&0.0))
+}
+
+/// The create stages the server times, in the order of [`stages`]' array (and so of every
+/// `stages_ms`): each one's `stage` label on `/metrics` and its name in the table.
+pub const STAGES: [(&str, &str); 3] = [
+    ("phase1", "phase 1 (slot)"),
+    ("task_store", "the task store"),
+    ("phase2", "phase 2 (number)"),
+];
+
 /// Creates counted between two samples of one node's `/metrics`, and the mean ms each waited
-/// in phase 1, the task store and phase 2 (any backend).
+/// in each of [`STAGES`] (any backend).
 pub fn stages(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<(f64, [f64; 3])> {
-    // A sample missing before the run had not been counted yet: 0.
-    let d = |k: &str| -> Result<f64> {
-        let after = b
-            .get(k)
-            .with_context(|| format!("the server's /metrics has no {k}"))?;
-        Ok(after - a.get(k).unwrap_or(&0.0))
-    };
+    let d = |k: &str| delta(a, b, k);
     let creates = d("callsign_creates_total{result=\"numbered\"}")?;
     if creates < 1.0 {
         bail!("the server counted no creates");
@@ -114,10 +121,26 @@ pub fn stages(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Result<(f64
         ))?;
         Ok(1000.0 * sum / n.max(1.0))
     };
-    Ok((
-        creates,
-        [stage("phase1")?, stage("task_store")?, stage("phase2")?],
-    ))
+    let mut ms = [0.0; 3];
+    for (m, (label, _)) in ms.iter_mut().zip(STAGES) {
+        *m = stage(label)?;
+    }
+    Ok((creates, ms))
+}
+
+/// One row per stage, `{c}: mean wait in {stage}`, each run's `stages_ms` picked by `ms`.
+pub fn stage_figures<T>(c: &str, runs: &[T], ms: impl Fn(&T) -> [f64; 3]) -> Vec<Figure> {
+    STAGES
+        .iter()
+        .enumerate()
+        .map(|(i, (_, stage))| {
+            Figure::new(
+                &format!("{c}: mean wait in {stage}"),
+                "ms",
+                runs.iter().map(|t| ms(t)[i]).collect(),
+            )
+        })
+        .collect()
 }
 
 fn parse_metrics(text: &str) -> HashMap<String, f64> {

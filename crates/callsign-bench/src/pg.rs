@@ -129,10 +129,9 @@ impl Pg {
         for _ in 0..clients {
             conns.push(connect(&url).await?);
         }
-        let me = std::process::id();
-        let (c0, pg0) = (self.counters().await?, self.usage()?);
-        let (me0, cpu0) = (proc::usage(me)?, proc::machine_cpu()?);
-        let segs0 = self.segments_sent()?;
+        // This process is the metered one: its connections are the clients.
+        let meter = self.meter(vec![std::process::id()]).await?;
+        let cpu0 = proc::machine_cpu()?;
         let t = Instant::now();
         let deadline = t + Duration::from_secs_f64(secs);
         let mut tasks = Vec::with_capacity(clients);
@@ -156,28 +155,24 @@ impl Pg {
             open.push(c);
         }
         let elapsed = t.elapsed().as_secs_f64();
-        let (me1, cpu1) = (proc::usage(me)?, proc::machine_cpu()?);
-        // Read while the backends still run (an exited one's CPU is not in /proc).
-        let (pg_used, segs1) = (used_since(&pg0, &self.usage()?), self.segments_sent()?);
-        // Closed now, their backends exit and publish their statistics.
-        drop(open);
-        tokio::time::sleep(STATS_FLUSH).await;
-        let c1 = self.counters().await?;
+        let cpu1 = proc::machine_cpu()?;
+        // Closing the connections lets their backends exit and publish their statistics.
+        let spent = meter.finish(self, move || drop(open)).await?;
         let k = n.max(1) as f64;
         Ok(RawPg {
             per_s: n as f64 / elapsed,
-            xact_per_commit: (c1.xact_commit - c0.xact_commit) / k,
-            wal_syncs_per_commit: (c1.wal_sync - c0.wal_sync) / k,
-            pg_per_commit: pg_used.per(k),
-            client_per_commit: (me1 - me0).per(k),
-            segments_per_commit: (segs1 - segs0) / k,
+            xact_per_commit: spent.xact / k,
+            wal_syncs_per_commit: spent.wal_syncs / k,
+            pg_per_commit: spent.pg.per(k),
+            client_per_commit: spent.server.per(k),
+            segments_per_commit: spent.segments / k,
             machine_busy: proc::busy_between(cpu0, cpu1),
         })
     }
 }
 
-/// What a server's nodes and PostgreSQL spend over a stretch of work: started by
-/// [`Pg::meter`], read by [`Meter::finish`].
+/// What a server's nodes (or, for the baseline, this process) and PostgreSQL spend over a
+/// stretch of work: started by [`Pg::meter`], read by [`Meter::finish`].
 pub struct Meter {
     counters: Counters,
     pg: HashMap<u32, Usage>,
@@ -195,7 +190,7 @@ pub struct Spend {
     pub wal_syncs: f64,
     /// TCP segments with data sent to PostgreSQL (≈ round trips).
     pub segments: f64,
-    /// The nodes.
+    /// The processes metered: the nodes (for the baseline, this process).
     pub server: Usage,
     /// PostgreSQL's processes.
     pub pg: Usage,
@@ -221,7 +216,8 @@ fn nodes_usage(pids: &[u32]) -> Result<Usage> {
 }
 
 impl Meter {
-    /// Reads the processes while they run, then calls `stop`, which must stop the nodes (so
+    /// Reads the processes while they run (an exited backend's CPU is not in /proc), then
+    /// calls `stop`, which must close the metered connections, e.g. by stopping the nodes (so
     /// their backends exit and publish their statistics), then reads the counters.
     pub async fn finish(self, pg: &Pg, stop: impl FnOnce()) -> Result<Spend> {
         let server = nodes_usage(&self.nodes)? - self.server;

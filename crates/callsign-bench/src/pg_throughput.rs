@@ -41,7 +41,7 @@ pub struct PgThroughput {
     pub machine_busy: f64,
     /// What PostgreSQL's backends were doing while the clients ran.
     pub waits: Waits,
-    /// Mean ms in phase 1, the task store, phase 2 (every node's creates).
+    /// Mean ms in each of [`metrics::STAGES`] (every node's creates).
     pub stages_ms: [f64; 3],
 }
 
@@ -232,15 +232,6 @@ pub fn figures(nodes: usize, clients: usize, runs: &[PgThroughput]) -> Vec<Figur
             pick(&|t| f(&t.waits)),
         ));
     }
-    for (i, stage) in ["phase 1 (slot)", "the task store", "phase 2 (number)"]
-        .iter()
-        .enumerate()
-    {
-        out.push(Figure::new(
-            &format!("{c}: mean wait in {stage}"),
-            "ms",
-            pick(&|t| t.stages_ms[i]),
-        ));
-    }
+    out.extend(metrics::stage_figures(&c, runs, |t| t.stages_ms));
     out
 }

@@ -1,12 +1,12 @@
-//! The SQLite sections' rows: each measurement of `figures` repeated `--runs` times, with its
-//! baseline and target.
+//! The rows of the SQLite sections, and of `pg-create-to-key` (`create_to_key` takes the
+//! backend): each measurement of `figures` repeated `--runs` times, with its baseline and target.
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
 use crate::server::Backend;
 use crate::stats::Figure;
-use crate::{figures, med, tcalone, Sizes};
+use crate::{figures, med, metrics, tcalone, Sizes};
 
 pub async fn drain(z: &Sizes) -> Result<Vec<Figure>> {
     let (mut drain, mut base) = (Vec::new(), Vec::new());
@@ -55,13 +55,6 @@ pub async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
     let raw = med(&pick(|t| t.raw_commits_per_s));
     let c = format!("{} clients", z.clients);
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let stages = ["phase 1 (slot)", "the task store", "phase 2 (number)"]
-        .iter()
-        .enumerate()
-        .map(|(i, stage)| {
-            let waits = tp.iter().map(|t| t.per_create.stages_ms[i]).collect();
-            Figure::new(&format!("{c}: mean wait in {stage}"), "ms", waits)
-        });
     let mut figures = vec![
         Figure::new(
             &format!("{c}: creates/s (numbers checked 1..N)"),
@@ -143,7 +136,7 @@ pub async fn throughput(z: &Sizes) -> Result<Vec<Figure>> {
             med(&pick(|t| t.raw_per_commit.write_calls))
         )),
     ];
-    figures.extend(stages);
+    figures.extend(metrics::stage_figures(&c, &tp, |t| t.per_create.stages_ms));
     figures.push(Figure::new(
         "server RSS after the throughput run",
         "MiB",
