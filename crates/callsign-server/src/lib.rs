@@ -214,7 +214,7 @@ impl AppState {
             }
         };
         metrics.window(&window);
-        let coalesce = (config.coalesce_requests && alloc.backend() == "postgres")
+        let coalesce = (config.coalesce_requests && alloc.wants_coalescing())
             .then(|| protocol::Coalescers::new(config.coalesce_batches));
         Ok(AppState(Arc::new(Inner {
             alloc,

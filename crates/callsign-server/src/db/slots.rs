@@ -2,6 +2,7 @@
 //!
 //! Invariant (G2): a number comes from [`bump_counter`] only inside the transaction that also
 //! calls [`insert_key`] and [`commit_slot`]; the caller (`protocol::commit`) guarantees it.
+use callsign_core::{scope_of, Prefix, TaskKey};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
@@ -239,27 +240,40 @@ pub struct KeyRow {
 }
 
 impl KeyRow {
-    pub fn key(&self) -> String {
-        if self.scope.is_empty() {
-            format!("{}-{}", self.prefix, self.number)
-        } else {
-            format!("{}-{}.{}", self.prefix, self.scope, self.number)
+    /// The key this row holds, as the domain type (`TaskKey` formats and parses every key).
+    pub fn task_key(&self) -> TaskKey {
+        let prefix = Prefix::parse(&self.prefix).expect("a stored prefix is valid");
+        TaskKey {
+            prefix,
+            parents: scope_numbers(&self.scope),
+            number: self.number as u64,
         }
+    }
+
+    pub fn key(&self) -> String {
+        self.task_key().to_string()
     }
 
     /// The scope of this task's subtasks' counter: its own key path.
     pub fn child_scope(&self) -> String {
-        if self.scope.is_empty() {
-            self.number.to_string()
-        } else {
-            format!("{}.{}", self.scope, self.number)
-        }
+        child_scope(&self.scope, self.number)
     }
+}
 
-    /// How many numbers the key holds (1 for a task, 2 for its subtask...).
-    pub fn depth(&self) -> usize {
-        1 + self.scope.split('.').filter(|s| !s.is_empty()).count()
-    }
+/// A stored scope's numbers (`"42.1"`: 42, 1; `""`: none).
+fn scope_numbers(scope: &str) -> Vec<u64> {
+    scope
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(|n| n.parse().expect("a stored scope is numbers"))
+        .collect()
+}
+
+/// The scope of the subtasks of the task numbered `number` in `scope`: its key path.
+pub fn child_scope(scope: &str, number: i64) -> String {
+    let mut path = scope_numbers(scope);
+    path.push(number as u64);
+    scope_of(&path)
 }
 
 pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<Option<KeyRow>> {
@@ -354,14 +368,19 @@ pub fn keys_not_in_store(
     limit: usize,
 ) -> Result<Vec<(AccountId, Uuid, String)>> {
     let mut st = conn.prepare_cached(
-        "SELECT k.account_id, k.task_uuid,
-                p.prefix || '-' || CASE k.scope WHEN '' THEN '' ELSE k.scope || '.' END || k.number
+        "SELECT k.account_id, k.task_uuid, k.project_id, p.prefix, k.scope, k.number
          FROM keys k JOIN projects p ON p.id = k.project_id
          WHERE k.in_store = 0 AND k.current = 1 AND k.assigned_at < ?1
          ORDER BY k.assigned_at LIMIT ?2",
     )?;
     let rows = st.query_map(params![before, limit as i64], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        let key = KeyRow {
+            project_id: r.get(2)?,
+            prefix: r.get(3)?,
+            scope: r.get(4)?,
+            number: r.get(5)?,
+        };
+        Ok((r.get(0)?, r.get(1)?, key.key()))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

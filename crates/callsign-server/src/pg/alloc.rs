@@ -277,6 +277,11 @@ impl AllocStore for PgAlloc {
         "postgres"
     }
 
+    /// PostgreSQL has no writer thread that groups commits (SQLite's `Db::write` does).
+    fn wants_coalescing(&self) -> bool {
+        true
+    }
+
     async fn create_account(
         &self,
         name: &str,
@@ -637,9 +642,7 @@ impl AllocStore for PgAlloc {
         let c = self.pool.get().await?;
         let rows = c
             .query(
-                "SELECT k.account_id, k.task_uuid,
-                        p.prefix || '-' || CASE k.scope WHEN '' THEN '' ELSE k.scope || '.' END
-                        || k.number
+                "SELECT k.account_id, k.task_uuid, k.project_id, p.prefix, k.scope, k.number
                  FROM keys k JOIN projects p ON p.id = k.project_id
                  WHERE NOT k.in_store AND k.current AND k.assigned_at < $1
                  ORDER BY k.assigned_at LIMIT $2",
@@ -648,7 +651,15 @@ impl AllocStore for PgAlloc {
             .await?;
         Ok(rows
             .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .map(|r| {
+                let key = KeyRow {
+                    project_id: r.get(2),
+                    prefix: r.get(3),
+                    scope: r.get(4),
+                    number: r.get(5),
+                };
+                (r.get(0), r.get(1), key.key())
+            })
             .collect())
     }
 

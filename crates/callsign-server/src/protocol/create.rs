@@ -1,17 +1,17 @@
 //! Creates: `PUT /v1/tasks/{uuid}` and the `create` mutations of a batch.
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use callsign_core::dto::{NewTask, Task};
 use callsign_core::{ErrorCode, TaskRef, MAX_DEPTH};
 use uuid::Uuid;
 
-use super::{fingerprint, write_keys_later, Batch, Reply};
-use crate::api::resolve::resolve;
+use super::{fingerprint, not_committed, write_keys_later, Batch, Item, Reply};
 use crate::crash;
 use crate::db::{now_ms, AccountId};
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Stage;
-use crate::storage::{Commit, Mutation, Op};
+use crate::storage::{Commit, Mutation, Op, Reserved};
 use crate::AppState;
 
 /// A validated create: `body.project` is a valid prefix, stored upper-case.
@@ -22,131 +22,45 @@ pub struct CreateReq {
     pub body: NewTask,
 }
 
-/// Runs the protocol for each create; answers in the same order. A subtask's parent is
-/// resolved and checked first ([`parents`]); a create it refuses stores nothing.
+/// Runs the protocol for each create; answers in the same order. A subtask's parent is named
+/// before phase 1 ([`parent_ref`]) and checked after it ([`check_parents`]), so a request
+/// answered before replays whatever its parent has become since.
 pub async fn create_many(
     state: &AppState,
     account: AccountId,
     reqs: Vec<CreateReq>,
 ) -> Vec<ApiResult<Reply>> {
-    let parents = parents(state, account, &reqs).await;
-    let mut refused = Vec::new();
-    let mut kept = Vec::with_capacity(reqs.len());
-    for (pos, (r, parent)) in reqs.into_iter().zip(parents).enumerate() {
-        match parent {
-            Ok(parent) => kept.push((pos, r, parent)),
-            Err(e) => refused.push((pos, e)),
-        }
-    }
-    if refused.is_empty() {
-        let reqs = kept.into_iter().map(|(_, r, p)| (r, p)).collect();
-        return create_checked(state, account, reqs).await;
-    }
-    let positions: Vec<usize> = kept.iter().map(|(pos, ..)| *pos).collect();
-    let reqs = kept.into_iter().map(|(_, r, p)| (r, p)).collect();
-    let answers = create_checked(state, account, reqs).await;
-    let mut out: Vec<Option<ApiResult<Reply>>> = vec![None; positions.len() + refused.len()];
-    for (pos, a) in positions.into_iter().zip(answers) {
-        out[pos] = Some(a);
-    }
-    for (pos, e) in refused {
-        out[pos] = Some(Err(e));
-    }
-    out.into_iter()
-        .map(|a| a.expect("every create answered"))
-        .collect()
-}
-
-/// Each create's parent, resolved: `None` for a task, the parent's UUID for a subtask whose
-/// parent is this account's, in the same project, has its key, and is not as deep as keys go.
-/// These facts never change once they hold (a key, once given, stays), so a retry of a create
-/// that was accepted is accepted again and replays.
-async fn parents(
-    state: &AppState,
-    account: AccountId,
-    reqs: &[CreateReq],
-) -> Vec<ApiResult<Option<Uuid>>> {
-    let invalid = |m: String| ApiError::new(ErrorCode::InvalidParent, m);
-    let mut out = Vec::with_capacity(reqs.len());
+    let mut bodies = HashMap::new();
+    let mut prepared = Vec::with_capacity(reqs.len());
     for r in reqs {
-        let Some(text) = &r.body.parent else {
-            out.push(Ok(None));
-            continue;
-        };
-        let parent = match TaskRef::parse(text) {
-            Err(e) => Err(invalid(format!("parent: {e}"))),
-            Ok(tr) => resolve(state, account, tr)
-                .await
-                .map_err(|e| invalid(format!("parent {text}: {}", e.detail))),
-        };
-        let checked = match parent {
-            Err(e) => Err(e),
-            Ok(p) if p == r.uuid => Err(invalid("a task cannot be its own parent".into())),
-            Ok(p) => match state.alloc.task_meta(account, vec![p]).await {
-                Err(e) => Err(e.into()),
-                Ok(meta) => match meta.get(&p) {
-                    None => Err(invalid(format!("parent {text}: no such task"))),
-                    Some(m) => match &m.key {
-                        None => {
-                            let mut e = ApiError::new(
-                                ErrorCode::TaskNotCommitted,
-                                format!(
-                                    "the parent {text} has no key yet; send the subtask after \
-                                     the parent's create is answered"
-                                ),
-                            );
-                            e.retry_after = Some(1);
-                            Err(e)
-                        }
-                        Some(k) if !k.prefix.eq_ignore_ascii_case(&r.body.project) => {
-                            Err(invalid(format!(
-                                "the parent {} is in project {}; a subtask is in its parent's \
-                                 project",
-                                k.key(),
-                                k.prefix
-                            )))
-                        }
-                        Some(k) if k.depth() >= MAX_DEPTH => Err(invalid(format!(
-                            "the parent {} is as deep as keys go ({MAX_DEPTH} numbers)",
-                            k.key()
-                        ))),
-                        Some(_) => Ok(Some(p)),
-                    },
-                },
-            },
-        };
-        out.push(checked);
-    }
-    out
-}
-
-/// [`create_many`] for creates whose parents are checked.
-async fn create_checked(
-    state: &AppState,
-    account: AccountId,
-    reqs: Vec<(CreateReq, Option<Uuid>)>,
-) -> Vec<ApiResult<Reply>> {
-    let mut bodies = std::collections::HashMap::new();
-    let prepared = reqs
-        .into_iter()
-        .map(|(r, parent)| {
-            let fp = fingerprint("create", r.uuid, &r.body);
-            let request = serde_json::to_string(&r.body).unwrap_or_default();
-            bodies.insert(r.idem.clone(), r.body);
-            Mutation {
-                idem: r.idem,
-                uuid: r.uuid,
-                parent,
-                fp,
-                request,
+        let parent = match parent_ref(state, account, &r).await {
+            Ok(p) => p,
+            Err(e) => {
+                prepared.push(Err(e));
+                continue;
             }
-        })
-        .collect();
+        };
+        let fp = fingerprint("create", r.uuid, &r.body);
+        let request = serde_json::to_string(&r.body).unwrap_or_default();
+        bodies.insert(r.idem.clone(), r.body);
+        prepared.push(Ok(Mutation {
+            idem: r.idem,
+            uuid: r.uuid,
+            parent,
+            fp,
+            request,
+        }));
+    }
 
     // Phase 1: one transaction for all.
     let started = Instant::now();
     let (mut batch, go) = Batch::phase1(state, account, Op::Create, prepared, now_ms()).await;
     let started = state.metrics.create_stage(Stage::Phase1, started);
+    let refused = match check_parents(state, account, &go, &bodies).await {
+        Ok(r) => r,
+        Err(e) => return batch.fail_all(&go, e),
+    };
+    let go = batch.refuse(state, account, go, refused).await;
     if go.is_empty() {
         return batch.finish();
     }
@@ -203,4 +117,85 @@ async fn create_checked(
     }
     write_keys_later(state, account, keys);
     batch.finish()
+}
+
+fn invalid_parent(detail: String) -> ApiError {
+    ApiError::new(ErrorCode::InvalidParent, detail)
+}
+
+/// The parent a create names, as a UUID: a UUID as given, a key looked up (a key names its
+/// task forever, so the answer never changes). Nothing else is checked here.
+async fn parent_ref(
+    state: &AppState,
+    account: AccountId,
+    r: &CreateReq,
+) -> ApiResult<Option<Uuid>> {
+    let Some(text) = &r.body.parent else {
+        return Ok(None);
+    };
+    let parent = match TaskRef::parse(text).map_err(|e| invalid_parent(format!("parent: {e}")))? {
+        TaskRef::Uuid(u) => u,
+        TaskRef::Key(k) => {
+            let number = i64::try_from(k.number).unwrap_or(i64::MAX);
+            let found = state
+                .alloc
+                .uuid_for_key(account, k.prefix.as_str(), &k.scope(), number)
+                .await?;
+            found.map_err(|_| invalid_parent(format!("parent {k}: no such task")))?
+        }
+    };
+    if parent == r.uuid {
+        return Err(invalid_parent("a task cannot be its own parent".into()));
+    }
+    Ok(Some(parent))
+}
+
+/// The subtasks among `go` whose parent does not take them, each with its refusal: a parent
+/// with no key yet is `409 task_not_committed` (retried once the parent's create is
+/// answered; in the same batch, it is not yet); one that is no task of this account, in
+/// another project, or as deep as keys go is `422 invalid_parent`. One read for all.
+async fn check_parents(
+    state: &AppState,
+    account: AccountId,
+    go: &[(Item, Reserved)],
+    bodies: &HashMap<String, NewTask>,
+) -> ApiResult<HashMap<String, ApiError>> {
+    let parents: Vec<Uuid> = go.iter().filter_map(|(it, _)| it.m.parent).collect();
+    if parents.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let meta = state.alloc.task_meta(account, parents).await?;
+    let in_batch: HashSet<Uuid> = go.iter().map(|(it, _)| it.m.uuid).collect();
+    let mut refused = HashMap::new();
+    for (it, _) in go {
+        let Some(p) = it.m.parent else { continue };
+        let project = &bodies[&it.m.idem].project;
+        let refusal = match meta.get(&p).map(|m| m.key.as_ref()) {
+            None if !in_batch.contains(&p) => {
+                Some(invalid_parent(format!("parent {p}: no such task")))
+            }
+            None | Some(None) => Some(not_committed(format!(
+                "the parent {p} has no key yet; send the subtask after the parent's create is \
+                 answered"
+            ))),
+            Some(Some(k)) if !k.prefix.eq_ignore_ascii_case(project) => {
+                Some(invalid_parent(format!(
+                    "the parent {} is in project {}; a subtask is in its parent's project",
+                    k.key(),
+                    k.prefix
+                )))
+            }
+            Some(Some(k)) if k.task_key().depth() + 1 >= MAX_DEPTH => {
+                Some(invalid_parent(format!(
+                    "the parent {} is as deep as keys go ({MAX_DEPTH} numbers)",
+                    k.key()
+                )))
+            }
+            Some(Some(_)) => None,
+        };
+        if let Some(e) = refusal {
+            refused.insert(it.m.idem.clone(), e);
+        }
+    }
+    Ok(refused)
 }

@@ -35,7 +35,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::db::AccountId;
+use crate::db::{now_ms, AccountId};
 use crate::error::{ApiError, ApiResult};
 use crate::storage::{Claim, Mutation, Op, Phase1, Reserved};
 use crate::AppState;
@@ -175,7 +175,7 @@ impl Batch {
         state: &AppState,
         account: AccountId,
         op: Op,
-        reqs: Vec<Mutation>,
+        reqs: Vec<ApiResult<Mutation>>,
         now: i64,
     ) -> (Batch, Vec<(Item, Reserved)>) {
         let mut batch = Batch {
@@ -186,6 +186,13 @@ impl Batch {
         let mut first: HashMap<String, (usize, Vec<u8>)> = HashMap::new();
         let mut items = Vec::new();
         for (pos, m) in reqs.into_iter().enumerate() {
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    batch.out[pos] = Some(Err(e));
+                    continue;
+                }
+            };
             if let Some((j, fp0)) = first.get(&m.idem) {
                 if *fp0 == m.fp {
                     batch.copies.push((pos, *j));
@@ -214,6 +221,33 @@ impl Batch {
             }
         }
         (batch, go)
+    }
+
+    /// Answers the items in `refused` (by idempotency key) with their refusal after phase 1
+    /// and fails their slots, so the same request later is decided anew; returns the rest.
+    async fn refuse(
+        &mut self,
+        state: &AppState,
+        account: AccountId,
+        go: Vec<(Item, Reserved)>,
+        mut refused: HashMap<String, ApiError>,
+    ) -> Vec<(Item, Reserved)> {
+        if refused.is_empty() {
+            return go;
+        }
+        let mut kept = Vec::with_capacity(go.len());
+        for (it, at) in go {
+            let Some(e) = refused.remove(&it.m.idem) else {
+                kept.push((it, at));
+                continue;
+            };
+            let failed = state
+                .alloc
+                .fail_slot(account, &it.m.idem, it.m.uuid, now_ms())
+                .await;
+            self.set(it.pos, failed.map_err(ApiError::from).and(Err(e)));
+        }
+        kept
     }
 
     /// A step of phase 2 failed for all of `items`: each answers `e` (their slots stay pending).
@@ -263,15 +297,19 @@ pub(crate) fn refused_reuse(op: Op) -> ApiError {
 /// task is reserved, else `404 task_not_found`.
 pub(crate) fn not_updatable(uuid: Uuid, reserved: bool) -> ApiError {
     if reserved {
-        let mut e = ApiError::new(
-            ErrorCode::TaskNotCommitted,
-            format!("task {uuid} has no key yet; send the update after its create is answered"),
-        );
-        e.retry_after = Some(1);
-        e
+        not_committed(format!(
+            "task {uuid} has no key yet; send the update after its create is answered"
+        ))
     } else {
         ApiError::new(ErrorCode::TaskNotFound, format!("no task {uuid}"))
     }
+}
+
+/// `409 task_not_committed` with `Retry-After: 1`: a task this request needs has no key yet.
+pub(crate) fn not_committed(detail: String) -> ApiError {
+    let mut e = ApiError::new(ErrorCode::TaskNotCommitted, detail);
+    e.retry_after = Some(1);
+    e
 }
 
 /// Writes keys onto TaskChampion tasks off the request path (see [`write_keys`]).

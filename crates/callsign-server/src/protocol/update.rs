@@ -8,7 +8,7 @@ use callsign_core::dto::{TaskPatch, TaskStatus};
 use callsign_core::ErrorCode;
 use uuid::Uuid;
 
-use super::{fingerprint, Batch, Reply};
+use super::{fingerprint, load_tasks, Batch, Reply};
 use crate::crash;
 use crate::db::{now_ms, AccountId};
 use crate::error::{ApiError, ApiResult};
@@ -36,52 +36,34 @@ pub async fn update_many(
             let fp = fingerprint("update", r.uuid, &r.patch);
             let request = serde_json::to_string(&r.patch).unwrap_or_default();
             patches.insert(r.idem.clone(), r.patch);
-            Mutation {
+            Ok(Mutation {
                 idem: r.idem,
                 uuid: r.uuid,
                 parent: None,
                 fp,
                 request,
-            }
+            })
         })
         .collect();
-    let (mut batch, mut go) = Batch::phase1(state, account, Op::Update, prepared, now_ms()).await;
+    let (mut batch, go) = Batch::phase1(state, account, Op::Update, prepared, now_ms()).await;
     if go.is_empty() {
         return batch.finish();
     }
     crash::point(crash::PHASE1_AFTER_SLOT);
 
     // A task with open subtasks is not completed: its slot fails (a retry is decided anew).
-    let completing: Vec<Uuid> = go
+    let completing: Vec<(String, Uuid)> = go
         .iter()
         .filter(|(it, _)| patches[&it.m.idem].status == Some(TaskStatus::Completed))
-        .map(|(it, _)| it.m.uuid)
+        .map(|(it, _)| (it.m.idem.clone(), it.m.uuid))
         .collect();
-    if !completing.is_empty() {
-        let open = match open_children(state, account, completing).await {
-            Ok(open) => open,
-            Err(e) => return batch.fail_all(&go, e),
-        };
-        let mut kept = Vec::with_capacity(go.len());
-        for (it, at) in go {
-            let Some(kids) = open.get(&it.m.uuid) else {
-                kept.push((it, at));
-                continue;
-            };
-            let answer = match state
-                .alloc
-                .fail_slot(account, &it.m.idem, it.m.uuid, now_ms())
-                .await
-            {
-                Ok(_) => Err(blocked(kids)),
-                Err(e) => Err(e.into()),
-            };
-            batch.set(it.pos, answer);
-        }
-        go = kept;
-        if go.is_empty() {
-            return batch.finish();
-        }
+    let refused = match blocked(state, account, completing).await {
+        Ok(r) => r,
+        Err(e) => return batch.fail_all(&go, e),
+    };
+    let go = batch.refuse(state, account, go, refused).await;
+    if go.is_empty() {
+        return batch.finish();
     }
 
     let work = go
@@ -136,48 +118,48 @@ pub async fn update_many(
     batch.finish()
 }
 
-/// The pending subtasks (their keys, or UUIDs while they have none) of each of `parents` that
-/// has any.
-async fn open_children(
+/// `409 task_blocked` for each completion (idempotency key, task) whose task has open
+/// subtasks: a pending one, or one whose create is still on its way (no content yet), named
+/// by key, or by UUID before it has one.
+async fn blocked(
     state: &AppState,
     account: AccountId,
-    parents: Vec<Uuid>,
-) -> ApiResult<HashMap<Uuid, Vec<String>>> {
+    completing: Vec<(String, Uuid)>,
+) -> ApiResult<HashMap<String, ApiError>> {
+    if completing.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let parents = completing.iter().map(|(_, u)| *u).collect();
     let children = state.alloc.children(account, parents).await?;
     let all: Vec<Uuid> = children.values().flatten().copied().collect();
     if all.is_empty() {
         return Ok(HashMap::new());
     }
-    let snaps = state.tasks.get(account, all.clone()).await?;
-    let meta = state.alloc.task_meta(account, all.clone()).await?;
+    let tasks = load_tasks(state, account, all.clone()).await?;
     let open: HashMap<Uuid, String> = all
         .iter()
-        .zip(snaps)
-        .filter(|(_, s)| s.as_ref().is_none_or(|s| s.status == TaskStatus::Pending))
-        .map(|(u, _)| {
-            let name = meta
-                .get(u)
-                .and_then(|m| m.key.as_ref())
-                .map_or_else(|| u.to_string(), |k| k.key());
-            (*u, name)
-        })
+        .zip(tasks)
+        .filter(|(_, t)| t.as_ref().is_none_or(|t| t.status == TaskStatus::Pending))
+        .map(|(u, t)| (*u, t.and_then(|t| t.key).unwrap_or_else(|| u.to_string())))
         .collect();
-    Ok(children
-        .into_iter()
-        .filter_map(|(parent, kids)| {
-            let names: Vec<String> = kids.iter().filter_map(|k| open.get(k).cloned()).collect();
-            (!names.is_empty()).then_some((parent, names))
-        })
-        .collect())
-}
-
-/// `409 task_blocked`, naming the open subtasks.
-fn blocked(open: &[String]) -> ApiError {
-    ApiError::new(
-        ErrorCode::TaskBlocked,
-        format!(
-            "this task has open subtasks ({}); complete or delete them first",
-            open.join(", ")
-        ),
-    )
+    let mut refused = HashMap::new();
+    for (idem, parent) in completing {
+        let names: Vec<&str> = children
+            .get(&parent)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| open.get(k).map(String::as_str))
+            .collect();
+        if !names.is_empty() {
+            let e = ApiError::new(
+                ErrorCode::TaskBlocked,
+                format!(
+                    "this task has open subtasks ({}); complete or delete them first",
+                    names.join(", ")
+                ),
+            );
+            refused.insert(idem, e);
+        }
+    }
+    Ok(refused)
 }

@@ -179,6 +179,11 @@ pub type KeyLookup = std::result::Result<Uuid, bool>;
 pub trait AllocStore: Send + Sync + 'static {
     /// `"sqlite"` or `"postgres"`, for logs and metrics.
     fn backend(&self) -> &'static str;
+    /// Whether concurrent single requests should be joined into batches before they reach
+    /// this store (`protocol::coalesce`): true for a store that does not group commits itself.
+    fn wants_coalescing(&self) -> bool {
+        false
+    }
 
     // --- accounts, tokens, projects ---
     async fn create_account(

@@ -203,6 +203,62 @@ async fn subtasks_take_their_parents_key_and_block_its_completion() {
     assert_eq!(a.body["status"], "completed");
 }
 
+/// A subtask sent in the same sync batch as its parent waits for the parent's key (`409`,
+/// retryable, nothing stored), then numbers under it; an unknown parent UUID is `422`.
+#[tokio::test]
+async fn a_subtask_in_its_parents_batch_is_retried_after_the_parent() {
+    let app = TestApp::new("SYN").await;
+    let token = app.account.token.clone();
+    let (parent, kid) = (Uuid::new_v4(), Uuid::new_v4());
+    let create = |idem: &str, u: Uuid, parent: Option<Uuid>| {
+        let mut fields = json!({"project": "SYN", "description": idem});
+        if let Some(p) = parent {
+            fields["parent"] = json!(p.to_string());
+        }
+        json!({"idempotency_key": idem, "op": "create", "uuid": u, "fields": fields})
+    };
+    let sync = |mutations: Vec<Value>| {
+        let token = token.clone();
+        let app = &app;
+        async move {
+            let a = app
+                .call(
+                    &token,
+                    "POST",
+                    "/v1/sync",
+                    None,
+                    Some(json!({"mutations": mutations})),
+                )
+                .await;
+            assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+            a.body["results"].as_array().unwrap().clone()
+        }
+    };
+    let r = sync(vec![
+        create("p", parent, None),
+        create("k", kid, Some(parent)),
+    ])
+    .await;
+    assert_eq!(r[0]["task"]["key"], "SYN-1");
+    assert_eq!(
+        (r[1]["status"].clone(), r[1]["error"]["code"].clone()),
+        (json!(409), json!("task_not_committed"))
+    );
+    // The same request again is decided anew, and now numbers under the parent.
+    let r = sync(vec![create("k", kid, Some(parent))]).await;
+    assert_eq!(
+        (r[0]["status"].clone(), r[0]["task"]["key"].clone()),
+        (json!(201), json!("SYN-1.1"))
+    );
+    let r = sync(vec![create("x", Uuid::new_v4(), Some(Uuid::new_v4()))]).await;
+    assert_eq!(r[0]["error"]["code"], "invalid_parent");
+    // Nothing refused took a number.
+    assert_eq!(
+        app.put(Uuid::new_v4(), "n", task("Next")).await.body["key"],
+        "SYN-2"
+    );
+}
+
 #[tokio::test]
 async fn reused_key_with_another_body_is_422_and_missing_key_is_400() {
     let app = TestApp::new("SYN").await;

@@ -17,7 +17,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 use uuid::Uuid;
 
-use super::{current_key, in_progress, note_retry, task_row, Decided, PgAlloc};
+use super::{current_key, in_progress, note_retry, Decided, PgAlloc};
+use crate::db::slots::child_scope;
 use crate::db::{AccountId, DbError, KeyRow, Result};
 use crate::error::ApiError;
 use crate::protocol::{not_updatable, to_task, Reply};
@@ -64,17 +65,42 @@ fn key_rows(rows: &[Row]) -> HashMap<Uuid, KeyRow> {
         .collect()
 }
 
-/// The parent a task was reserved under.
-async fn parent_uuid(tx: &Transaction<'_>, account: AccountId, uuid: Uuid) -> Result<Option<Uuid>> {
-    let st = stmt(
-        tx,
-        "SELECT parent_uuid FROM tasks WHERE account_id = $1 AND uuid = $2",
-    )
-    .await?;
-    Ok(tx
-        .query_opt(&st, &[&account, &uuid])
-        .await?
-        .and_then(|r| r.get(0)))
+/// The reservations of tasks `$2`, each with its parent's current key (read by
+/// [`reservations`]).
+const RESERVATIONS: &str = "SELECT t.uuid, t.project_id, t.parent_uuid, pk.scope, pk.number
+     FROM tasks t
+     LEFT JOIN keys pk ON pk.account_id = t.account_id AND pk.task_uuid = t.parent_uuid
+                      AND pk.current
+     WHERE t.account_id = $1 AND t.uuid = ANY($2)";
+
+/// A task's reservation as phase 2 needs it.
+struct Reservation {
+    project: i64,
+    parent: Option<Uuid>,
+    /// The counter scope it numbers in: `""` for a task, its parent's key path for a
+    /// subtask; `None` while the parent has no key.
+    scope: Option<String>,
+}
+
+fn reservations(rows: &[Row]) -> HashMap<Uuid, Reservation> {
+    rows.iter()
+        .map(|r| {
+            let parent: Option<Uuid> = r.get(2);
+            let parent_key: Option<(String, i64)> =
+                r.get::<_, Option<String>>(3).map(|s| (s, r.get(4)));
+            let scope = match (parent, parent_key) {
+                (None, _) => Some(String::new()),
+                (Some(_), Some((scope, number))) => Some(child_scope(&scope, number)),
+                (Some(_), None) => None,
+            };
+            let at = Reservation {
+                project: r.get(1),
+                parent,
+                scope,
+            };
+            (r.get(0), at)
+        })
+        .collect()
 }
 
 /// Prepares `sqls` (a round trip each only the first time a connection sees one), so that
@@ -236,8 +262,7 @@ impl PgAlloc {
                 "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
                 SLOT_ROW,
                 CURRENT_KEYS,
-                "SELECT uuid, project_id, parent_uuid FROM tasks
-                 WHERE account_id = $1 AND uuid = ANY($2)",
+                RESERVATIONS,
             ],
         )
         .await?;
@@ -251,19 +276,8 @@ impl PgAlloc {
         let first: i64 = lock.get(0);
         let slots: HashMap<String, Row> = slots.into_iter().map(|r| (r.get(1), r)).collect();
         let mut current = key_rows(&keys);
-        let reserved: HashMap<Uuid, (i64, Option<Uuid>)> = reserved
-            .iter()
-            .map(|r| (r.get(0), (r.get(1), r.get(2))))
-            .collect();
+        let mut reserved = reservations(&reserved);
         let fetched: HashSet<Uuid> = uuids.iter().copied().collect();
-        // A subtask numbers under its parent's current key.
-        let parents: Vec<Uuid> = reserved.values().filter_map(|r| r.1).collect();
-        let parent_keys = if parents.is_empty() {
-            HashMap::new()
-        } else {
-            let st = stmt(tx, CURRENT_KEYS).await?;
-            key_rows(&tx.query(&st, &[&account, &parents]).await?)
-        };
 
         // What each item needs: an answer stored already, or a commit (with a number?).
         let mut plan: Vec<Step> = Vec::with_capacity(work.len());
@@ -295,38 +309,26 @@ impl PgAlloc {
                 if let Some(k) = current_key(tx, account, uuid).await? {
                     current.insert(uuid, k);
                 }
+                let st = stmt(tx, RESERVATIONS).await?;
+                let one = vec![uuid];
+                reserved.extend(reservations(&tx.query(&st, &[&account, &one]).await?));
             }
-            let (project, parent) = match reserved.get(&uuid) {
-                Some(&(p, parent)) => (Some(p), parent),
-                None => match task_row(tx, account, uuid).await? {
-                    Some((p, _)) => (Some(p), parent_uuid(tx, account, uuid).await?),
-                    None => (None, None),
-                },
-            };
-            if let Some(p) = parent {
+            let at = reserved.get(&uuid);
+            if let Some(p) = at.and_then(|r| r.parent) {
                 parent_of.insert(uuid, p);
             }
-            if op == Op::Create && !current.contains_key(&uuid) && planned.insert(uuid) {
-                let Some(project) = w.at.project.or(project) else {
+            if op == Op::Create && !current.contains_key(&uuid) && !planned.contains(&uuid) {
+                let Some(at) = at else {
                     plan.push(Step::Done(Err(failed("task reservation vanished"))));
                     continue;
                 };
-                let scope = match parent {
-                    None => String::new(),
-                    Some(p) => {
-                        let known = match parent_keys.get(&p) {
-                            Some(k) => Some(k.clone()),
-                            None => current_key(tx, account, p).await?,
-                        };
-                        match known {
-                            Some(k) => k.child_scope(),
-                            None => {
-                                plan.push(Step::Done(Err(failed("the parent has no key"))));
-                                continue;
-                            }
-                        }
-                    }
+                // A subtask numbers under its parent's current key.
+                let Some(scope) = at.scope.clone() else {
+                    plan.push(Step::Done(Err(failed("the parent has no key"))));
+                    continue;
                 };
+                planned.insert(uuid);
+                let project = w.at.project.unwrap_or(at.project);
                 wants.entry((project, scope)).or_default().push(uuid);
             }
             plan.push(Step::Commit { slot, uuid });
