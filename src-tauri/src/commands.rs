@@ -1,7 +1,7 @@
 //! The Tauri commands: each one is a short adapter that calls the engine and maps the error.
 //! Nothing here decides anything the engine or the UI should decide.
 use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_core::{when, Priority, TaskKey, LOCAL_PROJECT};
+use callsign_core::{when, TaskKey, LOCAL_PROJECT};
 use callsign_sync::settings::load_token;
 use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token};
 use tauri::State;
@@ -101,17 +101,16 @@ pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResul
         due: input
             .due
             .as_deref()
-            .map(|d| when::parse_due_or_none(d, chrono::Local::now()))
-            .transpose()
-            .map_err(invalid)?
+            .map(|d| engine.0.parse_due(d))
+            .transpose()?
             .flatten(),
         priority: input
             .priority
             .as_deref()
-            .filter(|p| !p.trim().is_empty())
-            .map(Priority::parse)
+            .map(when::parse_priority_or_none)
             .transpose()
-            .map_err(invalid)?,
+            .map_err(invalid)?
+            .flatten(),
     })?;
     one(&engine.0, task)
 }
@@ -126,16 +125,12 @@ pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> 
     let due = patch
         .due
         .as_deref()
-        .map(|d| when::parse_due_or_none(d, chrono::Local::now()))
-        .transpose()
-        .map_err(invalid)?;
+        .map(|d| engine.0.parse_due(d))
+        .transpose()?;
     let priority = patch
         .priority
         .as_deref()
-        .map(|p| match p.trim().to_ascii_lowercase().as_str() {
-            "" | "none" => Ok(None),
-            _ => Priority::parse(p).map(Some),
-        })
+        .map(when::parse_priority_or_none)
         .transpose()
         .map_err(invalid)?;
     let patch = TaskPatch {

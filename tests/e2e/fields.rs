@@ -26,13 +26,14 @@ fn due_and_priority_sync_to_another_device_and_clear() -> Result<()> {
     let b = Cli::new(homes[1].path());
 
     // Offline (no login yet): captured at once with both fields.
-    a.add(
-        "Pay rent",
-        &["--project", "DUE", "--due", "tomorrow", "--priority", "h"],
-    )?;
+    // Captured in an order that neither sort below keeps, so the sorts are seen to act.
     a.add(
         "Call the bank",
         &["--project", "DUE", "--due", "2030-01-15T14:30"],
+    )?;
+    a.add(
+        "Pay rent",
+        &["--project", "DUE", "--due", "tomorrow", "--priority", "h"],
     )?;
     a.add("Read the paper", &["--project", "DUE", "--priority", "L"])?;
     let refused = a.output(&["add", "Soon", "--project", "DUE", "--due", "soon"])?;

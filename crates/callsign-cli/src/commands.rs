@@ -4,18 +4,13 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use callsign_core::dto::TaskPatch;
-use callsign_core::{when, LOCAL_PROJECT};
+use callsign_core::LOCAL_PROJECT;
 use callsign_sync::paths::default_data_dir;
 use callsign_sync::reason::sync_problem;
 use callsign_sync::{Engine, NewTaskInput, SyncState, TaskQuery, Token};
 
 use crate::render::{self, Out};
 use crate::{Cli, Command};
-
-/// A due date as typed (`none` clears), in this machine's time zone.
-fn parse_due(s: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
-    Ok(when::parse_due_or_none(s, chrono::Local::now())?)
-}
 
 pub async fn run(cli: Cli) -> Result<()> {
     let dir = match cli.data_dir {
@@ -45,14 +40,18 @@ pub async fn run(cli: Cli) -> Result<()> {
             due,
             priority,
         } => {
-            let due = due.as_deref().map(parse_due).transpose()?.flatten();
+            let due = due
+                .as_deref()
+                .map(|d| engine.parse_due(d))
+                .transpose()?
+                .flatten();
             let task = engine.create(NewTaskInput {
                 description: text.join(" "),
                 project,
                 notes: notes.unwrap_or_default(),
                 tags,
                 due,
-                priority,
+                priority: priority.and_then(|p| p.0),
             })?;
             out.task(&engine, &task)
         }
@@ -76,7 +75,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             std::io::stdin()
                 .read_to_string(&mut input)
                 .context("reading stdin")?;
-            let tasks = crate::import::parse(&input, jsonl, project.as_deref())?;
+            let due = |d: &str| Ok(engine.parse_due(d)?);
+            let tasks = crate::import::parse(&input, jsonl, project.as_deref(), &due)?;
             let uuids = engine.create_many(tasks).context("nothing was imported")?;
             out.imported(&uuids)
         }
@@ -94,7 +94,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let patch = TaskPatch {
                 description,
                 notes,
-                due: due.as_deref().map(parse_due).transpose()?,
+                due: due.as_deref().map(|d| engine.parse_due(d)).transpose()?,
                 priority: priority.map(|p| p.0),
                 ..TaskPatch::default()
             };

@@ -6,13 +6,21 @@
 //! `add --due` takes, in this machine's time zone). Blank lines are skipped in both. Every problem names its line, and
 //! a file with any problem imports nothing.
 use anyhow::{anyhow, bail, Result};
-use callsign_core::{when, Prefix, Priority};
+use callsign_core::when::parse_priority_or_none;
+use callsign_core::Prefix;
 use callsign_sync::NewTaskInput;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 /// The captures in the input, in order. `project` is the `--project` flag: the project of every
 /// line that names none (the saved default when it is `None` too).
-pub fn parse(input: &str, jsonl: bool, project: Option<&str>) -> Result<Vec<NewTaskInput>> {
+/// `due` reads a line's due date as typed (the engine's [`callsign_sync::Engine::parse_due`]).
+pub fn parse(
+    input: &str,
+    jsonl: bool,
+    project: Option<&str>,
+    due: &Due<'_>,
+) -> Result<Vec<NewTaskInput>> {
     let mut out = Vec::new();
     for (i, line) in input.lines().enumerate() {
         let line = line.trim();
@@ -21,7 +29,7 @@ pub fn parse(input: &str, jsonl: bool, project: Option<&str>) -> Result<Vec<NewT
         }
         let n = i + 1;
         let mut task = if jsonl {
-            parse_json(line).map_err(|e| anyhow!("line {n}: {e}"))?
+            parse_json(line, due).map_err(|e| anyhow!("line {n}: {e}"))?
         } else {
             NewTaskInput {
                 description: line.to_owned(),
@@ -39,7 +47,10 @@ pub fn parse(input: &str, jsonl: bool, project: Option<&str>) -> Result<Vec<NewT
     Ok(out)
 }
 
-fn parse_json(line: &str) -> Result<NewTaskInput> {
+/// Reads a due date as typed: `None` for `none`.
+pub type Due<'a> = dyn Fn(&str) -> Result<Option<DateTime<Utc>>> + 'a;
+
+fn parse_json(line: &str, due: &Due<'_>) -> Result<NewTaskInput> {
     let Value::Object(fields) = serde_json::from_str::<Value>(line)? else {
         bail!("expected a JSON object");
     };
@@ -60,10 +71,8 @@ fn parse_json(line: &str) -> Result<NewTaskInput> {
                     .and_then(|a| a.iter().map(|t| t.as_str().map(str::to_owned)).collect())
                     .ok_or_else(|| anyhow!("\"tags\" must be an array of strings"))?;
             }
-            "due" if !v.is_null() => {
-                task.due = Some(when::parse_due(&text(k, v)?, chrono::Local::now())?);
-            }
-            "priority" if !v.is_null() => task.priority = Some(Priority::parse(&text(k, v)?)?),
+            "due" if !v.is_null() => task.due = due(&text(k, v)?)?,
+            "priority" if !v.is_null() => task.priority = parse_priority_or_none(&text(k, v)?)?,
             "due" | "priority" => {}
             other => bail!(
                 "unknown field {other:?} (expected description, project, notes, tags, due, \
@@ -79,7 +88,18 @@ fn parse_json(line: &str) -> Result<NewTaskInput> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::*;
+
+    /// `parse` with due dates read at local time now.
+    fn parse(input: &str, jsonl: bool, project: Option<&str>) -> Result<Vec<NewTaskInput>> {
+        let due = |d: &str| {
+            Ok(callsign_core::when::parse_due_or_none(
+                d,
+                chrono::Local::now(),
+            )?)
+        };
+        super::parse(input, jsonl, project, &due)
+    }
 
     #[test]
     fn plain_lines_are_descriptions_and_blank_lines_are_skipped() {

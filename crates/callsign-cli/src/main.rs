@@ -16,19 +16,14 @@ use callsign_core::Priority;
 use callsign_sync::Sort;
 use clap::{Parser, Subcommand};
 
-fn parse_priority(s: &str) -> Result<Priority, String> {
-    Priority::parse(s).map_err(|e| e.to_string())
-}
-
 /// A priority, or none (clap reads a bare `Option<Option<_>>` as an optional flag value).
 #[derive(Debug, Clone, Copy)]
 pub struct PriorityOrNone(pub Option<Priority>);
 
 fn parse_priority_or_none(s: &str) -> Result<PriorityOrNone, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "none" | "" => Ok(PriorityOrNone(None)),
-        _ => parse_priority(s).map(|p| PriorityOrNone(Some(p))),
-    }
+    callsign_core::when::parse_priority_or_none(s)
+        .map(PriorityOrNone)
+        .map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Parser)]
@@ -81,9 +76,9 @@ pub enum Command {
         /// fri), an end (eod, eow, eom, eoy) or a span from now (3d, 2w, 4h, 1mo).
         #[arg(long, value_name = "WHEN")]
         due: Option<String>,
-        /// H, M or L.
-        #[arg(long, value_name = "H|M|L", value_parser = parse_priority)]
-        priority: Option<Priority>,
+        /// H, M or L (`none`: no priority).
+        #[arg(long, value_name = "H|M|L", value_parser = parse_priority_or_none)]
+        priority: Option<PriorityOrNone>,
     },
     /// List pending tasks (`--all`: completed and deleted too).
     List {

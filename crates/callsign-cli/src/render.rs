@@ -85,10 +85,12 @@ pub fn flush() -> Result<()> {
     Ok(())
 }
 
-/// The waiting reasons need the sync status and whether we are logged in; read them once.
+/// The waiting reasons need the sync status and whether we are logged in, and every row the
+/// same now; read them once.
 struct Ctx {
     status: SyncStatus,
     logged_in: bool,
+    now: DateTime<Utc>,
 }
 
 impl Ctx {
@@ -96,11 +98,12 @@ impl Ctx {
         Ok(Ctx {
             status: engine.status()?,
             logged_in: engine.settings()?.server_url.is_some() && engine.has_token()?,
+            now: Utc::now(),
         })
     }
 
     fn reason(&self, t: &LocalTask) -> Option<String> {
-        waiting_reason(t, &self.status, self.logged_in, Utc::now())
+        waiting_reason(t, &self.status, self.logged_in, self.now)
     }
 
     fn task_json(&self, t: &LocalTask) -> Result<Value> {
@@ -129,7 +132,7 @@ impl Out {
             println!("  priority: {p}");
         }
         if let Some(d) = t.due {
-            println!("  due:      {}", due_text(t, d, Utc::now()));
+            println!("  due:      {}", due_text(t, d, ctx.now));
         }
         if !t.notes.is_empty() {
             println!("  notes:    {}", safe_block(&t.notes));
@@ -183,7 +186,7 @@ impl Out {
                 write!(out, "  ({p})")?;
             }
             if let Some(d) = t.due {
-                write!(out, "  due {}", due_text(t, d, Utc::now()))?;
+                write!(out, "  due {}", due_text(t, d, ctx.now))?;
             }
             if let Some(r) = ctx.reason(t) {
                 write!(out, "  [{}]", safe(&r))?;
@@ -362,19 +365,9 @@ mod tests {
     fn overdue_follows_the_whole_day_rule() {
         use chrono::{Local, TimeZone};
         let task = LocalTask::from_server(callsign_core::dto::Task {
-            uuid: uuid::Uuid::nil(),
-            key: None,
             project: "SYN".into(),
-            number: None,
             description: "d".into(),
-            notes: String::new(),
-            status: TaskStatus::Pending,
-            tags: vec![],
-            due: None,
-            priority: None,
-            parent: None,
-            created_at: Utc::now(),
-            modified_at: Utc::now(),
+            ..Default::default()
         });
         let local = |y, mo, d, h, mi| Local.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap().to_utc();
         let now = local(2026, 11, 25, 15, 30);

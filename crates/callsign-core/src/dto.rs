@@ -17,9 +17,12 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
+    #[default]
     Pending,
     Completed,
     Deleted,
@@ -45,8 +48,8 @@ impl TaskStatus {
 }
 
 /// A task as the server reports it. `key` and `number` are null only while no number is
-/// assigned yet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// assigned yet. (`Default`: a pending task with nothing set, for tests to fill in.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Task {
     pub uuid: Uuid,
     pub key: Option<String>,

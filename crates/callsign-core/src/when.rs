@@ -5,7 +5,7 @@
 //! day's start (`tomorrow` is 00:00 tomorrow, local), as in Taskwarrior; `eod`, `eow`, `eom`
 //! and `eoy` mean the last second of the day, week, month or year. Weeks start on Monday.
 use chrono::{
-    DateTime, Datelike, Days, Duration, LocalResult, Months, NaiveDate, NaiveDateTime, NaiveTime,
+    DateTime, Datelike, Days, Duration, Months, NaiveDate, NaiveDateTime, NaiveTime, SubsecRound,
     TimeZone, Utc, Weekday,
 };
 use serde::{Deserialize, Serialize};
@@ -77,6 +77,14 @@ pub fn in_range(t: DateTime<Utc>) -> bool {
     (1970..=9999).contains(&t.year())
 }
 
+/// A priority, or `None` for `none` / an empty string (clear it).
+pub fn parse_priority_or_none(s: &str) -> Result<Option<Priority>, WhenError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "none" => Ok(None),
+        _ => Priority::parse(s).map(Some),
+    }
+}
+
 /// A due date, or `None` for `none` / an empty string (clear it).
 pub fn parse_due_or_none<Tz: TimeZone>(
     s: &str,
@@ -133,6 +141,9 @@ pub fn parse_due<Tz: TimeZone>(s: &str, now: DateTime<Tz>) -> Result<DateTime<Ut
             }
         }
     };
+    // Whole seconds: what the server keeps (Taskwarrior's Unix seconds), so every device
+    // shows the same value while an edit is on its way.
+    let t = t.trunc_subsecs(0);
     if in_range(t) {
         Ok(t)
     } else {
@@ -140,22 +151,15 @@ pub fn parse_due<Tz: TimeZone>(s: &str, now: DateTime<Tz>) -> Result<DateTime<Ut
     }
 }
 
-/// A local wall-clock time; in a gap (spring forward) the first valid time after it, in a
-/// fold the earlier of the two.
+/// A local wall-clock time; in a gap (spring forward) the same time an hour or more later
+/// (02:30 in a gap from 02:00 to 03:00 is 03:30), in a fold the earlier of the two.
 fn local<Tz: TimeZone>(tz: &Tz, dt: NaiveDateTime) -> Option<DateTime<Utc>> {
-    match tz.from_local_datetime(&dt) {
-        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t.with_timezone(&Utc)),
-        LocalResult::None => {
-            (1..=4).find_map(
-                |h| match tz.from_local_datetime(&(dt + Duration::hours(h))) {
-                    LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => {
-                        Some(t.with_timezone(&Utc))
-                    }
-                    LocalResult::None => None,
-                },
-            )
-        }
-    }
+    (0..=4)
+        .find_map(|h| {
+            tz.from_local_datetime(&(dt + Duration::hours(h)))
+                .earliest()
+        })
+        .map(|t| t.with_timezone(&Utc))
 }
 
 fn week_start(d: NaiveDate) -> NaiveDate {
@@ -192,6 +196,7 @@ fn span<Tz: TimeZone>(w: &str, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
     let now_utc = now.with_timezone(&Utc);
     let naive = now.naive_local();
     let months = |m: u32| local(&now.timezone(), naive.checked_add_months(Months::new(m))?);
+    let days = |d: u64| local(&now.timezone(), naive.checked_add_days(Days::new(d))?);
     match &w[digits..] {
         "min" | "mins" | "minute" | "minutes" => {
             now_utc.checked_add_signed(Duration::minutes(n.into()))
@@ -199,14 +204,8 @@ fn span<Tz: TimeZone>(w: &str, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
         "h" | "hr" | "hrs" | "hour" | "hours" => {
             now_utc.checked_add_signed(Duration::hours(n.into()))
         }
-        "d" | "day" | "days" => local(
-            &now.timezone(),
-            naive.checked_add_days(Days::new(n.into()))?,
-        ),
-        "w" | "wk" | "wks" | "week" | "weeks" => local(
-            &now.timezone(),
-            naive.checked_add_days(Days::new(u64::from(n) * 7))?,
-        ),
+        "d" | "day" | "days" => days(n.into()),
+        "w" | "wk" | "wks" | "week" | "weeks" => days(u64::from(n) * 7),
         "mo" | "mon" | "mons" | "month" | "months" => months(n),
         "y" | "yr" | "yrs" | "year" | "years" => months(n.checked_mul(12)?),
         _ => None,
@@ -288,9 +287,57 @@ mod tests {
     }
 
     #[test]
+    fn a_due_date_keeps_whole_seconds() {
+        let now = now() + chrono::Duration::milliseconds(1_234);
+        for w in ["now", "4h", "30min", "3d"] {
+            let t = parse_due(w, now).unwrap();
+            assert_eq!(t.timestamp_subsec_nanos(), 0, "{w}");
+        }
+        assert_eq!(
+            parse_due("now", now).unwrap().timestamp(),
+            now.timestamp(),
+            "truncated, not rounded"
+        );
+    }
+
+    /// Berlin: clocks go 02:00 → 03:00 on 2026-03-29 and 03:00 → 02:00 on 2026-10-25.
+    #[test]
+    fn a_time_in_a_dst_gap_moves_on_and_one_in_a_fold_takes_the_first() {
+        use chrono_tz::Europe::Berlin;
+        let now = Berlin.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap();
+        let gap = parse_due("2026-03-29T02:30", now)
+            .unwrap()
+            .with_timezone(&Berlin);
+        assert_eq!(gap.format("%H:%M %Z").to_string(), "03:30 CEST");
+        let fold = parse_due("2026-10-25T02:30", now)
+            .unwrap()
+            .with_timezone(&Berlin);
+        assert_eq!(
+            fold.format("%H:%M %Z").to_string(),
+            "02:30 CEST",
+            "the earlier one"
+        );
+        let spring = Berlin.with_ymd_and_hms(2026, 3, 28, 12, 0, 0).unwrap();
+        let tomorrow = parse_due("tomorrow", spring)
+            .unwrap()
+            .with_timezone(&Berlin);
+        assert_eq!(
+            tomorrow.format("%Y-%m-%d %H:%M").to_string(),
+            "2026-03-29 00:00"
+        );
+        assert_eq!(
+            (parse_due("1d", spring).unwrap() - spring.to_utc()).num_hours(),
+            23
+        );
+    }
+
+    #[test]
     fn none_clears() {
         assert_eq!(parse_due_or_none("none", now()), Ok(None));
         assert_eq!(parse_due_or_none(" ", now()), Ok(None));
+        assert_eq!(parse_priority_or_none("None"), Ok(None));
+        assert_eq!(parse_priority_or_none("h"), Ok(Some(Priority::H)));
+        assert!(parse_priority_or_none("x").is_err());
         assert!(parse_due_or_none("today", now()).unwrap().is_some());
     }
 

@@ -195,18 +195,11 @@ mod tests {
     fn task(n: u128, due: Option<i64>, priority: Option<Priority>) -> LocalTask {
         LocalTask::from_server(Task {
             uuid: Uuid::from_u128(n),
-            key: None,
             project: "SYN".into(),
-            number: None,
             description: format!("t{n}"),
-            notes: String::new(),
-            status: TaskStatus::Pending,
-            tags: vec![],
             due: due.map(|d| Utc.timestamp_opt(d, 0).unwrap()),
             priority,
-            parent: None,
-            created_at: DateTime::default(),
-            modified_at: DateTime::default(),
+            ..Default::default()
         })
     }
 

@@ -221,6 +221,14 @@ impl Engine {
         })
     }
 
+    /// A due date as the user typed it (`fri`, `eow`, `2026-12-01`, `3d`; `none` or empty:
+    /// no due date), read in this machine's time zone at the engine's clock's now. A form it
+    /// does not know is [`Error::Invalid`] with the forms it does.
+    pub fn parse_due(&self, text: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+        let now = self.inner.opts.clock.now().with_timezone(&chrono::Local);
+        callsign_core::when::parse_due_or_none(text, now).map_err(|e| Error::Invalid(e.to_string()))
+    }
+
     /// Changes fields locally and queues the change (folded into an unsent request if possible).
     /// A task the server refused is sent again with the change: editing is how its fields are
     /// fixed.
@@ -234,6 +242,9 @@ impl Engine {
             .is_some_and(|d| d.trim().is_empty())
         {
             return Err(Error::Invalid("the description must not be empty".into()));
+        }
+        if let Some(due) = patch.due {
+            callsign_core::validate::due(due).map_err(|e| Error::Invalid(e.0))?;
         }
         let task = self.get(task_ref)?;
         let now = self.inner.opts.clock.now();

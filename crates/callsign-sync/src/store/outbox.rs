@@ -1,11 +1,12 @@
 //! Outbox rows: queueing, claiming a batch, recording answers, stale reset, user retry.
 //! Each state change follows [`crate::outbox_state::transition`]; the `WHERE state = ...` of each
 //! statement is that table's precondition, so a row in the wrong state is left alone.
-use callsign_core::dto::{MutationOp, TaskPatch, TaskStatus};
+use callsign_core::dto::{MutationOp, TaskPatch};
 use rusqlite::{params, Row, Transaction};
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::tasks::{task_row, TASK_COLUMNS};
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::{op_str, parse_op, OutboxRow, RowState};
@@ -295,49 +296,28 @@ pub(super) fn retry_failed_in(
 fn current_values(tx: &Transaction<'_>, uuid: Uuid, body: &str) -> Result<String> {
     let mut patch: TaskPatch =
         serde_json::from_str(body).map_err(|e| Error::Invalid(format!("stored patch: {e}")))?;
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-    );
-    let (description, notes, status, tags, due, priority): Row = tx.query_row(
-        "SELECT description, notes, status, tags, due, priority FROM tasks WHERE uuid = ?1",
+    let t = tx.query_row(
+        &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.uuid = ?1"),
         [uuid.to_string()],
-        |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
-        },
+        task_row,
     )?;
     if patch.description.is_some() {
-        patch.description = Some(description);
+        patch.description = Some(t.description);
     }
     if patch.notes.is_some() {
-        patch.notes = Some(notes);
+        patch.notes = Some(t.notes);
     }
     if patch.status.is_some() {
-        patch.status = TaskStatus::parse(&status);
+        patch.status = Some(t.status);
     }
     if patch.tags.is_some() {
-        patch.tags = Some(serde_json::from_str(&tags).unwrap_or_default());
+        patch.tags = Some(t.tags);
     }
     if patch.due.is_some() {
-        patch.due = Some(due.and_then(|d| {
-            chrono::DateTime::parse_from_rfc3339(&d)
-                .ok()
-                .map(|t| t.with_timezone(&chrono::Utc))
-        }));
+        patch.due = Some(t.due);
     }
     if patch.priority.is_some() {
-        patch.priority = Some(priority.and_then(|p| callsign_core::Priority::parse(&p).ok()));
+        patch.priority = Some(t.priority);
     }
     serde_json::to_string(&patch).map_err(|e| Error::Invalid(e.to_string()))
 }

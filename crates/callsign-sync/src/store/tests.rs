@@ -228,6 +228,73 @@ fn a_retried_update_does_not_undo_a_later_edit() {
     );
 }
 
+/// Due date and priority through the outbox: set on the unsent create, then cleared and
+/// changed offline (folded into the same create, `null` kept as "none"), then, once the create
+/// is sent, an edit that clears the due date is its own update carrying `null`; a retry of it
+/// sends the task's current values (the due date cleared, not an old value).
+#[test]
+fn due_and_priority_fold_clear_and_retry_with_current_values() {
+    use callsign_core::Priority;
+    let mut s = Store::in_memory().unwrap();
+    let u = Uuid::new_v4();
+    let mut b = body("pay rent");
+    b.due = Some(now());
+    b.priority = Some(Priority::H);
+    s.create_local(u, "k1", &b, now()).unwrap();
+    let clear = TaskPatch {
+        due: Some(None),
+        priority: Some(Some(Priority::M)),
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, clear, "k2", now()).unwrap();
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(rows.len(), 1, "folded into the unsent create");
+    assert!(rows[0].body.get("due").is_none(), "{}", rows[0].body);
+    assert_eq!(rows[0].body["priority"], "M");
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!((t.due, t.priority), (None, Some(Priority::M)));
+
+    let create = s.claim(&[rows[0].id], 1).unwrap();
+    let done = Outcome::Done(Some(server_task(u, Some(("SYN-1", 1)), "pay rent")));
+    s.record_answers(&[(create[0].clone(), done)], |_| 0, 2)
+        .unwrap();
+    let set = TaskPatch {
+        due: Some(Some(now())),
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, set, "k3", now()).unwrap();
+    let first = s.claim(&[s.open_rows(1).unwrap()[0].id], 3).unwrap();
+    s.record_answers(
+        &[(first[0].clone(), Outcome::Fail("refused".into()))],
+        |_| 0,
+        4,
+    )
+    .unwrap();
+    let unset = TaskPatch {
+        due: Some(None),
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, unset, "k4", now()).unwrap();
+    let rows = s.open_rows(10).unwrap();
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (last.op, last.body.clone()),
+        (MutationOp::Update, serde_json::json!({"due": null}))
+    );
+    s.retry_failed(u, || "k5".into(), 5).unwrap();
+    let retried = s
+        .open_rows(10)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.idempotency_key == "k5")
+        .unwrap();
+    assert_eq!(
+        retried.body,
+        serde_json::json!({"due": null}),
+        "the current value, cleared"
+    );
+}
+
 #[test]
 fn stale_in_progress_rows_go_back_to_pending_with_the_same_key_and_body() {
     let (mut s, _) = with_task("x");
