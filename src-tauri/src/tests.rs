@@ -116,6 +116,50 @@ fn create_refuses_a_blank_description_or_bad_project() {
     );
 }
 
+/// Due and priority arrive as typed: parsed by the engine, `none` or empty clears, a form it
+/// does not know is `invalid` with the forms it knows, and nothing is stored then.
+#[test]
+fn due_and_priority_are_taken_as_typed() {
+    let ui = ui();
+    let t = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Pay rent", "due": "2026-12-01", "priority": "h"}}),
+    );
+    assert_eq!(t["priority"], "H");
+    assert!(
+        t["due"].as_str().is_some_and(|d| d.starts_with("2026-1")),
+        "{t}"
+    );
+    let id = t["uuid"].as_str().unwrap().to_owned();
+    let e = ui.ok(
+        "edit_task",
+        json!({"id": id, "patch": {"due": "none", "priority": "none"}}),
+    );
+    assert_eq!(
+        (e["due"].clone(), e["priority"].clone()),
+        (Value::Null, Value::Null)
+    );
+    let e = ui.ok(
+        "edit_task",
+        json!({"id": id, "patch": {"priority": "L", "due": ""}}),
+    );
+    assert_eq!(e["priority"], "L");
+    for input in [json!({"due": "soon"}), json!({"priority": "urgent"})] {
+        let mut body = json!({"description": "Bad"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(input.as_object().unwrap().clone());
+        let e = ui.err("create_task", json!({"input": body}));
+        assert_eq!(e["code"], "invalid", "{input}");
+        assert!(e["message"].as_str().unwrap().contains("use"), "{e}");
+    }
+    assert_eq!(
+        ui.ok("list_tasks", json!({})).as_array().unwrap().len(),
+        1,
+        "nothing else stored"
+    );
+}
+
 #[test]
 fn with_no_server_a_capture_goes_to_the_local_inbox_and_waits_there() {
     let ui = ui();
