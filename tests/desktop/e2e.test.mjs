@@ -409,9 +409,9 @@ test('due dates and priorities: captured with due: and pri:, changed in the deta
   await setField('sort-order', 'due');
   await eventually('soonest due first', 5000, async () =>
     JSON.stringify(await top3()) === JSON.stringify([overdue.uuid, today.uuid, later.uuid]));
-  await shot('18-sorted-by-due');
+  await shot('17-sorted-by-due');
   await setField('sort-order', 'priority');
-  await eventually('H, M, L order', 5000, async () =>
+  await eventually('M, then the two L (the newer first)', 5000, async () =>
     JSON.stringify(await top3()) === JSON.stringify([overdue.uuid, row.uuid, today.uuid]));
   await setField('sort-order', 'created');
   await eventually('newest first again', 5000, async () => (await rows())[0]?.uuid === row.uuid);
@@ -424,5 +424,5 @@ test('due dates and priorities: captured with due: and pri:, changed in the deta
   assert.match(notice, /^Not saved: 'soon' is not a date: use a date \(2026-12-01/);
   assert.equal(await valueOf('capture'), 'Water the plants due:soon', 'the capture text is given back');
   assert.equal(await rowByText('Water the plants'), null);
-  await shot('17-due-refused-notice');
+  await shot('18-due-refused-notice');
 });

@@ -137,11 +137,14 @@ describe('TaskActions', () => {
     expect(s.last()?.text).toMatch(/^Undid the edit of ~/);
   });
 
-  it('saving a failed task sends it again', async () => {
+  it.each([
+    ['an edit', (a: TaskActions, t: LocalTask) => a.save(t, { description: 'Short' })],
+    ['a due date in the detail', (a: TaskActions, t: LocalTask) => a.saveField(t, { due: '2026-12-01' })],
+  ])('saving a failed task sends it again: %s', async (_n, save) => {
     const s = setup();
     const t = await s.add({ description: 'Too long', project: 'SYN' });
     s.fake.refuse(t.uuid, failure('fields'));
-    await s.a.save(s.get(t.uuid), { description: 'Short' });
+    await save(s.a, s.get(t.uuid));
     expect(s.last()?.text).toBe('Saved and sent again');
     expect(s.get(t.uuid).failure).toBeNull();
   });

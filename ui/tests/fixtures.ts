@@ -73,3 +73,17 @@ export function failure(fix: Failure['fix'] = 'project', over: Partial<Failure> 
     ...over,
   };
 }
+
+/** localStorage in memory, optionally filled: what the saved choices (sort, density) read. */
+export function memoryStorage(initial: Record<string, string> = {}): Pick<Storage, 'getItem' | 'setItem'> {
+  const m = new Map(Object.entries(initial));
+  return { getItem: (k) => m.get(k) ?? null, setItem: (k, v) => void m.set(k, v) };
+}
+
+/** Storage that refuses every read and write (as a locked-down web view may). */
+export function brokenStorage(): Pick<Storage, 'getItem' | 'setItem'> {
+  const denied = () => {
+    throw new Error('denied');
+  };
+  return { getItem: denied, setItem: denied };
+}

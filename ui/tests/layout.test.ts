@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keyColumnCh, loadDensity, MARKER_MIN_CH, ROW_HEIGHT, saveDensity, tagChips } from '../src/lib/layout';
+import { brokenStorage, memoryStorage as memory } from './fixtures';
 
 describe('keyColumnCh', () => {
   const k = (...keys: (string | null)[]) => keys.map((key) => ({ key }));
@@ -27,11 +28,6 @@ describe('tagChips', () => {
 });
 
 describe('density', () => {
-  function memory(initial: Record<string, string> = {}) {
-    const m = new Map(Object.entries(initial));
-    return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => void m.set(k, v) };
-  }
-
   it('compact (32 px) unless comfortable (40 px) was saved', () => {
     expect(ROW_HEIGHT[loadDensity(memory())]).toBe(32);
     expect(ROW_HEIGHT[loadDensity(memory({ 'callsign.density': 'comfortable' }))]).toBe(40);
@@ -46,14 +42,7 @@ describe('density', () => {
   });
 
   it('storage that throws is not fatal', () => {
-    const broken = {
-      getItem: () => {
-        throw new Error('denied');
-      },
-      setItem: () => {
-        throw new Error('denied');
-      },
-    };
+    const broken = brokenStorage();
     expect(loadDensity(broken)).toBe('compact');
     expect(() => saveDensity('compact', broken)).not.toThrow();
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadSort, saveSort, sortTasks, type SortOrder } from '../src/lib/sort';
+import { loadSort, saveSort, sortByKey, sortTasks, type SortOrder } from '../src/lib/sort';
 import type { LocalTask } from '../src/lib/types';
-import { task } from './fixtures';
+import { brokenStorage, memoryStorage, task } from './fixtures';
 
 // Newest capture first, as the list is loaded.
 const list: LocalTask[] = [
@@ -40,25 +40,31 @@ describe('sortTasks', () => {
   });
 });
 
-describe('loadSort / saveSort', () => {
-  const store = () => {
-    const m = new Map<string, string>();
-    return { getItem: (k: string) => m.get(k) ?? null, setItem: (k: string, v: string) => void m.set(k, v) };
-  };
+describe('sortByKey', () => {
+  it('ascending; equal keys, Infinity too, keep their order; one key call per item', () => {
+    const items = ['a:3', 'b:inf', 'c:1', 'd:3', 'e:inf', 'f:-2', 'g:1'];
+    let calls = 0;
+    const key = (s: string) => {
+      calls++;
+      const v = s.slice(2);
+      return v === 'inf' ? Infinity : Number(v);
+    };
+    expect(sortByKey(items, key)).toEqual(['f:-2', 'c:1', 'g:1', 'a:3', 'd:3', 'b:inf', 'e:inf']);
+    expect(calls).toBe(items.length);
+  });
+});
 
+describe('loadSort / saveSort', () => {
   it('remembers the choice', () => {
-    const s = store();
+    const s = memoryStorage();
     expect(loadSort(s)).toBe('created');
     saveSort('due', s);
     expect(loadSort(s)).toBe('due');
   });
 
   it('anything else stored, or no storage, is the default', () => {
-    const s = store();
-    s.setItem('callsign.sort', 'urgency');
-    expect(loadSort(s)).toBe('created');
+    expect(loadSort(memoryStorage({ 'callsign.sort': 'urgency' }))).toBe('created');
     expect(loadSort(null)).toBe('created');
-    const broken = { getItem: () => { throw new Error('denied'); } };
-    expect(loadSort(broken)).toBe('created');
+    expect(loadSort(brokenStorage())).toBe('created');
   });
 });

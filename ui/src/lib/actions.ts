@@ -134,10 +134,7 @@ export class TaskActions {
   async save(t: LocalTask, patch: TaskPatch): Promise<boolean> {
     const r = await this.run(`Couldn't save ${this.label(t)}`, () => this.host.backend.editTask(t.uuid, patch), 'save');
     if (r === undefined) return false;
-    this.host.upsert(r);
-    this.host.settled('save');
-    const entry = this.undo.push('edit', t, inversePatch(t, patch));
-    this.done(t.failure !== null ? 'Saved and sent again' : `Saved ${taskLabel(r)}`, entry);
+    this.saved(t, patch, r);
     return true;
   }
 
@@ -153,10 +150,16 @@ export class TaskActions {
     } catch (e) {
       return toCmdError(e).message;
     }
+    this.saved(t, patch, r);
+    return null;
+  }
+
+  /** `patch` applied to `t` gave `r`: shown, an earlier save error settled, undoable. */
+  private saved(t: LocalTask, patch: TaskPatch, r: LocalTask): void {
     this.host.upsert(r);
     this.host.settled('save');
-    this.done(`Saved ${taskLabel(r)}`, this.undo.push('edit', t, inversePatch(t, patch)));
-    return null;
+    const entry = this.undo.push('edit', t, inversePatch(t, patch));
+    this.done(t.failure !== null ? 'Saved and sent again' : `Saved ${taskLabel(r)}`, entry);
   }
 
   /** Ctrl+Z: undoes the newest entry. */

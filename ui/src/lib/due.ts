@@ -34,9 +34,12 @@ function daysFrom(now: Date, d: Date): number {
 /** Past its due time; a due at local midnight lasts until that day is over. */
 export function isOverdue(due: string, now: number): boolean {
   const t = Date.parse(due);
-  if (Number.isNaN(t)) return false;
-  const d = new Date(t);
-  if (!isMidnight(d)) return now > t;
+  return !Number.isNaN(t) && overdueAt(new Date(t), now);
+}
+
+/** `isOverdue` of a due date already parsed. */
+function overdueAt(d: Date, now: number): boolean {
+  if (!isMidnight(d)) return now > d.getTime();
   const end = new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1).getTime();
   return now >= end;
 }
@@ -73,7 +76,7 @@ export function dueView(task: Pick<LocalTask, 'due' | 'status'>, now: number): D
             : `${d.getDate()} ${MONTH[d.getMonth()]} ${d.getFullYear()}`;
   const long = `${DAY_LONG[d.getDay()]} ${d.getDate()} ${MONTH_LONG[d.getMonth()]} ${d.getFullYear()}`;
   const pending = task.status === 'pending';
-  const overdue = pending && isOverdue(task.due, now);
+  const overdue = pending && overdueAt(d, now);
   return {
     text: time ? `${date} ${time}` : date,
     long: time ? `${long}, ${time}` : long,

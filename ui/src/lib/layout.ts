@@ -1,25 +1,19 @@
 // Sizes of the list: row density, the key column, the tags that fit. Pure but for the
 // localStorage helpers; tested in tests/layout.test.ts.
+import { loadChoice, saveChoice, type ChoiceReader, type ChoiceWriter } from './prefs';
 
 export type Density = 'compact' | 'comfortable';
 export const ROW_HEIGHT: Record<Density, number> = { compact: 32, comfortable: 40 };
+const DENSITIES: readonly Density[] = ['compact', 'comfortable'];
 const DENSITY_KEY = 'callsign.density';
 
 /** The saved density (compact unless the user chose comfortable). */
-export function loadDensity(storage: Pick<Storage, 'getItem'> | null = globalThis.localStorage ?? null): Density {
-  try {
-    return storage?.getItem(DENSITY_KEY) === 'comfortable' ? 'comfortable' : 'compact';
-  } catch {
-    return 'compact';
-  }
+export function loadDensity(storage?: ChoiceReader): Density {
+  return loadChoice(DENSITY_KEY, DENSITIES, 'compact', storage);
 }
 
-export function saveDensity(d: Density, storage: Pick<Storage, 'setItem'> | null = globalThis.localStorage ?? null): void {
-  try {
-    storage?.setItem(DENSITY_KEY, d);
-  } catch {
-    // storage unavailable: the choice lasts for this session
-  }
+export function saveDensity(d: Density, storage?: ChoiceWriter): void {
+  saveChoice(DENSITY_KEY, d, storage);
 }
 
 /**

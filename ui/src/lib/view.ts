@@ -1,4 +1,5 @@
 // Pure view logic: no DOM, no Tauri. Everything here is unit-tested in tests/view.test.ts.
+import { sortByKey } from './sort';
 import type { LocalTask, ViewStatus } from './types';
 
 /** `~` and the first 8 hex digits of the UUID: how a task without a key is named (as in the CLI). */
@@ -36,12 +37,10 @@ export function applyTaskEvent(list: readonly LocalTask[], task: LocalTask): Loc
 
 /** Newest first by creation time; ties keep their given order (the sort is stable). */
 export function orderTasks(list: readonly LocalTask[]): LocalTask[] {
-  const ms = new Map<LocalTask, number>();
-  for (const t of list) {
+  return sortByKey(list, (t) => {
     const v = Date.parse(t.created_at);
-    ms.set(t, Number.isNaN(v) ? 0 : v);
-  }
-  return list.slice().sort((a, b) => (ms.get(b) ?? 0) - (ms.get(a) ?? 0));
+    return Number.isNaN(v) ? 0 : -v;
+  });
 }
 
 const haystacks = new WeakMap<LocalTask, string>();
