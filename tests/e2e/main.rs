@@ -23,3 +23,4 @@ mod proxy;
 mod reconnect;
 mod refusal;
 mod server_crash;
+mod subtasks;

@@ -39,6 +39,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             notes,
             due,
             priority,
+            parent,
         } => {
             let due = due
                 .as_deref()
@@ -52,8 +53,17 @@ pub async fn run(cli: Cli) -> Result<()> {
                 tags,
                 due,
                 priority: priority.and_then(|p| p.0),
+                parent,
             })?;
             out.task(&engine, &task)
+        }
+        Command::Next { project, text } => {
+            let tasks = engine.next(&TaskQuery {
+                project,
+                text,
+                ..TaskQuery::default()
+            })?;
+            out.list(&engine, &tasks)
         }
         Command::List {
             all,
@@ -63,7 +73,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             sort,
         } => {
             let all = all || failed;
-            let mut tasks = engine.query(&TaskQuery { all, project, text })?;
+            let mut tasks = engine.query(&TaskQuery {
+                all,
+                project,
+                text,
+                ..TaskQuery::default()
+            })?;
             if failed {
                 tasks.retain(|t| t.sync_state == SyncState::Failed);
             }
@@ -121,9 +136,8 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Inbox { send_to: None } => {
             let tasks = engine.query(&TaskQuery {
-                all: false,
                 project: Some(LOCAL_PROJECT.into()),
-                text: None,
+                ..TaskQuery::default()
             })?;
             out.list(&engine, &tasks)
         }

@@ -79,6 +79,19 @@ pub enum Command {
         /// H, M or L (`none`: no priority).
         #[arg(long, value_name = "H|M|L", value_parser = parse_priority_or_none)]
         priority: Option<PriorityOrNone>,
+        /// Make it a subtask of this task (key, UUID or provisional id): it takes the parent's
+        /// project, and its key is the parent's and its own number (SYN-42.1).
+        #[arg(long, value_name = "TASK")]
+        parent: Option<String>,
+    },
+    /// What to do next: pending tasks that are not blocked by open subtasks, leaf-first
+    /// (subtasks before their parents, deepest first, then by number).
+    Next {
+        /// Only this project (prefix).
+        #[arg(long)]
+        project: Option<String>,
+        /// Only tasks whose description, notes or key contain TEXT.
+        text: Option<String>,
     },
     /// List pending tasks (`--all`: completed and deleted too).
     List {
@@ -108,7 +121,7 @@ pub enum Command {
         #[arg(long)]
         project: Option<String>,
     },
-    /// Mark a task completed.
+    /// Mark a task completed (refused while it has open subtasks).
     Done { task: String },
     /// Mark a task deleted (its key stays taken: keys are never reused).
     Delete { task: String },

@@ -111,6 +111,7 @@ impl Ctx {
         v["waiting"] = json!(self.reason(t));
         v["failure"] = json!(task_failure(t));
         v["local"] = json!(t.is_local());
+        v["blocked"] = json!(t.is_blocked());
         Ok(v)
     }
 }
@@ -125,6 +126,30 @@ impl Out {
         println!("  uuid:     {}", t.uuid);
         println!("  project:  {}", safe(&t.project));
         println!("  status:   {}", t.status.as_str());
+        if let Some(p) = t.parent {
+            let parent = engine.get(&p.to_string());
+            let label = parent.as_ref().map(LocalTask::label);
+            println!(
+                "  parent:   {}",
+                safe(&label.unwrap_or_else(|_| p.to_string()))
+            );
+        }
+        if t.children > 0 {
+            let subtasks = engine.query(&callsign_sync::TaskQuery {
+                all: true,
+                parent: Some(t.uuid),
+                ..Default::default()
+            })?;
+            println!("  subtasks: {} open of {}", t.open_children, t.children);
+            for c in &subtasks {
+                let mark = if c.status.as_str() == "pending" {
+                    " "
+                } else {
+                    "x"
+                };
+                println!("    {mark} {}  {}", safe(&c.label()), safe(&c.description));
+            }
+        }
         if !t.tags.is_empty() {
             println!("  tags:     {}", safe(&t.tags.join(" ")));
         }
@@ -187,6 +212,9 @@ impl Out {
             }
             if let Some(d) = t.due {
                 write!(out, "  due {}", due_text(t, d, ctx.now))?;
+            }
+            if t.is_blocked() {
+                write!(out, "  [blocked: {} open subtask(s)]", t.open_children)?;
             }
             if let Some(r) = ctx.reason(t) {
                 write!(out, "  [{}]", safe(&r))?;

@@ -13,6 +13,10 @@ pub enum Error {
     /// Input the engine refuses before it ever reaches the outbox.
     #[error("{0}")]
     Invalid(String),
+    /// A task with open subtasks cannot be completed; `open` names them (keys, or provisional
+    /// short ids).
+    #[error("{task} has open subtasks ({}); complete or delete them first", .open.join(", "))]
+    Blocked { task: String, open: Vec<String> },
     /// Nothing to sync with: no server URL or token saved.
     #[error("not logged in: run `callsign login --server URL --token TOKEN` first")]
     NotLoggedIn,
@@ -71,6 +75,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::Ambiguous(_) => "ambiguous",
             Error::Invalid(_) => "invalid",
+            Error::Blocked { .. } => "task_blocked",
             Error::NotLoggedIn => "not_logged_in",
             Error::Unreachable { .. } => "unreachable",
             Error::Server(p) => p.code.as_str(),

@@ -30,6 +30,16 @@ pub struct LocalTask {
     pub tags: Vec<String>,
     pub due: Option<DateTime<Utc>>,
     pub priority: Option<Priority>,
+    /// The parent's UUID, for a subtask (its key is the parent's key and its own number).
+    pub parent: Option<Uuid>,
+    /// How many subtasks it has.
+    pub children: u32,
+    /// How many of those are still pending: while any is, the task is blocked (it cannot be
+    /// completed).
+    pub open_children: u32,
+    /// For a provisional subtask: the label of the ancestor whose create the server refused,
+    /// which holds this task back until that one is fixed, sent again or discarded.
+    pub held_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
     pub sync_state: SyncState,
@@ -57,6 +67,11 @@ impl LocalTask {
         self.key.is_none() && self.project == callsign_core::LOCAL_PROJECT
     }
 
+    /// Has open subtasks, so it cannot be completed yet.
+    pub fn is_blocked(&self) -> bool {
+        self.open_children > 0
+    }
+
     /// The key, or the provisional short id.
     pub fn label(&self) -> String {
         self.key.clone().unwrap_or_else(|| self.short_id())
@@ -74,6 +89,10 @@ impl LocalTask {
             tags: t.tags,
             due: t.due,
             priority: t.priority,
+            parent: t.parent,
+            children: 0,
+            open_children: 0,
+            held_by: None,
             created_at: t.created_at,
             modified_at: t.modified_at,
             sync_state: SyncState::Synced,

@@ -347,7 +347,8 @@ impl Syncer {
             .open_rows(batch * 2 + 64 + skip.len())
             .map_err(local)?;
         let rows: Vec<OutboxRow> = rows.into_iter().filter(|r| !skip.contains(&r.id)).collect();
-        let p = plan(&rows, cutoff, batch);
+        let parents = store.parents(rows.iter().map(|r| r.uuid)).map_err(local)?;
+        let p = plan(&rows, &parents, cutoff, batch);
         report.wake_at = p.wake_at;
         if p.send.is_empty() {
             return Ok(None);

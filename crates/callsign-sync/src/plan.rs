@@ -9,8 +9,14 @@
 //!   now) or one still `in_progress`;
 //! - it stops before a second row of the same task, so each task's requests reach the server one
 //!   after the other, in order;
+//! - it stops before a row of a subtask whose parent has a row in the batch, and before a row of a
+//!   parent one of whose subtasks has a row in it: a subtask's create is sent once its parent's
+//!   create is answered (the server numbers it under the parent's key), and a parent's completion
+//!   once its subtasks' completions are;
+//! - a subtask whose parent is held (its create failed, or it waits in the local inbox) is held
+//!   with it, and so are that subtask's own subtasks;
 //! - it holds at most `max` rows.
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use callsign_core::dto::MutationOp;
 use uuid::Uuid;
@@ -25,12 +31,20 @@ pub struct Plan {
     pub wake_at: Option<i64>,
 }
 
-pub fn plan(rows: &[OutboxRow], now_ms: i64, max: usize) -> Plan {
+/// `parents`: the parent of each subtask among the rows' tasks.
+pub fn plan(rows: &[OutboxRow], parents: &HashMap<Uuid, Uuid>, now_ms: i64, max: usize) -> Plan {
     let mut out = Plan::default();
-    // Tasks whose later rows wait: their create failed, or is held in the local inbox.
+    // Tasks whose later rows wait: their create failed, or is held in the local inbox, or their
+    // parent is held.
     let mut held: HashSet<Uuid> = HashSet::new();
     let mut in_batch: HashSet<Uuid> = HashSet::new();
+    // The parents of the subtasks with a row in the batch.
+    let mut parents_in_batch: HashSet<Uuid> = HashSet::new();
     for r in rows {
+        let parent = parents.get(&r.uuid);
+        if r.state != RowState::Done && parent.is_some_and(|p| held.contains(p)) {
+            held.insert(r.uuid);
+        }
         match r.state {
             RowState::Done => continue,
             RowState::Failed => {
@@ -51,9 +65,15 @@ pub fn plan(rows: &[OutboxRow], now_ms: i64, max: usize) -> Plan {
             out.wake_at = Some(t);
             break;
         }
-        if out.send.len() >= max || !in_batch.insert(r.uuid) {
+        if out.send.len() >= max
+            || in_batch.contains(&r.uuid)
+            || parent.is_some_and(|p| in_batch.contains(p))
+            || parents_in_batch.contains(&r.uuid)
+        {
             break;
         }
+        in_batch.insert(r.uuid);
+        parents_in_batch.extend(parent);
         out.send.push(r.id);
     }
     out
@@ -118,7 +138,67 @@ mod tests {
             .enumerate()
             .map(|(i, s)| row(i as i64 + 1, s))
             .collect();
-        assert_eq!(plan(&rows, NOW, max), Plan { send, wake_at });
+        assert_eq!(
+            plan(&rows, &HashMap::new(), NOW, max),
+            Plan { send, wake_at }
+        );
+    }
+
+    /// Rows as in [`batches`], with each subtask's parent.
+    fn plan_with(
+        spec: Vec<(u128, char, RowState, Option<i64>)>,
+        parents: &[(u128, u128)],
+    ) -> Vec<i64> {
+        let rows: Vec<_> = spec
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| row(i as i64 + 1, s))
+            .collect();
+        let parents = parents
+            .iter()
+            .map(|(c, p)| (Uuid::from_u128(*c), Uuid::from_u128(*p)))
+            .collect();
+        plan(&rows, &parents, NOW, 10).send
+    }
+
+    #[test]
+    fn a_subtask_waits_for_its_parents_answer_and_a_parent_for_its_subtasks() {
+        // Parent 1 and subtask 2 captured together: the subtask goes in the next batch.
+        let both = vec![(1, 'c', Pending, None), (2, 'c', Pending, None)];
+        assert_eq!(plan_with(both.clone(), &[(2, 1)]), vec![1]);
+        assert_eq!(plan_with(both, &[]), vec![1, 2]);
+        // A subtask of a task the server already numbered goes at once.
+        assert_eq!(plan_with(vec![(2, 'c', Pending, None)], &[(2, 1)]), vec![1]);
+        // Completing subtask 2, then its parent 1: the parent's row waits for the next batch.
+        let done = vec![(2, 'u', Pending, None), (1, 'u', Pending, None)];
+        assert_eq!(plan_with(done, &[(2, 1)]), vec![1]);
+    }
+
+    #[test]
+    fn a_refused_or_local_parent_holds_its_subtasks_and_theirs() {
+        let rows = vec![
+            (1, 'c', Failed, None),
+            (2, 'c', Pending, None),
+            (3, 'c', Pending, None),
+            (3, 'u', Pending, None),
+            (4, 'c', Pending, None),
+        ];
+        assert_eq!(plan_with(rows, &[(2, 1), (3, 2)]), vec![5]);
+        let local = vec![
+            (1, 'l', Pending, None),
+            (2, 'l', Pending, None),
+            (4, 'c', Pending, None),
+        ];
+        assert_eq!(plan_with(local, &[(2, 1)]), vec![3]);
+    }
+
+    /// Child to parent, from pairs (a task is never its own parent; the first pair wins).
+    fn parent_map(pairs: &[(u128, u128)]) -> HashMap<Uuid, Uuid> {
+        let mut m = HashMap::new();
+        for (c, p) in pairs.iter().filter(|(c, p)| c != p) {
+            m.entry(Uuid::from_u128(*c)).or_insert(Uuid::from_u128(*p));
+        }
+        m
     }
 
     fn any_row() -> impl proptest::strategy::Strategy<Value = (u128, char, RowState, Option<i64>)> {
@@ -145,9 +225,22 @@ mod tests {
         fn a_batch_is_an_ordered_prefix_of_sendable_rows(
             spec in proptest::collection::vec(any_row(), 0..30),
             max in 1usize..8,
+            parents in proptest::collection::vec((0u128..5, 0u128..5), 0..3),
         ) {
             let rows: Vec<_> = spec.into_iter().enumerate().map(|(i, s)| row(i as i64 + 1, s)).collect();
-            let p = plan(&rows, NOW, max);
+            let p = plan(&rows, &HashMap::new(), NOW, max);
+            let with_parents = plan(&rows, &parent_map(&parents), NOW, max);
+            let sent_tasks: HashSet<Uuid> = with_parents
+                .send
+                .iter()
+                .map(|id| rows[*id as usize - 1].uuid)
+                .collect();
+            for t in &sent_tasks {
+                if let Some(parent) = parent_map(&parents).get(t) {
+                    proptest::prop_assert!(!sent_tasks.contains(parent), "a subtask went with its parent");
+                }
+            }
+
             proptest::prop_assert!(p.send.len() <= max);
             proptest::prop_assert!(p.send.windows(2).all(|w| w[0] < w[1]));
             let sent: Vec<&OutboxRow> = p.send.iter().map(|id| &rows[*id as usize - 1]).collect();

@@ -19,6 +19,12 @@ pub fn waiting_reason(
     if let Some(f) = task_failure(task) {
         return Some(format!("failed: {}", f.summary));
     }
+    if let Some(h) = &task.held_by {
+        return Some(format!(
+            "waiting for {h}, a task above it that the server refused: fix, send again or \
+             discard that one"
+        ));
+    }
     if task.is_local() {
         return Some(if logged_in {
             "on this device: waiting to be sent to a server project".into()
@@ -109,6 +115,18 @@ pub fn task_failure(task: &LocalTask) -> Option<TaskFailure> {
                 .into(),
             Fix::Retry,
         ),
+        Some(ErrorCode::TaskBlocked) => (
+            "It has subtasks that are still open, perhaps added on another device (see \
+             details). Complete them, then send it again, or discard the change"
+                .into(),
+            Fix::Retry,
+        ),
+        Some(ErrorCode::InvalidParent) => (
+            "The server will not put it under its parent task (see details). Send it again \
+             once the parent is fixed, or discard it"
+                .into(),
+            Fix::Retry,
+        ),
         Some(ErrorCode::TaskNotFound) => (
             "The server does not know this task. Send it again or discard the change".into(),
             Fix::Retry,
@@ -188,6 +206,10 @@ mod tests {
             tags: vec![],
             due: None,
             priority: None,
+            parent: None,
+            children: 0,
+            open_children: 0,
+            held_by: None,
             created_at: DateTime::default(),
             modified_at: DateTime::default(),
             sync_state: state,

@@ -58,6 +58,9 @@ pub struct NewTaskInput {
     pub tags: Vec<String>,
     pub due: Option<chrono::DateTime<chrono::Utc>>,
     pub priority: Option<callsign_core::Priority>,
+    /// The parent task (a key, UUID or provisional short id) for a subtask: it takes the
+    /// parent's project, and gets the parent's key and its own number once both are synced.
+    pub parent: Option<String>,
 }
 
 struct LoopHandle {
@@ -193,9 +196,22 @@ impl Engine {
         if input.description.trim().is_empty() {
             return Err(Error::Invalid("the description must not be empty".into()));
         }
-        let project = match input.project {
-            Some(p) => p,
-            None => {
+        let parent = match input.parent.as_deref().map(str::trim) {
+            Some(r) if !r.is_empty() => Some(self.parent_for(r)?),
+            _ => None,
+        };
+        let project = match (input.project, &parent) {
+            (Some(p), Some(parent)) if !p.trim().eq_ignore_ascii_case(&parent.project) => {
+                return Err(Error::Invalid(format!(
+                    "a subtask is in its parent's project: {} is in {}, not {}",
+                    parent.label(),
+                    parent.project,
+                    p.trim()
+                )))
+            }
+            (_, Some(parent)) => parent.project.clone(),
+            (Some(p), None) => p,
+            (None, None) => {
                 if default_project.is_none() {
                     *default_project = Some(self.settings()?.project);
                 }
@@ -216,9 +232,43 @@ impl Engine {
             tags: input.tags,
             due: input.due,
             priority: input.priority,
-            parent: None,
+            parent: parent.map(|p| p.uuid.to_string()),
             created_at: Some(now),
         })
+    }
+
+    /// The task a new subtask goes under: an open task that is not as deep as keys go.
+    fn parent_for(&self, task_ref: &str) -> Result<LocalTask> {
+        let parent = self.get(task_ref).map_err(|e| match e {
+            Error::NotFound(_) => Error::Invalid(format!("parent: no task matches {task_ref:?}")),
+            other => other,
+        })?;
+        if parent.status != TaskStatus::Pending {
+            return Err(Error::Invalid(format!(
+                "parent: {} is {}; a subtask goes under an open task",
+                parent.label(),
+                parent.status.as_str()
+            )));
+        }
+        if self.depth(&parent)? + 1 >= callsign_core::MAX_DEPTH {
+            return Err(Error::Invalid(format!(
+                "parent: {} is as deep as keys go ({} numbers)",
+                parent.label(),
+                callsign_core::MAX_DEPTH
+            )));
+        }
+        Ok(parent)
+    }
+
+    /// 0 for a task, 1 for its subtask, and so on (read up its parents here).
+    fn depth(&self, task: &LocalTask) -> Result<usize> {
+        let store = self.store();
+        let (mut depth, mut up) = (0, task.parent);
+        while let Some(p) = up.filter(|_| depth <= callsign_core::MAX_DEPTH) {
+            depth += 1;
+            up = store.task(p)?.and_then(|t| t.parent);
+        }
+        Ok(depth)
     }
 
     /// A due date as the user typed it (`fri`, `eow`, `2026-12-01`, `3d`; `none` or empty:
@@ -263,8 +313,59 @@ impl Engine {
         self.get_uuid(task.uuid)
     }
 
+    /// Completes a task; one with open subtasks is refused ([`Error::Blocked`], naming them).
     pub fn complete(&self, task_ref: &str) -> Result<LocalTask> {
-        self.set_status(task_ref, TaskStatus::Completed)
+        let task = self.get(task_ref)?;
+        if task.is_blocked() {
+            let open = self.query(&TaskQuery {
+                parent: Some(task.uuid),
+                ..TaskQuery::default()
+            })?;
+            return Err(Error::Blocked {
+                task: task.label(),
+                open: open.iter().map(LocalTask::label).collect(),
+            });
+        }
+        self.set_status(&task.uuid.to_string(), TaskStatus::Completed)
+    }
+
+    /// What can be done next: pending tasks that are not blocked, leaf-first (tasks without
+    /// subtasks first, then the deepest first, then by number; capture order breaks ties and
+    /// puts provisional tasks after numbered ones), narrowed by `q` (whose `all` is ignored).
+    pub fn next(&self, q: &TaskQuery) -> Result<Vec<LocalTask>> {
+        let every = self.query(&TaskQuery {
+            all: true,
+            ..TaskQuery::default()
+        })?;
+        let parents: std::collections::HashMap<Uuid, Uuid> = every
+            .iter()
+            .filter_map(|t| t.parent.map(|p| (t.uuid, p)))
+            .collect();
+        let depth = |t: &LocalTask| {
+            let (mut d, mut up) = (0usize, t.parent);
+            while let Some(p) = up.filter(|_| d <= callsign_core::MAX_DEPTH) {
+                d += 1;
+                up = parents.get(&p).copied();
+            }
+            d
+        };
+        let mut tasks: Vec<LocalTask> = self
+            .query(&TaskQuery {
+                all: false,
+                ..q.clone()
+            })?
+            .into_iter()
+            .filter(|t| !t.is_blocked())
+            .collect();
+        tasks.sort_by_cached_key(|t| {
+            (
+                t.children > 0,
+                std::cmp::Reverse(depth(t)),
+                t.number.is_none(),
+                t.number,
+            )
+        });
+        Ok(tasks)
     }
 
     /// Marks a task deleted. A task whose create the server refused never existed there, so it
@@ -329,7 +430,7 @@ impl Engine {
     /// device, else the task without its refused changes. See [`Store::discard`].
     pub fn discard(&self, task_ref: &str) -> Result<Option<LocalTask>> {
         let uuid = self.get(task_ref)?.uuid;
-        let done = self.store().discard(uuid)?;
+        let done = self.store().discard(uuid, self.inner.opts.clock.now())?;
         match done {
             Discarded::Removed => {
                 self.removed(&[uuid]);

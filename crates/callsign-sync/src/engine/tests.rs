@@ -21,6 +21,7 @@ fn input(d: &str, project: Option<&str>) -> NewTaskInput {
         tags: vec![],
         due: None,
         priority: None,
+        parent: None,
     }
 }
 
@@ -295,4 +296,130 @@ fn deleting_a_refused_task_discards_it_so_the_failed_count_returns_to_zero() {
         e.get(&ok.uuid.to_string()).unwrap().status,
         TaskStatus::Deleted
     );
+}
+
+fn sub(d: &str, parent: &str) -> NewTaskInput {
+    NewTaskInput {
+        parent: Some(parent.into()),
+        ..input(d, None)
+    }
+}
+
+#[test]
+fn a_subtask_takes_its_parents_project_and_blocks_its_completion_until_done() {
+    let (_dir, e) = engine();
+    let launch = e.create(input("Launch", Some("syn"))).unwrap();
+    // By provisional short id, and by UUID.
+    let first = e.create(sub("Write the post", &launch.short_id())).unwrap();
+    let second = e
+        .create(sub("Record the demo", &launch.uuid.to_string()))
+        .unwrap();
+    for t in [&first, &second] {
+        assert_eq!((t.project.as_str(), t.parent), ("SYN", Some(launch.uuid)));
+    }
+    let launch = e.get(&launch.uuid.to_string()).unwrap();
+    assert_eq!((launch.children, launch.open_children), (2, 2));
+
+    for (bad, want) in [
+        (
+            NewTaskInput {
+                project: Some("OPS".into()),
+                ..sub("elsewhere", &launch.short_id())
+            },
+            "a subtask is in its parent's project",
+        ),
+        (sub("orphan", "SYN-99"), "parent: no task matches"),
+    ] {
+        match e.create(bad) {
+            Err(Error::Invalid(m)) => assert!(m.contains(want), "{m:?} should say {want:?}"),
+            other => panic!("expected Invalid({want:?}), got {other:?}"),
+        }
+    }
+
+    match e.complete(&launch.short_id()) {
+        Err(Error::Blocked { task, open }) => {
+            assert_eq!(task, launch.short_id());
+            assert_eq!(open, [first.short_id(), second.short_id()]);
+        }
+        other => panic!("expected Blocked, got {other:?}"),
+    }
+    assert_eq!(
+        e.get(&launch.short_id()).unwrap().status,
+        TaskStatus::Pending,
+        "a refused completion changes nothing"
+    );
+    e.complete(&first.short_id()).unwrap();
+    e.delete(&second.short_id()).unwrap();
+    let done = e.complete(&launch.short_id()).unwrap();
+    assert_eq!(
+        (done.status, done.open_children),
+        (TaskStatus::Completed, 0)
+    );
+    match e.create(sub("too late", &launch.short_id())) {
+        Err(Error::Invalid(m)) => assert!(m.contains("is completed"), "{m}"),
+        other => panic!("a completed parent takes no subtask: {other:?}"),
+    }
+}
+
+#[test]
+fn next_lists_unblocked_tasks_leaf_first() {
+    use callsign_core::dto::Task;
+    let (_dir, e) = engine();
+    let uuid = |n: u128| uuid::Uuid::from_u128(n);
+    // (uuid, key, parent, status)
+    let tree = [
+        (1, "SYN-1", None, TaskStatus::Pending),
+        (11, "SYN-1.1", Some(1), TaskStatus::Pending),
+        (111, "SYN-1.1.1", Some(11), TaskStatus::Pending),
+        (12, "SYN-1.2", Some(1), TaskStatus::Pending),
+        (2, "SYN-2", None, TaskStatus::Pending),
+        (3, "SYN-3", None, TaskStatus::Pending),
+        (31, "SYN-3.1", Some(3), TaskStatus::Completed),
+    ];
+    let tasks: Vec<Task> = tree
+        .iter()
+        .map(|(n, key, parent, status)| Task {
+            uuid: uuid(*n),
+            key: Some((*key).into()),
+            number: key.rsplit(['-', '.']).next().and_then(|n| n.parse().ok()),
+            project: "SYN".into(),
+            description: (*key).into(),
+            status: *status,
+            parent: parent.map(uuid),
+            ..Task::default()
+        })
+        .collect();
+    e.store().apply_changes(&tasks, "c1").unwrap();
+    e.create(input("captured here", Some("SYN"))).unwrap();
+
+    let next: Vec<String> = e
+        .next(&TaskQuery::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| t.description)
+        .collect();
+    // Blocked parents (SYN-1, SYN-1.1) never; the deepest leaves first; a parent whose
+    // subtasks are all done (SYN-3) after every leaf.
+    assert_eq!(
+        next,
+        ["SYN-1.1.1", "SYN-1.2", "SYN-2", "captured here", "SYN-3"]
+    );
+}
+
+#[test]
+fn a_subtask_goes_with_its_parent_from_the_local_inbox() {
+    let (_dir, e) = engine();
+    let parent = e.create(input("Plan the trip", None)).unwrap();
+    assert_eq!(parent.project, callsign_core::LOCAL_PROJECT);
+    let child = e.create(sub("Book the train", &parent.short_id())).unwrap();
+    assert_eq!(child.project, callsign_core::LOCAL_PROJECT);
+    match e.set_project(&child.short_id(), "OPS") {
+        Err(Error::Invalid(m)) => assert!(m.contains("parent's project"), "{m}"),
+        other => panic!("a subtask alone keeps its parent's project: {other:?}"),
+    }
+    assert_eq!(e.send_inbox("ops").unwrap(), 2);
+    for t in [&parent, &child] {
+        assert_eq!(e.get(&t.short_id()).unwrap().project, "OPS");
+    }
+    assert_eq!(e.get(&child.short_id()).unwrap().parent, Some(parent.uuid));
 }

@@ -52,22 +52,27 @@ fn never_accepted(key: &Option<String>, rows: &[OutboxRow]) -> bool {
             .all(|r| r.state == RowState::Failed || (r.state == RowState::Pending && !r.sent))
 }
 
-/// Moves a provisional task to `project` inside the caller's transaction: the task row and its
-/// create's body; a refused create goes back to the queue under a new idempotency key.
-fn set_project_in(
+/// The provisional subtasks of a task (they have not been sent: they wait for its key).
+fn provisional_children(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<Uuid>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT uuid FROM tasks WHERE parent = ?1 AND key IS NULL ORDER BY rowid",
+    )?;
+    let uuids = stmt
+        .query_map([uuid.to_string()], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(uuids
+        .iter()
+        .filter_map(|u| Uuid::parse_str(u).ok())
+        .collect())
+}
+
+/// Rewrites the unsent or refused create of a provisional task with `change`.
+fn rewrite_create(
     tx: &Transaction<'_>,
     uuid: Uuid,
-    project: &Prefix,
-    new_key: &mut dyn FnMut() -> String,
     now: DateTime<Utc>,
+    change: impl FnOnce(&mut NewTask),
 ) -> Result<()> {
-    let key = task_key(tx, uuid)?;
-    if let Some(k) = key {
-        return Err(Error::Invalid(format!(
-            "{k} already has its key in its project; moving a numbered task to another project \
-             is not supported yet"
-        )));
-    }
     let rows = rows_of(tx, uuid)?;
     let Some(create) = rows.iter().find(|r| r.op == MutationOp::Create) else {
         return Err(Error::Invalid(format!(
@@ -85,15 +90,64 @@ fn set_project_in(
     }
     let mut body: NewTask = serde_json::from_value(create.body.clone())
         .map_err(|e| Error::Invalid(format!("stored request: {e}")))?;
-    body.project = project.to_string();
+    change(&mut body);
     let body = serde_json::to_value(&body).map_err(|e| Error::Invalid(e.to_string()))?;
-    set_body(tx, create.id, &body, now)?;
+    set_body(tx, create.id, &body, now)
+}
+
+/// Moves a provisional task to `project` inside the caller's transaction: the task row and its
+/// create's body; a refused create goes back to the queue under a new idempotency key. Its
+/// provisional subtasks go with it (a subtask is in its parent's project), and a subtask alone
+/// is refused unless `with_parent`.
+fn set_project_in(
+    tx: &Transaction<'_>,
+    uuid: Uuid,
+    project: &Prefix,
+    new_key: &mut dyn FnMut() -> String,
+    now: DateTime<Utc>,
+    with_parent: bool,
+) -> Result<()> {
+    let key = task_key(tx, uuid)?;
+    if let Some(k) = key {
+        return Err(Error::Invalid(format!(
+            "{k} already has its key in its project; moving a numbered task to another project \
+             is not supported yet"
+        )));
+    }
+    let parent: Option<String> = tx.query_row(
+        "SELECT parent FROM tasks WHERE uuid = ?1",
+        [uuid.to_string()],
+        |r| r.get(0),
+    )?;
+    if parent.is_some() && !with_parent {
+        return Err(Error::Invalid(
+            "a subtask is in its parent's project: change the parent's project and its \
+             subtasks go with it"
+                .into(),
+        ));
+    }
+    rewrite_create(tx, uuid, now, |body| body.project = project.to_string())?;
     tx.execute(
         "UPDATE tasks SET project = ?2 WHERE uuid = ?1",
         params![uuid.to_string(), project.as_str()],
     )?;
     retry_failed_in(tx, uuid, new_key, now.timestamp_millis())?;
+    for child in provisional_children(tx, uuid)? {
+        set_project_in(tx, child, project, new_key, now, true)?;
+    }
     Ok(())
+}
+
+/// The provisional subtasks of a task, and theirs, in no particular order.
+fn descendants(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<Uuid>> {
+    let mut out = Vec::new();
+    let mut next = vec![uuid];
+    while let Some(u) = next.pop() {
+        let children = provisional_children(tx, u)?;
+        out.extend(&children);
+        next.extend(children);
+    }
+    Ok(out)
 }
 
 fn remove_in(tx: &Transaction<'_>, uuid: Uuid) -> Result<()> {
@@ -115,7 +169,7 @@ impl Store {
         now: DateTime<Utc>,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        set_project_in(&tx, uuid, project, &mut new_key, now)?;
+        set_project_in(&tx, uuid, project, &mut new_key, now, false)?;
         tx.commit()?;
         Ok(())
     }
@@ -136,9 +190,10 @@ impl Store {
         }
         let tx = self.conn.transaction()?;
         let tasks: Vec<(String, String)> = {
+            // Subtasks go with their parents.
             let mut stmt = tx.prepare(
                 "SELECT uuid, status FROM tasks WHERE project = ?1 AND key IS NULL
-                 ORDER BY created_at, rowid",
+                    AND parent IS NULL ORDER BY created_at, rowid",
             )?;
             let rows = stmt
                 .query_map([LOCAL_PROJECT], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -152,8 +207,9 @@ impl Store {
                 remove_in(&tx, uuid)?;
                 out.removed.push(uuid);
             } else {
-                set_project_in(&tx, uuid, project, &mut new_key, now)?;
+                set_project_in(&tx, uuid, project, &mut new_key, now, false)?;
                 out.moved.push(uuid);
+                out.moved.extend(descendants(&tx, uuid)?);
             }
         }
         tx.commit()?;
@@ -163,13 +219,22 @@ impl Store {
     /// Discards what the server refused or never saw. A task the server never accepted
     /// (no key; each request unsent or refused) is removed from this device. A numbered task
     /// loses its refused changes; the change feed is read again from the start so the server's
-    /// values replace the local ones. Anything else has nothing to discard.
-    pub fn discard(&mut self, uuid: Uuid) -> Result<Discarded> {
+    /// values replace the local ones. Anything else has nothing to discard. The provisional
+    /// subtasks of a removed task stay, as tasks of their own.
+    pub fn discard(&mut self, uuid: Uuid, now: DateTime<Utc>) -> Result<Discarded> {
         let tx = self.conn.transaction()?;
         let key = task_key(&tx, uuid)?;
         let rows = rows_of(&tx, uuid)?;
         let failed = rows.iter().filter(|r| r.state == RowState::Failed).count();
         let done = if never_accepted(&key, &rows) {
+            // Its subtasks stay, as tasks of their own.
+            for child in provisional_children(&tx, uuid)? {
+                rewrite_create(&tx, child, now, |body| body.parent = None)?;
+                tx.execute(
+                    "UPDATE tasks SET parent = NULL WHERE uuid = ?1",
+                    [child.to_string()],
+                )?;
+            }
             remove_in(&tx, uuid)?;
             Discarded::Removed
         } else if failed > 0 {

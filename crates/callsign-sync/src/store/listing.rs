@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use super::tasks::{task_row, with_facts, OutboxFacts, TaskQuery, TASK_COLUMNS};
+use super::tasks::{held_by, task_row, with_facts, OutboxFacts, TaskQuery, TASK_COLUMNS};
 use super::Store;
 use crate::error::Result;
 use crate::model::LocalTask;
@@ -79,20 +79,44 @@ impl Store {
                     .add(id, state, error.transpose()?, next_at);
             }
         }
+        // Subtask counts per parent: (all, pending).
+        let mut children: HashMap<String, (u32, u32)> = HashMap::new();
+        {
+            let mut stmt = tx.prepare_cached(
+                "SELECT parent, COUNT(*), SUM(status = 'pending') FROM tasks
+                 WHERE parent IS NOT NULL GROUP BY parent",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let counts = (r.get::<_, i64>(1)? as u32, r.get::<_, i64>(2)? as u32);
+                children.insert(r.get(0)?, counts);
+            }
+        }
+        let mut held = held_by(&tx, None)?;
         let sql = format!(
             "SELECT {TASK_COLUMNS} FROM tasks t
              WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
                 AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '
                     || coalesce(t.key, '')), lower(?3)) > 0)
+                AND (?4 IS NULL OR t.parent = ?4)
              ORDER BY t.created_at, t.rowid"
         );
         let mut stmt = tx.prepare_cached(&sql)?;
-        let mut rows = stmt.query(params![filter.all, filter.project, filter.text])?;
+        let mut rows = stmt.query(params![
+            filter.all,
+            filter.project,
+            filter.text,
+            filter.parent.map(|p| p.to_string())
+        ])?;
         let mut tasks = Vec::new();
         while let Some(r) = rows.next()? {
             let uuid = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
             let facts = open.remove(uuid).map(|o| o.facts).unwrap_or_default();
-            tasks.push(with_facts(task_row(r)?, facts));
+            let (all, pending) = children.remove(uuid).unwrap_or_default();
+            let mut task = with_facts(task_row(r)?, facts);
+            (task.children, task.open_children) = (all, pending);
+            task.held_by = held.remove(&task.uuid);
+            tasks.push(task);
         }
         Ok(tasks)
     }

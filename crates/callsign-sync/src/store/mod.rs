@@ -30,6 +30,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/002_tasks_by_created.sql")),
         M::up(include_str!("migrations/003_failures_and_inbox.sql")),
         M::up(include_str!("migrations/004_due_priority.sql")),
+        M::up(include_str!("migrations/005_subtasks.sql")),
     ])
 });
 

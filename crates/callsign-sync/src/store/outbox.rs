@@ -2,7 +2,9 @@
 //! Each state change follows [`crate::outbox_state::transition`]; the `WHERE state = ...` of each
 //! statement is that table's precondition, so a row in the wrong state is left alone.
 use callsign_core::dto::{MutationOp, TaskPatch};
-use rusqlite::{params, Row, Transaction};
+use std::collections::HashMap;
+
+use rusqlite::{params, OptionalExtension, Row, Transaction};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -99,14 +101,15 @@ impl Store {
     /// The first `limit` rows the plan needs, in capture order: the input of
     /// [`crate::plan::plan`] (a prefix is enough, since a plan is a prefix of the queue). Those
     /// are the pending and in-progress rows, and the failed creates of tasks that still have
-    /// pending rows (they hold those rows back). Other failed rows, and the rows of the local
+    /// pending rows or provisional subtasks (they hold those back). Other failed rows, and the rows of the local
     /// inbox's tasks (held until the user sends them to a server project), are left out, so any
     /// number of them cannot push the sendable rows past the limit.
     pub fn open_rows(&self, limit: usize) -> Result<Vec<OutboxRow>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM outbox o WHERE (o.state IN ('pending', 'in_progress')
-                OR (o.state = 'failed' AND o.op = 'create' AND EXISTS (SELECT 1 FROM outbox p
-                    WHERE p.uuid = o.uuid AND p.state = 'pending')))
+                OR (o.state = 'failed' AND o.op = 'create' AND (EXISTS (SELECT 1 FROM outbox p
+                    WHERE p.uuid = o.uuid AND p.state = 'pending') OR EXISTS (SELECT 1 FROM tasks c
+                    WHERE c.parent = o.uuid AND c.key IS NULL))))
                 AND o.uuid NOT IN ({HELD})
              ORDER BY o.id LIMIT ?1"
         );
@@ -115,6 +118,22 @@ impl Store {
             .query_map([limit as i64], map_row)?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
+    }
+
+    /// The parent of each subtask among `uuids`: the plan's other input.
+    pub fn parents(&self, uuids: impl IntoIterator<Item = Uuid>) -> Result<HashMap<Uuid, Uuid>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT parent FROM tasks WHERE uuid = ?1 AND parent IS NOT NULL")?;
+        let mut out = HashMap::new();
+        for u in uuids {
+            let parent: Option<String> =
+                stmt.query_row([u.to_string()], |r| r.get(0)).optional()?;
+            if let Some(p) = parent.and_then(|p| Uuid::parse_str(&p).ok()) {
+                out.insert(u, p);
+            }
+        }
+        Ok(out)
     }
 
     /// `pending -> in_progress` for the planned rows; each becomes `sent` (frozen) and counts a try.

@@ -295,7 +295,7 @@ impl World {
                     return; // one sync loop: one request out at a time
                 }
                 let rows = self.store.open_rows(n * 2 + 64).expect("open rows");
-                let p = plan(&rows, self.clock, n);
+                let p = plan(&rows, &std::collections::HashMap::new(), self.clock, n);
                 if p.send.is_empty() {
                     return;
                 }
@@ -317,7 +317,7 @@ impl World {
                     .into_iter()
                     .filter(|r| !out.contains(&r.id))
                     .collect();
-                let p = plan(&rows, self.clock, n);
+                let p = plan(&rows, &std::collections::HashMap::new(), self.clock, n);
                 if p.send.is_empty() {
                     return;
                 }

@@ -66,8 +66,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
         if local.is_none() {
             tx.prepare_cached(
                 "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
-                created_at, modified_at, due, priority)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                created_at, modified_at, due, priority, parent)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 u,
@@ -81,7 +81,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
                 ts(t.created_at),
                 ts(t.modified_at),
                 t.due.map(ts),
-                t.priority.map(callsign_core::Priority::as_str)
+                t.priority.map(callsign_core::Priority::as_str),
+                t.parent.map(|p| p.to_string())
             ])?
         } else if busy {
             tx.prepare_cached(
@@ -93,11 +94,11 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             tx.prepare_cached(
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10, due = ?11,
-                priority = ?12 WHERE uuid = ?1",
+                priority = ?12, parent = ?13 WHERE uuid = ?1",
         )?
         .execute(params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
                 ts(t.created_at), ts(t.modified_at), t.due.map(ts),
-                t.priority.map(callsign_core::Priority::as_str)])?
+                t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string())])?
         };
     Ok(changed > 0)
 }

@@ -1,5 +1,7 @@
 //! Task rows: local create and edit (each one transaction with its outbox row), lookup. Listing
 //! many tasks is in `listing`.
+use std::collections::HashMap;
+
 use callsign_core::dto::{MutationOp, NewTask, TaskPatch, TaskStatus};
 use callsign_core::{Priority, TaskKey, TaskRef};
 use chrono::{DateTime, Utc};
@@ -13,19 +15,22 @@ use crate::model::{LocalTask, SyncState};
 
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
-    t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority";
+    t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent";
 
-/// One task with its outbox facts computed for it alone (columns 12-16, for [`map_task`]): for a
-/// lookup. A listing computes the same facts for every task in one pass ([`super::listing`]).
+/// One task with its outbox facts computed for it alone (columns 13-17, for [`map_task`]) and its
+/// subtask counts (18-19): for a lookup. A listing computes the same facts for every task in one
+/// pass ([`super::listing`]).
 const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
-    t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority,
+    t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent,
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
         AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
     (SELECT MIN(o.next_attempt_at) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'pending'),
     (SELECT o.error_code FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
-        AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1)
+        AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
+    (SELECT COUNT(*) FROM tasks c WHERE c.parent = t.uuid),
+    (SELECT COUNT(*) FROM tasks c WHERE c.parent = t.uuid AND c.status = 'pending')
     FROM tasks t";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,6 +48,8 @@ pub struct TaskQuery {
     pub project: Option<String>,
     /// Only tasks whose description, notes or key contain this text (case-insensitive).
     pub text: Option<String>,
+    /// Only the subtasks of this task.
+    pub parent: Option<Uuid>,
 }
 
 /// What a task's open (not done) outbox rows say about it: the input of its sync state.
@@ -61,17 +68,20 @@ pub(super) struct OutboxFacts {
     pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-11 are [`TASK_COLUMNS`], 12-16 the facts in
-/// [`OutboxFacts`] order.
+/// A task row with its outbox facts: columns 0-12 are [`TASK_COLUMNS`], 13-17 the facts in
+/// [`OutboxFacts`] order, 18-19 the subtask counts.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let facts = OutboxFacts {
-        open_rows: r.get::<_, i64>(12)? as u32,
-        failed: r.get::<_, i64>(13)? as u32,
-        last_error: r.get(14)?,
-        next_attempt_at: r.get(15)?,
-        error_code: r.get(16)?,
+        open_rows: r.get::<_, i64>(13)? as u32,
+        failed: r.get::<_, i64>(14)? as u32,
+        last_error: r.get(15)?,
+        next_attempt_at: r.get(16)?,
+        error_code: r.get(17)?,
     };
-    Ok(with_facts(task_row(r)?, facts))
+    let mut task = with_facts(task_row(r)?, facts);
+    task.children = r.get::<_, i64>(18)? as u32;
+    task.open_children = r.get::<_, i64>(19)? as u32;
+    Ok(task)
 }
 
 /// The [`TASK_COLUMNS`] of a row, as a task with nothing open in the outbox.
@@ -95,6 +105,10 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         .map(|p| Priority::parse(&p).map_err(|e| bad(11, e.to_string())))
         .transpose()?;
     let key: Option<String> = r.get(1)?;
+    let parent = r
+        .get::<_, Option<String>>(12)?
+        .map(|p| Uuid::parse_str(&p).map_err(|e| bad(12, e.to_string())))
+        .transpose()?;
     Ok(LocalTask {
         uuid: Uuid::parse_str(&text(0)?).map_err(|e| bad(0, e.to_string()))?,
         sync_state: SyncState::Synced,
@@ -107,6 +121,10 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         tags: serde_json::from_str(&text(7)?).map_err(|e| bad(7, e.to_string()))?,
         due,
         priority,
+        parent,
+        children: 0,
+        open_children: 0,
+        held_by: None,
         created_at: time(8)?,
         modified_at: time(9)?,
         open_rows: 0,
@@ -131,6 +149,35 @@ pub(super) fn with_facts(mut task: LocalTask, facts: OutboxFacts) -> LocalTask {
     task
 }
 
+/// The provisional subtasks a refused ancestor holds back (an ancestor without a key whose create
+/// failed), each with one such ancestor: every such subtask, or only `?1`'s.
+const HELD_BY: &str = "WITH RECURSIVE up(child, anc) AS (
+        SELECT uuid, parent FROM tasks WHERE parent IS NOT NULL AND key IS NULL
+            AND (?1 IS NULL OR uuid = ?1)
+        UNION ALL
+        SELECT up.child, t.parent FROM up JOIN tasks t ON t.uuid = up.anc
+            WHERE t.parent IS NOT NULL AND t.key IS NULL)
+    SELECT up.child, up.anc FROM up WHERE EXISTS (SELECT 1 FROM outbox o
+        WHERE o.uuid = up.anc AND o.op = 'create' AND o.state = 'failed')";
+
+/// [`HELD_BY`] as a map from subtask to the holding ancestor's label (its provisional short id).
+pub(super) fn held_by(
+    conn: &rusqlite::Connection,
+    only: Option<Uuid>,
+) -> Result<HashMap<Uuid, String>> {
+    let mut stmt = conn.prepare_cached(HELD_BY)?;
+    let mut rows = stmt.query([only.map(|u| u.to_string())])?;
+    let mut out = HashMap::new();
+    while let Some(r) = rows.next()? {
+        let (child, anc): (String, String) = (r.get(0)?, r.get(1)?);
+        if let (Ok(child), Ok(anc)) = (Uuid::parse_str(&child), Uuid::parse_str(&anc)) {
+            out.entry(child)
+                .or_insert_with(|| format!("~{}", &anc.simple().to_string()[..8]));
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
@@ -146,7 +193,8 @@ fn insert_local(
     let status = body.status.unwrap_or(TaskStatus::Pending);
     tx.execute(
         "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-            modified_at, due, priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9)",
+            modified_at, due, priority, parent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9,
+            ?10)",
         params![
             uuid.to_string(),
             body.project,
@@ -157,6 +205,7 @@ fn insert_local(
             ts(body.created_at.unwrap_or(now)),
             body.due.map(ts),
             body.priority.map(Priority::as_str),
+            body.parent,
         ],
     )?;
     super::outbox::insert(
@@ -254,10 +303,19 @@ impl Store {
 
     pub fn task(&self, uuid: Uuid) -> Result<Option<LocalTask>> {
         let sql = format!("{SELECT} WHERE t.uuid = ?1");
-        Ok(self
-            .conn
+        self.conn
             .query_row(&sql, [uuid.to_string()], map_task)
-            .optional()?)
+            .optional()?
+            .map(|t| self.with_held(t))
+            .transpose()
+    }
+
+    /// The task with [`LocalTask::held_by`] filled in (a lookup reads it for the one task).
+    fn with_held(&self, mut task: LocalTask) -> Result<LocalTask> {
+        if task.parent.is_some() && task.key.is_none() {
+            task.held_by = held_by(&self.conn, Some(task.uuid))?.remove(&task.uuid);
+        }
+        Ok(task)
     }
 
     /// Resolves a key (lenient), a UUID, or a unique UUID prefix of at least 8 hex digits
@@ -284,7 +342,7 @@ impl Store {
             .collect::<rusqlite::Result<_>>()?;
         match found.len() {
             0 => Err(not_found()),
-            1 => Ok(found.into_iter().next().expect("one")),
+            1 => self.with_held(found.into_iter().next().expect("one")),
             _ => Err(Error::Ambiguous(input.to_owned())),
         }
     }
@@ -299,6 +357,10 @@ impl Store {
             .prepare_cached(&sql)?
             .query_map(params![limit as i64, offset as i64], map_task)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
+        let tasks = tasks
+            .into_iter()
+            .map(|t| self.with_held(t))
+            .collect::<Result<Vec<_>>>()?;
         let total: i64 = tx.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))?;
         Ok((tasks, total as u64))
     }
@@ -311,20 +373,30 @@ impl Store {
             "{SELECT} WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
                 AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '
                     || coalesce(t.key, '')), lower(?3)) > 0)
+                AND (?4 IS NULL OR t.parent = ?4)
              ORDER BY t.created_at, t.rowid"
         );
         let mut stmt = self.conn.prepare(&sql)?;
         let tasks = stmt
-            .query_map(params![filter.all, filter.project, filter.text], map_task)?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(tasks)
+            .query_map(
+                params![
+                    filter.all,
+                    filter.project,
+                    filter.text,
+                    filter.parent.map(|p| p.to_string())
+                ],
+                map_task,
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        tasks.into_iter().map(|t| self.with_held(t)).collect()
     }
 
     fn by_key(&self, key: &TaskKey) -> Result<Option<LocalTask>> {
         let sql = format!("{SELECT} WHERE t.key = ?1");
-        Ok(self
-            .conn
+        self.conn
             .query_row(&sql, [key.to_string()], map_task)
-            .optional()?)
+            .optional()?
+            .map(|t| self.with_held(t))
+            .transpose()
     }
 }

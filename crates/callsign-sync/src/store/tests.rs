@@ -423,7 +423,10 @@ fn many_failed_rows_do_not_hide_the_pending_ones_from_the_plan() {
     let rows = s.open_rows(5).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].uuid, u);
-    assert_eq!(crate::plan::plan(&rows, 0, 10).send, vec![rows[0].id]);
+    assert_eq!(
+        crate::plan::plan(&rows, &std::collections::HashMap::new(), 0, 10).send,
+        vec![rows[0].id]
+    );
     assert_eq!(s.counts().unwrap().failed, 20);
 }
 
@@ -543,18 +546,28 @@ fn the_one_pass_listing_equals_the_per_task_facts_on_a_mixed_store() {
         put_rows(&s, u, rows);
         local.push(u);
     }
-    // A numbered task with a failed edit, and local creates through the store's own path.
+    // A numbered task with a failed edit, and local creates through the store's own path: a
+    // subtask of the refused task `local[6]`, its subtask, and a subtask of a numbered task.
     put_rows(&s, server[0].uuid, &[("failed", Some("bad tag"), None)]);
-    for i in 0..3 {
-        let u = Uuid::from_u128(0xC0 + i);
-        s.create_local(u, &format!("kc{i}"), &body("created here"), now())
-            .unwrap();
+    s.conn
+        .execute(
+            "UPDATE outbox SET op = 'create' WHERE idempotency_key = ?1",
+            [format!("row-{}-0", local[6])],
+        )
+        .unwrap();
+    let parents = [local[6], Uuid::from_u128(0xC0), server[1].uuid];
+    for (i, parent) in parents.iter().enumerate() {
+        let u = Uuid::from_u128(0xC0 + i as u128);
+        let mut b = body("created here");
+        b.parent = Some(parent.to_string());
+        s.create_local(u, &format!("kc{i}"), &b, now()).unwrap();
     }
 
     let query = |all, project: Option<&str>, text: Option<&str>| TaskQuery {
         all,
         project: project.map(str::to_owned),
         text: text.map(str::to_owned),
+        parent: None,
     };
     let queries = [
         query(false, None, None),
@@ -564,6 +577,10 @@ fn the_one_pass_listing_equals_the_per_task_facts_on_a_mixed_store() {
         query(true, None, Some("syn-2")),
         query(true, None, Some("several")),
         query(true, Some("nope"), None),
+        TaskQuery {
+            parent: Some(local[6]),
+            ..query(true, None, None)
+        },
     ];
     for q in &queries {
         let fast = s.list(q).unwrap();
@@ -574,6 +591,24 @@ fn the_one_pass_listing_equals_the_per_task_facts_on_a_mixed_store() {
     }
     let all = s.list(&query(true, None, None)).unwrap();
     assert_eq!(all.len(), 4 + cases.len() + 3);
+    // The refused task holds its subtask and that one's; the numbered task's subtask goes.
+    let refused_label = format!("~{}", &local[6].simple().to_string()[..8]);
+    let held: Vec<Option<&str>> = (0..3u128)
+        .map(|i| {
+            all.iter()
+                .find(|t| t.uuid == Uuid::from_u128(0xC0 + i))
+                .unwrap()
+        })
+        .map(|t| t.held_by.as_deref())
+        .collect();
+    assert_eq!(held, [Some(&*refused_label), Some(&*refused_label), None]);
+    let counts = |u: Uuid| {
+        let t = s.task(u).unwrap().unwrap();
+        (t.children, t.open_children, t.is_blocked())
+    };
+    assert_eq!(counts(local[6]), (1, 1, true));
+    assert_eq!(counts(server[1].uuid), (1, 1, true));
+    assert_eq!(counts(server[2].uuid), (0, 0, false));
     let several = s.task(local[5]).unwrap().unwrap();
     assert_eq!(
         (
@@ -735,4 +770,41 @@ fn counts_are_tasks_and_agree_with_each_tasks_state() {
         .filter(|t| t.sync_state == SyncState::Failed)
         .count();
     assert_eq!(failed_tasks as u64, c.failed);
+}
+
+#[test]
+fn discarding_a_refused_parent_keeps_its_subtasks_as_tasks_of_their_own() {
+    let mut s = Store::in_memory().unwrap();
+    let (parent, child) = (Uuid::from_u128(0xD1), Uuid::from_u128(0xD2));
+    s.create_local(parent, "kp", &body("parent"), now())
+        .unwrap();
+    let mut b = body("child");
+    b.parent = Some(parent.to_string());
+    s.create_local(child, "kc", &b, now()).unwrap();
+    s.conn
+        .execute(
+            "UPDATE outbox SET state = 'failed', sent = 1, last_error = 'no' WHERE uuid = ?1",
+            [parent.to_string()],
+        )
+        .unwrap();
+    let held = s.task(child).unwrap().unwrap();
+    assert!(held.held_by.is_some());
+    let plan = |s: &Store| {
+        let rows = s.open_rows(100).unwrap();
+        let parents = s.parents(rows.iter().map(|r| r.uuid)).unwrap();
+        crate::plan::plan(&rows, &parents, 0, 10).send.len()
+    };
+    assert_eq!(plan(&s), 0, "the refused parent holds its subtask");
+
+    assert_eq!(s.discard(parent, now()).unwrap(), super::Discarded::Removed);
+    let child = s.task(child).unwrap().unwrap();
+    assert_eq!((child.parent, child.held_by), (None, None));
+    let rows = s.open_rows(100).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(
+        rows[0].body.get("parent").is_none_or(|p| p.is_null()),
+        "{}",
+        rows[0].body
+    );
+    assert_eq!(plan(&s), 1, "the subtask goes as a task of its own");
 }
