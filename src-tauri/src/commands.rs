@@ -111,6 +111,7 @@ pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResul
             .transpose()
             .map_err(invalid)?
             .flatten(),
+        parent: input.parent,
     })?;
     one(&engine.0, task)
 }

@@ -131,6 +131,10 @@ pub struct CreateInput {
     /// `H`, `M` or `L`, any case.
     #[serde(default)]
     pub priority: Option<String>,
+    /// The parent task (key, UUID or provisional id) of a subtask; it takes the parent's
+    /// project.
+    #[serde(default)]
+    pub parent: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

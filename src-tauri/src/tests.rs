@@ -160,6 +160,41 @@ fn due_and_priority_are_taken_as_typed() {
     );
 }
 
+/// A subtask made through the command the detail pane calls: it takes its parent's project,
+/// the parent shows it open and cannot be completed (`task_blocked`, naming it) until it is done.
+#[test]
+fn a_subtask_blocks_its_parent_until_it_is_done() {
+    let ui = ui();
+    let parent = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Launch", "project": "dev"}}),
+    );
+    let pid = parent["uuid"].as_str().unwrap().to_owned();
+    let child = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Write the post", "parent": pid}}),
+    );
+    assert_eq!(
+        (child["parent"].as_str(), child["project"].as_str()),
+        (Some(&*pid), Some("DEV"))
+    );
+    let parent = ui.ok("resolve_task", json!({"query": pid}));
+    assert_eq!(
+        (parent["children"].clone(), parent["open_children"].clone()),
+        (json!(1), json!(1))
+    );
+    let e = ui.err("complete_task", json!({"id": pid}));
+    assert_eq!(e["code"], "task_blocked");
+    let short = format!(
+        "~{}",
+        &child["uuid"].as_str().unwrap().replace('-', "")[..8]
+    );
+    assert!(e["message"].as_str().unwrap().contains(&short), "{e}");
+    ui.ok("complete_task", json!({"id": child["uuid"]}));
+    let done = ui.ok("complete_task", json!({"id": pid}));
+    assert_eq!(done["status"], "completed");
+}
+
 #[test]
 fn with_no_server_a_capture_goes_to_the_local_inbox_and_waits_there() {
     let ui = ui();
