@@ -210,6 +210,33 @@ describe('TaskActions', () => {
     expect(s.get(t.uuid)).toMatchObject({ project: 'SYN', local: false });
   });
 
+  it('a subtask is added under its parent, in its project; the parent cannot be completed until it is done', async () => {
+    const s = setup();
+    const launch = await s.add({ description: 'Launch', project: 'OPS' });
+    const post = (await s.a.addSubtask(launch, { description: 'Write the post', tags: ['blog'] })) as LocalTask;
+    expect(post).toMatchObject({ parent: launch.uuid, project: 'OPS', tags: ['blog'] });
+    expect(s.tasks.get(post.uuid)).toEqual(post); // in the list at once
+    expect(s.settled).toContain('capture');
+    await s.a.complete(s.get(launch.uuid));
+    // The backend's words are the whole notice: they name the task and what holds it.
+    const short = '~' + post.uuid.replace(/-/g, '').slice(0, 8);
+    const label = '~' + launch.uuid.replace(/-/g, '').slice(0, 8);
+    expect(s.last()).toEqual({ tone: 'error', text: `${label} has open subtasks (${short}); complete or delete them first` });
+    expect(s.get(launch.uuid).status).toBe('pending');
+    expect(s.a.undo.size).toBe(0);
+    await s.a.complete(post);
+    await s.a.complete(s.get(launch.uuid));
+    expect(s.get(launch.uuid).status).toBe('completed');
+  });
+
+  it('a subtask the backend refuses is an error notice about capture', async () => {
+    const s = setup();
+    const done = await s.add({ description: 'Done already', project: 'SYN' });
+    await s.a.complete(done);
+    expect(await s.a.addSubtask(s.get(done.uuid), { description: 'too late' })).toBeNull();
+    expect(s.last()).toMatchObject({ tone: 'error', topic: 'capture', text: expect.stringMatching(/^Subtask not saved: parent: ~\w+ is completed/) });
+  });
+
   it('a rejection is an error notice with the backend message; nothing goes on the undo stack', async () => {
     const s = setup();
     const t = await s.add({ description: 'x', project: 'SYN' });

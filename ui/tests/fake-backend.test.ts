@@ -91,6 +91,44 @@ describe('FakeBackend', () => {
     expect(events.some(([e]) => e === 'sync-status')).toBe(true);
   });
 
+  it('numbers a subtask under its parent once the parent has its key (SYN-1.1); a parent with open subtasks is blocked', async () => {
+    const { f } = fake();
+    f.latencyMs = 1;
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    const p = f.handle('create_task', { input: { description: 'Launch' } }) as LocalTask;
+    const c = f.handle('create_task', { input: { description: 'Post', parent: p.uuid } }) as LocalTask;
+    const cc = f.handle('create_task', { input: { description: 'Links', parent: c.uuid } }) as LocalTask;
+    expect(c).toMatchObject({ parent: p.uuid, project: 'SYN', key: null });
+    expect(() => f.handle('create_task', { input: { description: 'x', parent: p.uuid, project: 'OPS' } })).toThrow(
+      expect.objectContaining({ code: 'invalid' }),
+    );
+    f.setOnline(true);
+    await new Promise((r) => setTimeout(r, 400)); // the fake server answers one task every 150 ms
+    const get = (t: LocalTask) => f.handle('resolve_task', { query: t.uuid }) as LocalTask;
+    expect([get(p).key, get(c).key, get(cc).key]).toEqual(['SYN-1', 'SYN-1.1', 'SYN-1.1.1']);
+    expect(get(p)).toMatchObject({ children: 1, open_children: 1 });
+    expect(() => f.handle('complete_task', { id: p.uuid })).toThrow(
+      expect.objectContaining({ code: 'task_blocked', message: 'SYN-1 has open subtasks (SYN-1.1); complete or delete them first' }),
+    );
+    f.handle('complete_task', { id: cc.uuid });
+    f.handle('complete_task', { id: c.uuid });
+    expect(f.handle('complete_task', { id: p.uuid })).toMatchObject({ status: 'completed', open_children: 0 });
+  });
+
+  it('a subtask whose parent the server refused is held, and says by whom', async () => {
+    const { f } = fake();
+    f.latencyMs = 1;
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    const p = f.handle('create_task', { input: { description: 'Roadmap', project: 'ZZZ' } }) as LocalTask;
+    const c = f.handle('create_task', { input: { description: 'Q1', parent: p.uuid } }) as LocalTask;
+    f.setOnline(true);
+    await new Promise((r) => setTimeout(r, 40));
+    const held = f.handle('resolve_task', { query: c.uuid }) as LocalTask;
+    const label = '~' + p.uuid.replace(/-/g, '').slice(0, 8);
+    expect(held).toMatchObject({ key: null, held_by: label, failure: null });
+    expect(held.waiting?.reason).toMatch(new RegExp(`^waiting for ${label}, a task above it that the server refused`));
+  });
+
   it('discard_task and delete_task of a refused task remove it, with a task-removed event', () => {
     const { f, events } = fake();
     for (const cmd of ['discard_task', 'delete_task']) {

@@ -19,6 +19,7 @@ describe('actionFor', () => {
     ['r', 'retry'],
     ['s', 'sync'],
     ['f', 'filter'],
+    ['N', 'next'],
     [',', 'settings'],
     ['t', 'theme'],
     ['?', 'help'],
@@ -28,7 +29,7 @@ describe('actionFor', () => {
     expect(actionFor(k(key), false)).toBe(want);
   });
 
-  it.each(['n', 'j', 'x', 'Delete', '/', 'Enter', '?'])('%s is typed into a text field, not a shortcut', (key) => {
+  it.each(['n', 'N', 'j', 'x', 'Delete', '/', 'Enter', '?'])('%s is typed into a text field, not a shortcut', (key) => {
     expect(actionFor(k(key), true)).toBeNull();
   });
 
@@ -63,7 +64,7 @@ describe('actionFor', () => {
 
   it('every action in the help table has a key that triggers it', () => {
     const reachable = new Set(
-      ['n', '/', 'j', 'k', 'g', 'G', 'Enter', 'x', 'e', 'c', 'Delete', 'r', 's', 'f', ',', 't', '?', 'Escape'].map((key) =>
+      ['n', '/', 'j', 'k', 'g', 'G', 'Enter', 'x', 'e', 'c', 'Delete', 'r', 's', 'f', 'N', ',', 't', '?', 'Escape'].map((key) =>
         actionFor(k(key), false),
       ),
     );

@@ -30,6 +30,8 @@ describe('markerFor', () => {
     ['failed wins over offline', task({ failure: failure('retry') }), status({ online: false }), 'failed', 'failed'],
     ['failed wins over the inbox', task({ local: true, failure: failure('project') }), status(), 'failed', 'failed'],
     ['sync_state failed without a failure is not failed (failure is the contract)', task({ sync_state: 'failed' }), status(), 'sending', 'sending'],
+    ['held by a refused parent: says whom it waits for', task({ parent: 'p', held_by: '~1a2b3c4d' }), status(), 'waiting for ~1a2b3c4d', 'offline'],
+    ['held wins over offline', task({ parent: 'p', held_by: '~1a2b3c4d' }), status({ online: false }), 'waiting for ~1a2b3c4d', 'offline'],
   ];
   it.each(cases)('%s', (_name, t, s, text, tone) => {
     const m = markerFor(t, s, NOW);
@@ -41,6 +43,15 @@ describe('markerFor', () => {
     ['keyed and failed', task({ key: 'SYN-3', failure: failure('fields') }), 'failed'],
     ['keyed, fine', task({ key: 'SYN-3', waiting: null }), null],
     ['provisional', task(), 'sending'],
+    [
+      'held: the whole reason, in the engine\'s words',
+      task({
+        held_by: '~1a2b3c4d',
+        waiting: { state: 'pending', next_attempt_at: null, reason: 'waiting for ~1a2b3c4d, a task above it that the server refused: fix, send again or discard that one' },
+      }),
+      'waiting for ~1a2b3c4d, a task above it that the server refused: fix, send again or discard that one',
+    ],
+    ['held, no reason sent', task({ held_by: '~1a2b3c4d', waiting: null }), 'waiting for ~1a2b3c4d, a task above it that the server refused'],
   ] as const)('syncLine: %s', (_n, t, want) => {
     expect(syncLine(t, status(), NOW)).toBe(want);
   });

@@ -131,6 +131,7 @@ describe('filterTasks', () => {
     ['completed', { status: 'completed' }, ['2', '7']],
     ['deleted', { status: 'deleted' }, ['4']],
     ['failed: every refused task, whatever its status', { status: 'failed' }, ['6', '7']],
+    ['next: the pending ones of the list nextTasks made', { status: 'next' }, ['1', '3', P, '6']],
     ['text, any case, description and notes', { text: 'LOGIN', status: 'all' }, ['1', '2']],
     ['text matches the key', { text: 'syn-2', status: 'all' }, ['2']],
     ['text matches a tag', { text: 'ops', status: 'pending' }, ['3']],

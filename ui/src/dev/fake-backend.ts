@@ -4,6 +4,10 @@
 // events, `task-removed`, pages. A fake "server" numbers provisional tasks when online and refuses
 // a task whose project it does not have; with no project and no default a task goes to the
 // local inbox (INBOX) and stays there until `send_inbox` or `set_task_project` moves it.
+// Subtasks (`create_task` with `parent`) take their parent's project, are numbered under its key
+// (`SYN-3.1`) once it has one, are held while an ancestor is refused, and block its completion
+// (`task_blocked`). As in the app, a subtask's change sends no event for its parent: a parent's
+// `children` and `open_children` are as they were when it was last sent.
 import type {
   CmdError,
   CreateInput,
@@ -34,6 +38,11 @@ function err(code: string, message: string): CmdError {
   return { code, message };
 }
 
+/** A task's key, else its short id (`~1a2b3c4d`), as the backend names tasks. */
+function label(t: LocalTask): string {
+  return t.key ?? '~' + t.uuid.replace(/-/g, '').slice(0, 8);
+}
+
 function uuid4(n: number): string {
   const head = ((Math.random() * 0x100000000) >>> 0).toString(16).padStart(8, '0');
   return `${head}-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
@@ -42,6 +51,7 @@ function uuid4(n: number): string {
 export class FakeBackend {
   private tasks: LocalTask[] = []; // oldest first
   private byUuid = new Map<string, LocalTask>();
+  /** The last number given per scope: a project (`SYN`) or a parent's key (`SYN-3`). */
   private next = new Map<string, number>();
   private seq = 0;
   online = false;
@@ -98,6 +108,27 @@ export class FakeBackend {
     }
   }
 
+  /**
+   * Gives the `n` newest pending tasks three subtasks each (the first one done; numbered when
+   * the parent is), and the first parent's second subtask one of its own.
+   */
+  seedSubtasks(n: number): void {
+    const parents = this.tasks.filter((t) => t.status === 'pending' && t.parent === null && !t.local && t.failure === null).slice(-n).reverse();
+    const at = Date.now() - 500;
+    parents.forEach((p, i) => {
+      const kids = ['Draft the outline', 'Review it with the team', 'Publish it'].map((d, j) => {
+        const c = this.make({ description: `${d} (${label(p)})`, parent: p.uuid }, new Date(at + i * 10 + j).toISOString());
+        this.number(c, false);
+        return c;
+      });
+      (kids[0] as LocalTask).status = 'completed';
+      if (i === 0) {
+        const c = this.make({ description: 'Check the links', parent: (kids[1] as LocalTask).uuid }, new Date(at + 9).toISOString());
+        this.number(c, false);
+      }
+    });
+  }
+
   private noProject(prefix: string): Failure {
     return {
       summary: `The server has no project ${prefix} — choose another project`,
@@ -108,7 +139,11 @@ export class FakeBackend {
   }
 
   private make(input: CreateInput, at = new Date().toISOString()): LocalTask {
-    const project = (input.project ?? this.settings.project ?? INBOX).toUpperCase();
+    const parent = input.parent === undefined ? null : this.parentFor(input.parent);
+    if (parent !== null && input.project !== undefined && input.project.toUpperCase() !== parent.project) {
+      throw err('invalid', `a subtask is in its parent's project: ${label(parent)} is in ${parent.project}, not ${input.project}`);
+    }
+    const project = (parent?.project ?? input.project ?? this.settings.project ?? INBOX).toUpperCase();
     const t: LocalTask = {
       uuid: uuid4(this.seq++),
       key: null,
@@ -120,6 +155,10 @@ export class FakeBackend {
       tags: input.tags ?? [],
       due: input.due === undefined ? null : fakeParseDue(input.due),
       priority: input.priority === undefined ? null : fakeParsePriority(input.priority),
+      parent: parent?.uuid ?? null,
+      children: 0,
+      open_children: 0,
+      held_by: null,
       created_at: at,
       modified_at: at,
       sync_state: 'provisional',
@@ -133,12 +172,86 @@ export class FakeBackend {
     return t;
   }
 
+  /** The task a new subtask goes under: an open task (by UUID, key or short id). */
+  private parentFor(ref: string): LocalTask {
+    const p = this.find(ref);
+    if (!p) throw err('invalid', `parent: no task matches "${ref}"`);
+    if (p.status !== 'pending') throw err('invalid', `parent: ${label(p)} is ${p.status}; a subtask goes under an open task`);
+    return p;
+  }
+
+  /** A task by UUID, key, or 8+ hex digits of its UUID (`~` allowed); undefined when none. */
+  private find(query: string): LocalTask | undefined {
+    const q = parseJumpQuery(query);
+    let found: LocalTask | undefined;
+    if (q.kind === 'key') found = this.tasks.find((t) => t.key === q.key);
+    if (q.kind === 'uuid') found = this.byUuid.get(q.uuid);
+    const hex = query.trim().replace(/^~/, '').replace(/-/g, '').toLowerCase();
+    if (!found && /^[0-9a-f]{8,}$/.test(hex)) {
+      const hits = this.tasks.filter((t) => t.uuid.replace(/-/g, '').startsWith(hex));
+      if (hits.length > 1) throw err('ambiguous', `${query} matches more than one task`);
+      found = hits[0];
+    }
+    return found;
+  }
+
+  private parentOf(t: LocalTask): LocalTask | null {
+    return t.parent === null ? null : (this.byUuid.get(t.parent) ?? null);
+  }
+
+  /** The nearest ancestor the server refused (it holds a provisional subtask back). */
+  private refusedAbove(t: LocalTask): LocalTask | null {
+    for (let p = this.parentOf(t); p !== null; p = this.parentOf(p)) if (p.failure !== null && p.key === null) return p;
+    return null;
+  }
+
+  /** Subtask counts per parent: [all, pending]. */
+  private subtaskCounts(): Map<string, [number, number]> {
+    const m = new Map<string, [number, number]>();
+    for (const c of this.tasks) {
+      if (c.parent === null) continue;
+      const n = m.get(c.parent) ?? [0, 0];
+      m.set(c.parent, [n[0] + 1, n[1] + (c.status === 'pending' ? 1 : 0)]);
+    }
+    return m;
+  }
+
+  /**
+   * A copy as the backend sends it: the subtask counts and the hold read now. `counts`: the
+   * whole list's (`subtaskCounts`), when many tasks go out at once.
+   */
+  private out(t: LocalTask, counts?: Map<string, [number, number]>): LocalTask {
+    let n = counts?.get(t.uuid);
+    if (counts === undefined) {
+      const kids = this.tasks.filter((c) => c.parent === t.uuid);
+      n = [kids.length, kids.filter((c) => c.status === 'pending').length];
+    }
+    const held = t.key === null && t.failure === null ? this.refusedAbove(t) : null;
+    return {
+      ...t,
+      tags: [...t.tags],
+      children: n?.[0] ?? 0,
+      open_children: n?.[1] ?? 0,
+      held_by: held === null ? null : label(held),
+      waiting:
+        held === null || t.waiting === null
+          ? t.waiting
+          : {
+              ...t.waiting,
+              reason: `waiting for ${label(held)}, a task above it that the server refused: fix, send again or discard that one`,
+            },
+    };
+  }
+
   private number(t: LocalTask, emit = true): void {
     if (t.key !== null) return;
-    const n = (this.next.get(t.project) ?? 0) + 1;
-    this.next.set(t.project, n);
+    const parent = this.parentOf(t);
+    if (parent !== null && parent.key === null) return; // numbered under its parent's key, later
+    const scope = parent?.key ?? t.project;
+    const n = (this.next.get(scope) ?? 0) + 1;
+    this.next.set(scope, n);
     t.number = n;
-    t.key = `${t.project}-${n}`;
+    t.key = parent === null ? `${t.project}-${n}` : `${parent.key}.${n}`;
     t.sync_state = 'synced';
     t.waiting = null;
     t.failure = null;
@@ -146,7 +259,7 @@ export class FakeBackend {
   }
 
   private changed(t: LocalTask): void {
-    this.emit('task-changed', { ...t, tags: [...t.tags] });
+    this.emit('task-changed', this.out(t));
   }
 
   /** Counts of tasks, as the engine gives them. */
@@ -182,6 +295,12 @@ export class FakeBackend {
         if (!this.byUuid.has(t.uuid)) return;
         if (!this.online) {
           t.waiting = { state: 'pending', next_attempt_at: null };
+        } else if (t.key === null && this.parentOf(t) !== null && this.parentOf(t)?.key === null) {
+          // Its parent has no key yet: it waits (held while the parent is refused), and goes
+          // again after the parent's turn.
+          t.waiting = { state: 'pending', next_attempt_at: null };
+          if (this.refusedAbove(t) === null) setTimeout(() => this.pump(), this.latencyMs);
+          else this.changed(t);
         } else if (t.key === null && !this.serverPrefixes.includes(t.project)) {
           t.failure = this.noProject(t.project);
           t.sync_state = 'failed';
@@ -250,14 +369,15 @@ export class FakeBackend {
   private touch(t: LocalTask): LocalTask {
     t.modified_at = new Date().toISOString();
     this.changed(t);
-    return { ...t };
+    return this.out(t);
   }
 
   handle(cmd: string, args: Record<string, unknown>): unknown {
     switch (cmd) {
       case 'list_tasks': {
         const f = (args.filter ?? {}) as ListFilter;
-        return filterTasks(this.tasks.slice().reverse(), f).map((t) => ({ ...t }));
+        const counts = this.subtaskCounts();
+        return filterTasks(this.tasks.slice().reverse(), f).map((t) => this.out(t, counts));
       }
       case 'list_tasks_page': {
         const offset = Number(args.offset ?? 0);
@@ -266,7 +386,8 @@ export class FakeBackend {
         const n = this.tasks.length;
         // newest first: index i from the top is tasks[n - 1 - i]
         const out: LocalTask[] = [];
-        for (let i = offset; i < Math.min(n, offset + limit); i++) out.push({ ...(this.tasks[n - 1 - i] as LocalTask) });
+        const counts = this.subtaskCounts();
+        for (let i = offset; i < Math.min(n, offset + limit); i++) out.push(this.out(this.tasks[n - 1 - i] as LocalTask, counts));
         return { tasks: out, total: n };
       }
       case 'create_task': {
@@ -275,7 +396,7 @@ export class FakeBackend {
         const t = this.make(input);
         this.statusChanged();
         this.pump();
-        return { ...t };
+        return this.out(t);
       }
       case 'edit_task': {
         const t = this.get(args.id as string);
@@ -297,6 +418,10 @@ export class FakeBackend {
       }
       case 'complete_task': {
         const t = this.get(args.id as string);
+        const open = this.tasks.filter((c) => c.parent === t.uuid && c.status === 'pending');
+        if (open.length > 0) {
+          throw err('task_blocked', `${label(t)} has open subtasks (${open.map(label).join(', ')}); complete or delete them first`);
+        }
         t.status = 'completed';
         return this.touch(t);
       }
@@ -363,18 +488,12 @@ export class FakeBackend {
       }
       case 'resolve_task': {
         const query = args.query as string;
-        const q = parseJumpQuery(query);
-        let found: LocalTask | undefined;
-        if (q.kind === 'key') found = this.tasks.find((t) => t.key === q.key);
-        if (q.kind === 'uuid') found = this.byUuid.get(q.uuid);
-        const hex = query.trim().replace(/^~/, '').replace(/-/g, '').toLowerCase();
-        if (!found && /^[0-9a-f]{8,}$/.test(hex)) {
-          const hits = this.tasks.filter((t) => t.uuid.replace(/-/g, '').startsWith(hex));
-          if (hits.length > 1) throw err('ambiguous', `${query} matches more than one task`);
-          found = hits[0];
+        const found = this.find(query);
+        if (!found) {
+          const q = parseJumpQuery(query);
+          throw err('not_found', `No task ${q.kind === 'key' ? q.key : query.trim()}`);
         }
-        if (!found) throw err('not_found', `No task ${q.kind === 'key' ? q.key : query.trim()}`);
-        return { ...found };
+        return this.out(found);
       }
       case 'get_settings':
         return { ...this.settings };

@@ -1,7 +1,8 @@
 // The UI over the in-memory FakeBackend, for a plain browser (no Tauri). Query parameters:
 // n (tasks to seed, default 40), provisional (of the newest, default 3), local (tasks in the
 // local inbox), failed (tasks the server refused), server=none (local only, no default project),
-// online=1, latency (ms before the fake server numbers a task).
+// online=1, latency (ms before the fake server numbers a task), subtasks (how many of the newest
+// pending tasks get three subtasks each).
 import { mockIPC } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
 import { FakeBackend } from './fake-backend';
@@ -16,6 +17,7 @@ const q = new URLSearchParams(location.search);
 const fake = new FakeBackend((event, payload) => void emit(event, payload));
 const num = (name: string, d = 0) => Number(q.get(name) ?? d);
 fake.seed(num('n', 40), num('provisional', 3), num('local'), num('failed'));
+fake.seedSubtasks(num('subtasks'));
 if (q.get('server') === 'none') {
   fake.settings.project = null;
 } else {

@@ -63,9 +63,33 @@ export class TaskActions {
     return t;
   }
 
+  /** Adds a subtask under `parent` (it takes the parent's project); null when refused. */
+  async addSubtask(parent: LocalTask, input: Omit<CreateInput, 'parent' | 'project'>): Promise<LocalTask | null> {
+    const t = await this.run(
+      'Subtask not saved',
+      () => this.host.backend.createTask({ ...input, parent: parent.uuid }),
+      'capture',
+    );
+    if (t === undefined) return null;
+    this.host.upsert(t);
+    this.host.settled('capture');
+    return t;
+  }
+
+  /**
+   * Completes a task. One with open subtasks is refused (`task_blocked`); the backend's message
+   * names the task and its open subtasks, so it is the whole notice.
+   */
   async complete(t: LocalTask): Promise<void> {
-    const r = await this.run(`Couldn't complete ${this.label(t)}`, () => this.host.backend.completeTask(t.uuid));
-    if (r === undefined) return;
+    let r: LocalTask;
+    try {
+      r = await this.host.backend.completeTask(t.uuid);
+    } catch (e) {
+      const err = toCmdError(e);
+      const text = err.code === 'task_blocked' ? err.message : `Couldn't complete ${this.label(t)}: ${err.message}`;
+      this.host.notify({ text, tone: 'error' });
+      return;
+    }
     this.host.upsert(r);
     this.done(`Completed ${taskLabel(r)}`, this.undo.push('complete', t));
   }

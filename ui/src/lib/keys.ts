@@ -16,6 +16,7 @@ export type Action =
   | 'retry'
   | 'sync'
   | 'filter'
+  | 'next'
   | 'settings'
   | 'theme'
   | 'help'
@@ -46,6 +47,7 @@ export function shortcuts(prefix: string): Shortcut[] {
     { keys: 'r', action: 'retry', label: 'Fix a failed task: send again, or choose its project' },
     { keys: 's', action: 'sync', label: 'Sync now' },
     { keys: 'f', action: 'filter', label: 'Filter the list' },
+    { keys: 'N', action: 'next', label: 'Next: what can be done now, subtasks first (again: back)' },
     { keys: ',', action: 'settings', label: 'Settings' },
     { keys: 't', action: 'theme', label: 'Light / dark theme' },
     { keys: '?', action: 'help', label: 'This help' },
@@ -104,6 +106,8 @@ export function actionFor(e: KeyLike, inField: boolean): Action | null {
       return 'sync';
     case 'f':
       return 'filter';
+    case 'N':
+      return 'next';
     case ',':
       return 'settings';
     case 't':

@@ -29,13 +29,15 @@ function secondsUntil(iso: string | null | undefined, now: number): number | nul
  * What stands in the key's place while a task has none; `null` when the key is shown (a keyed
  * task whose edit failed keeps its key: the row says why beside it).
  *
- * failed → `failed`; in the local inbox → `Inbox · this device`; status not known yet →
- * `waiting`; no server → `local only`; on the wire → `sending`; backing off → `retrying in N s`
- * (`offline, retrying in N s` offline); offline → `offline`; otherwise (queued) → `sending`.
+ * failed → `failed`; held by a refused ancestor → `waiting for ~1a2b3c4d` (`heldReason` says
+ * why); in the local inbox → `Inbox · this device`; status not known yet → `waiting`; no server
+ * → `local only`; on the wire → `sending`; backing off → `retrying in N s` (`offline, retrying
+ * in N s` offline); offline → `offline`; otherwise (queued) → `sending`.
  */
 export function markerFor(task: LocalTask, status: SyncStatus | null, now: number): Marker | null {
   if (task.key !== null) return null;
   if (task.failure !== null) return { text: 'failed', tone: 'failed' };
+  if (task.held_by !== null) return { text: `waiting for ${task.held_by}`, tone: 'offline' };
   if (task.local) return { text: INBOX_MARKER, tone: 'local' };
   if (status === null) return { text: 'waiting', tone: 'sending' };
   if (!status.configured) return { text: 'local only', tone: 'local' };
@@ -51,10 +53,22 @@ export function markerFor(task: LocalTask, status: SyncStatus | null, now: numbe
   return { text: 'sending', tone: 'sending' };
 }
 
-/** The detail pane's "Sync" line: the marker, or `failed` for a keyed task whose edit failed. */
+/**
+ * Why a held subtask waits, in the engine's words (`waiting for ~1a2b3c4d, a task above it that
+ * the server refused: fix, send again or discard that one`); null unless it is held.
+ */
+export function heldReason(task: LocalTask): string | null {
+  if (task.held_by === null || task.key !== null) return null;
+  return task.waiting?.reason ?? `waiting for ${task.held_by}, a task above it that the server refused`;
+}
+
+/**
+ * The detail pane's "Sync" line: the marker, `failed` for a keyed task whose edit failed, or
+ * the whole reason for a held subtask.
+ */
 export function syncLine(task: LocalTask, status: SyncStatus | null, now: number): string | null {
   if (task.failure !== null) return 'failed';
-  return markerFor(task, status, now)?.text ?? null;
+  return heldReason(task) ?? markerFor(task, status, now)?.text ?? null;
 }
 
 export interface SyncSummary {

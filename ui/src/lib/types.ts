@@ -6,8 +6,11 @@ export type TaskStatus = 'pending' | 'completed' | 'deleted';
 export type Priority = 'H' | 'M' | 'L';
 /** What `list_tasks` accepts. */
 export type StatusFilter = TaskStatus | 'all';
-/** The status select of the filter bar: the backend's filters plus `failed` (client-side only). */
-export type ViewStatus = StatusFilter | 'failed';
+/**
+ * The status select of the filter bar: the backend's filters plus `failed` and `next` (both
+ * client-side only; `next` is the pending tasks that are not blocked, leaf-first: next.ts).
+ */
+export type ViewStatus = StatusFilter | 'failed' | 'next';
 
 /** Outbox detail for the provisional marker. `reason` is the engine's own wording (optional). */
 export interface Waiting {
@@ -39,6 +42,17 @@ export interface LocalTask {
   /** RFC 3339, UTC. A local midnight means the whole day (see due.ts). */
   due: string | null;
   priority: Priority | null;
+  /** The parent task's UUID, for a subtask (its key is the parent's key and its own number). */
+  parent: string | null;
+  /** How many subtasks it has (every status), as the backend counted them. */
+  children: number;
+  /** How many of them are pending: while any is, the task is blocked (it cannot be completed). */
+  open_children: number;
+  /**
+   * A provisional subtask held back by an ancestor whose create the server refused: that
+   * ancestor's label (`~1a2b3c4d`). `waiting.reason` then says so in words.
+   */
+  held_by: string | null;
   created_at: string;
   modified_at: string;
   sync_state: SyncState;
@@ -126,6 +140,8 @@ export interface CreateInput {
   due?: string;
   /** `H`, `M`, `L` (or `high`, `medium`, `low`), any case. */
   priority?: string;
+  /** Makes it a subtask of this task (UUID, key or provisional id); it takes the parent's project. */
+  parent?: string;
 }
 
 export interface TaskPatch {

@@ -129,12 +129,17 @@ export function parseFilterQuery(text: string): FilterQuery {
 
 export interface ViewFilter {
   text?: string;
-  /** Default `pending`; `failed` is every task the server refused, whatever its status. */
+  /**
+   * Default `pending`; `failed` is every task the server refused, whatever its status; `next`
+   * keeps the pending tasks of a list `nextTasks` made.
+   */
   status?: ViewStatus;
 }
 
 function statusMatches(t: LocalTask, s: ViewStatus): boolean {
   if (s === 'failed') return t.failure !== null;
+  // Next's list comes from `nextTasks` (pending, not blocked, its own order); the words narrow it.
+  if (s === 'next') return t.status === 'pending';
   return s === 'all' || t.status === s;
 }
 

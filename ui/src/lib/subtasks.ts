@@ -1,0 +1,128 @@
+// Subtasks as the UI sees them: who is whose parent, and how many of a task's subtasks are open.
+// Pure: tested in tests/subtasks.test.ts.
+//
+// The counts are read from the loaded list, not from the task's own `children` and
+// `open_children`: the backend sends a task again when it changes, but a subtask created,
+// completed or deleted does not change its parent's row, so the parent's copy keeps the counts
+// it had. Once every page is in the list holds every subtask (every status), so the list's
+// counts are the backend's. While pages load, a parent's subtasks may not be loaded yet: the
+// task's own counts are used until then.
+import type { CreateInput, LocalTask } from './types';
+import { parseCapture } from './view';
+import { plural } from './status';
+import { taskLabel } from './undo';
+
+export interface SubtaskFacts {
+  /** Every subtask, deleted ones too (the backend's `children`: what Next orders by). */
+  children: number;
+  /** Pending subtasks: while any is, the task is blocked. */
+  open: number;
+  /** Completed subtasks. */
+  done: number;
+}
+
+export const NO_SUBTASKS: SubtaskFacts = { children: 0, open: 0, done: 0 };
+
+const created = (t: LocalTask): number => {
+  const v = Date.parse(t.created_at);
+  return Number.isNaN(v) ? 0 : v;
+};
+
+/** The subtasks of each loaded task, and each subtask's parent. Built once per list. */
+export class Subtasks {
+  private kids = new Map<string, LocalTask[]>();
+  /** Subtask UUID → parent UUID, for every loaded subtask. */
+  readonly parentOf = new Map<string, string>();
+
+  /**
+   * `list`: the loaded tasks in any order. `complete`: every page is in, so a task with no
+   * subtask in `list` has none.
+   */
+  constructor(
+    list: readonly LocalTask[],
+    readonly complete: boolean,
+  ) {
+    for (const t of list) {
+      if (t.parent === null) continue;
+      this.parentOf.set(t.uuid, t.parent);
+      const k = this.kids.get(t.parent);
+      if (k === undefined) this.kids.set(t.parent, [t]);
+      else k.push(t);
+    }
+    // Capture order (oldest first), as the backend lists them and names them when blocked.
+    for (const k of this.kids.values()) if (k.length > 1) k.sort((a, b) => created(a) - created(b));
+  }
+
+  /** The loaded subtasks of `uuid` (every status), oldest first. */
+  of(uuid: string): readonly LocalTask[] {
+    return this.kids.get(uuid) ?? [];
+  }
+
+  /** How many subtasks `t` has, and how many are open or done (see the module comment). */
+  facts(t: LocalTask): SubtaskFacts {
+    const k = this.kids.get(t.uuid);
+    if (!this.complete && (k === undefined || k.length < t.children)) {
+      if (t.children === 0) return NO_SUBTASKS;
+      return { children: t.children, open: t.open_children, done: t.children - t.open_children };
+    }
+    if (k === undefined) return NO_SUBTASKS;
+    let open = 0;
+    let done = 0;
+    for (const c of k) {
+      if (c.status === 'pending') open++;
+      else if (c.status === 'completed') done++;
+    }
+    return { children: k.length, open, done };
+  }
+
+  /** The subtasks the detail pane lists: every one but the deleted, oldest first. */
+  shown(uuid: string): LocalTask[] {
+    return this.of(uuid).filter((c) => c.status !== 'deleted');
+  }
+
+  /** Its open subtasks' labels (keys, else `~short ids`), oldest first. */
+  openLabels(uuid: string): string[] {
+    return this.of(uuid)
+      .filter((c) => c.status === 'pending')
+      .map(taskLabel);
+  }
+}
+
+/** Has open subtasks, so it cannot be completed yet (the backend's `is_blocked`). */
+export const isBlocked = (f: SubtaskFacts): boolean => f.open > 0;
+
+/** A row's progress, done of not deleted (`1/3`), or null for a task without subtasks. */
+export function progressText(f: SubtaskFacts): string | null {
+  const shown = f.done + f.open;
+  return shown === 0 ? null : `${f.done}/${shown}`;
+}
+
+/** The row's marker for a blocked task: `blocked · 2 open`. */
+export function blockedText(f: SubtaskFacts): string {
+  return `blocked · ${f.open} open`;
+}
+
+/**
+ * Why a task cannot be completed, in the backend's words: `DEV-3 has open subtasks (DEV-3.1,
+ * ~ab12cd34); complete or delete them first`. Without the labels (not loaded yet) it counts.
+ */
+export function blockedReason(label: string, f: SubtaskFacts, openLabels: readonly string[]): string {
+  const which = openLabels.length > 0 ? `open subtasks (${openLabels.join(', ')})` : plural(f.open, 'open subtask');
+  return `${label} has ${which}; complete or delete them first`;
+}
+
+/**
+ * The detail's "Add subtask" text read like quick capture: `+tag`, `due:` and `pri:` as there;
+ * a `#PFX` stays in the description unless it is the parent's own project (a subtask is in its
+ * parent's project, so there is nothing to choose). Null when no description is left.
+ */
+export function parseSubtask(text: string, parentProject: string): Omit<CreateInput, 'parent' | 'project'> | null {
+  const p = parseCapture(text, [parentProject]);
+  if (p.description === '') return null;
+  return {
+    description: p.description,
+    ...(p.tags.length ? { tags: p.tags } : {}),
+    ...(p.due !== undefined ? { due: p.due } : {}),
+    ...(p.priority !== undefined ? { priority: p.priority } : {}),
+  };
+}
