@@ -141,6 +141,7 @@ pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> 
         status: None,
         due,
         priority,
+        project: None,
     };
     let task = engine.0.edit(&id, patch)?;
     one(&engine.0, task)

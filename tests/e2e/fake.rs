@@ -91,6 +91,7 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         due: None,
         priority: None,
         parent: None,
+        previous_keys: vec![],
         created_at: now,
         modified_at: now,
     }

@@ -69,6 +69,10 @@ pub struct Task {
     /// The parent's UUID, for a subtask (its key is the parent's key and its own number).
     #[serde(default)]
     pub parent: Option<Uuid>,
+    /// Every key the task had before its current one, oldest first: a move to another project
+    /// (or its parent's move) gives it a new key, and each old key still names it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_keys: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
 }
@@ -91,8 +95,8 @@ pub struct NewTask {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Priority>,
     /// Makes this a subtask of that task (a UUID or a key, any case): it gets the next number
-    /// under the parent's key (`SYN-42.1`) once the parent has its key. The project must be
-    /// the parent's.
+    /// under the parent's key (`SYN-42.1`) once the parent has its key. It goes into the
+    /// parent's project, wherever the parent is when it is numbered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
     /// When the task was captured on the client (offline tasks keep their capture time).
@@ -128,6 +132,11 @@ pub struct TaskPatch {
     )]
     #[schema(value_type = Option<Priority>, nullable)]
     pub priority: Option<Option<Priority>>,
+    /// Another project's prefix (any case) moves the task there: it gets the next number in
+    /// that project, its subtasks are numbered anew under its new key, and every old key still
+    /// names it. A subtask moves only with its parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 impl TaskPatch {
@@ -155,6 +164,9 @@ impl TaskPatch {
         if later.priority.is_some() {
             self.priority = later.priority;
         }
+        if later.project.is_some() {
+            self.project = later.project;
+        }
     }
 
     /// Applies this patch to a create body that has not been sent yet.
@@ -176,6 +188,9 @@ impl TaskPatch {
         }
         if let Some(p) = self.priority {
             create.priority = p;
+        }
+        if let Some(p) = self.project {
+            create.project = p;
         }
     }
 }

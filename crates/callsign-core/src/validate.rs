@@ -103,6 +103,15 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
     if let Some(d) = p.due {
         due(d)?;
     }
+    if let Some(project) = &p.project {
+        let prefix =
+            Prefix::parse(project).map_err(|e| FieldError(format!("project {project:?}: {e}")))?;
+        if prefix.is_local() {
+            return Err(FieldError(format!(
+                "project {project:?} is a device's local inbox, not a server project"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -150,6 +159,14 @@ pub fn task(t: &Task) -> Result<(), FieldError> {
             return Err(FieldError(
                 "key and number must both be set or both be null".into(),
             ))
+        }
+    }
+    for old in &t.previous_keys {
+        let ok = TaskKey::parse(old).is_ok_and(|k| k.to_string() == *old);
+        if !ok || t.key.as_ref() == Some(old) {
+            return Err(FieldError(format!(
+                "previous key {old:?} is not a key, or is the task's current key"
+            )));
         }
     }
     // No range check on `due`: the range is the API's rule for what it takes in, but a task
@@ -254,8 +271,31 @@ mod tests {
             due: None,
             priority: None,
             parent: None,
+            previous_keys: vec![],
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
+        }
+    }
+
+    #[test]
+    fn previous_keys_are_keys_other_than_the_current_one() {
+        let mut t = server_task(Some("SYN-42"), Some(42));
+        t.previous_keys = vec!["OPS-7".into(), "OPS-7.2".into()];
+        assert!(task(&t).is_ok());
+        for bad in ["SYN-42", "ops 7", "nonsense"] {
+            t.previous_keys = vec![bad.into()];
+            assert!(task(&t).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_patch_moves_to_a_server_project_only() {
+        for (project, ok) in [("ops", true), ("INBOX", false), ("1x", false)] {
+            let p = TaskPatch {
+                project: Some(project.into()),
+                ..Default::default()
+            };
+            assert_eq!(patch(&p).is_ok(), ok, "{project}");
         }
     }
 

@@ -113,6 +113,9 @@ pub struct Snapshot {
     /// configured ones) reads as none.
     pub priority: Option<Priority>,
     pub key: Option<String>,
+    /// Taskwarrior's `project` (the allocation store's key, not this, names the project the
+    /// API reports).
+    pub project: Option<String>,
 }
 
 impl Snapshot {
@@ -150,6 +153,7 @@ impl Snapshot {
                 _ => None,
             }),
             key: task.get("key").map(str::to_owned),
+            project: task.get("project").map(str::to_owned),
         }
     }
 
@@ -167,6 +171,10 @@ impl Snapshot {
                 .due
                 .is_none_or(|d| d.map(|t| t.timestamp()) == self.due.map(|t| t.timestamp()))
             && patch.priority.is_none_or(|p| p == self.priority)
+            && patch
+                .project
+                .as_ref()
+                .is_none_or(|p| Some(p.to_ascii_uppercase()) == self.project)
             && patch.tags.as_ref().is_none_or(|t| {
                 let mut t = t.clone();
                 t.sort();
@@ -940,9 +948,16 @@ pub(crate) fn update(group: &mut Group, patches: Vec<(Uuid, TaskPatch)>) -> Vec<
         .collect()
 }
 
+/// Writes each key, and the project its prefix names (a moved task's subtasks change project
+/// by their new keys).
 pub(crate) fn set_keys(group: &mut Group, keys: Vec<(Uuid, String)>) {
     for (uuid, key) in keys {
         if let Some(Some(task)) = group.tasks.get_mut(&uuid) {
+            if let Ok(k) = callsign_core::TaskKey::parse(&key) {
+                if task.get("project") != Some(k.prefix.as_str()) {
+                    task.update("project", Some(k.prefix.to_string()), &mut group.ops);
+                }
+            }
             if task.get("key") != Some(key.as_str()) {
                 task.update("key", Some(key), &mut group.ops);
             }
@@ -1004,6 +1019,9 @@ fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &
     }
     if let Some(p) = patch.priority {
         task.update("priority", p.map(|p| p.as_str().to_owned()), ops);
+    }
+    if let Some(p) = patch.project {
+        task.update("project", Some(p.to_ascii_uppercase()), ops);
     }
 }
 

@@ -114,6 +114,7 @@ mod tests {
             due: None,
             priority: None,
             parent: None,
+            previous_keys: vec![],
             created_at: Default::default(),
             modified_at: Default::default(),
         }

@@ -88,6 +88,7 @@ fn migrations() -> Migrations<'static> {
             "../../migrations/0008_one_change_per_task.sql"
         )),
         M::up(include_str!("../../migrations/0009_subtasks.sql")),
+        M::up(include_str!("../../migrations/0010_moves.sql")),
     ])
 }
 

@@ -190,14 +190,20 @@ pub fn commit_create(
     let (status, number, key) = match slots::current_key(conn, account, uuid)? {
         Some(k) => (200, None, k),
         None => {
-            // A subtask numbers in its parent's scope; the parent has its key (phase 1
-            // checked, and keys are never taken back).
-            let scope = match parent {
-                None => String::new(),
-                Some(p) => slots::current_key(conn, account, p)?
-                    .ok_or_else(|| DbError::CommitFailed("the parent has no key".into()))?
-                    .child_scope(),
+            // A subtask numbers in its parent's scope, in its parent's project (where the
+            // parent is now, if it moved since); the parent has its key (phase 1 checked, and
+            // keys are never taken back).
+            let (project_id, scope) = match parent {
+                None => (project_id, String::new()),
+                Some(p) => {
+                    let pk = slots::current_key(conn, account, p)?
+                        .ok_or_else(|| DbError::CommitFailed("the parent has no key".into()))?;
+                    (pk.project_id, pk.child_scope())
+                }
             };
+            if parent.is_some() {
+                slots::set_task_project(conn, account, uuid, project_id)?;
+            }
             let n = slots::bump_counter(conn, project_id, &scope)?;
             slots::insert_key(conn, account, project_id, &scope, n, uuid, now)?;
             let prefix: String = conn
@@ -212,7 +218,14 @@ pub fn commit_create(
             (201, Some(n), key)
         }
     };
-    let body = json(&to_task(snapshot, &key.prefix, Some(&key), parent))?;
+    let previous = slots::previous_keys(conn, account, uuid)?;
+    let body = json(&to_task(
+        snapshot,
+        &key.prefix,
+        Some(&key),
+        parent,
+        previous,
+    ))?;
     slots::commit_slot(conn, slot.id, number, status, &body, now)?;
     let change = changes::append(conn, account, uuid, now)?;
     Ok(Reply {
@@ -236,18 +249,80 @@ pub fn commit_update(
     if slot.state != SlotState::Pending {
         return stored(slot);
     }
-    let key = slots::current_key(conn, account, slot.task_uuid)?;
+    let uuid = slot.task_uuid;
+    let mut key = slots::current_key(conn, account, uuid)?;
+    // A move: the task takes the next number of the other project, its subtasks new numbers
+    // under its new key (`move_tree`).
+    let mut moved = Vec::new();
+    if let Some(to) = move_target(&slot.request) {
+        if key.as_ref().is_some_and(|k| k.prefix != to) {
+            let project = slots::project_id(conn, account, &to)?
+                .ok_or_else(|| DbError::CommitFailed(format!("no project {to}")))?;
+            moved = move_tree(conn, account, uuid, project, now)?;
+            key = slots::current_key(conn, account, uuid)?;
+        }
+    }
     let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
-    let parent = slots::parent_of(conn, account, slot.task_uuid)?;
-    let body = json(&to_task(snapshot, &prefix, key.as_ref(), parent))?;
+    let parent = slots::parent_of(conn, account, uuid)?;
+    let previous = slots::previous_keys(conn, account, uuid)?;
+    let body = json(&to_task(snapshot, &prefix, key.as_ref(), parent, previous))?;
     slots::commit_slot(conn, slot.id, None, 200, &body, now)?;
-    let change = changes::append(conn, account, slot.task_uuid, now)?;
+    for sub in moved {
+        changes::append(conn, account, sub, now)?;
+    }
+    let change = changes::append(conn, account, uuid, now)?;
     Ok(Reply {
         status: 200,
         body,
         replayed: false,
         change: Some(change),
     })
+}
+
+/// The project an update's stored request moves its task to, if it names one.
+pub fn move_target(request: &str) -> Option<String> {
+    serde_json::from_str::<callsign_core::dto::TaskPatch>(request)
+        .ok()?
+        .project
+        .map(|p| p.trim().to_ascii_uppercase())
+}
+
+/// Moves a task to `project` inside the caller's transaction: it takes the project's next
+/// number; then each subtask, parents before children and siblings in the order of their old
+/// numbers, takes the next number under its parent's new key. Subtasks with no key yet only
+/// change project (they number under the new key when their create commits). Every old key
+/// stays, no longer current, and still names its task. Returns the subtasks moved.
+fn move_tree(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+    now: i64,
+) -> Result<Vec<Uuid>> {
+    let n = slots::bump_counter(conn, project, "")?;
+    slots::rekey(conn, account, uuid, (project, "", n), now)?;
+    let mut moved = Vec::new();
+    let mut queue = std::collections::VecDeque::from([uuid]);
+    while let Some(parent) = queue.pop_front() {
+        let scope = slots::current_key(conn, account, parent)?
+            .ok_or_else(|| DbError::CommitFailed("a moved task has no key".into()))?
+            .child_scope();
+        let mut children = Vec::new();
+        for child in slots::children_of(conn, account, parent)? {
+            match slots::current_key(conn, account, child)? {
+                Some(k) => children.push((k.number, child)),
+                None => slots::set_task_project(conn, account, child, project)?,
+            }
+        }
+        children.sort();
+        for (_, child) in children {
+            let n = slots::bump_counter(conn, project, &scope)?;
+            slots::rekey(conn, account, child, (project, &scope, n), now)?;
+            moved.push(child);
+            queue.push_back(child);
+        }
+    }
+    Ok(moved)
 }
 
 fn stored(slot: slots::Slot) -> Result<Reply> {
@@ -280,6 +355,7 @@ pub fn task_meta(conn: &Connection, account: AccountId, uuids: &[Uuid]) -> Resul
                 prefix,
                 key: slots::current_key(conn, account, u)?,
                 parent,
+                previous: slots::previous_keys(conn, account, u)?,
             };
             out.insert(u, meta);
         }

@@ -294,6 +294,64 @@ pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<
         .optional()?)
 }
 
+/// The keys a task had before its current one, oldest first.
+pub fn previous_keys(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<Vec<String>> {
+    let mut st = conn.prepare_cached(
+        "SELECT k.project_id, p.prefix, k.number, k.scope
+         FROM keys k JOIN projects p ON p.id = k.project_id
+         WHERE k.account_id = ?1 AND k.task_uuid = ?2 AND k.current = 0
+         ORDER BY k.assigned_at, k.rowid",
+    )?;
+    let rows = st.query_map(params![account, uuid], |r| {
+        Ok(KeyRow {
+            project_id: r.get(0)?,
+            prefix: r.get(1)?,
+            number: r.get(2)?,
+            scope: r.get(3)?,
+        })
+    })?;
+    Ok(rows
+        .map(|r| r.map(|k| k.key()))
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// The id of the account's project with this prefix.
+pub fn project_id(conn: &Connection, account: AccountId, prefix: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM projects WHERE account_id = ?1 AND prefix = ?2")?
+        .query_row(params![account, prefix], |r| r.get(0))
+        .optional()?)
+}
+
+/// Gives a task a new current key, `number` in `(project, scope)`; its old one stays, no longer
+/// current. Only call it in the transaction that bumped the counter.
+pub fn rekey(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    (project, scope, number): (i64, &str, i64),
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE keys SET current = 0 WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
+    )?
+    .execute(params![account, uuid])?;
+    insert_key(conn, account, project, scope, number, uuid, now)?;
+    set_task_project(conn, account, uuid, project)
+}
+
+/// Puts a reserved task in another project (a subtask follows its parent).
+pub fn set_task_project(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+) -> Result<()> {
+    conn.prepare_cached("UPDATE tasks SET project_id = ?3 WHERE account_id = ?1 AND uuid = ?2")?
+        .execute(params![account, uuid, project])?;
+    Ok(())
+}
+
 /// Takes the next number of `(project, scope)`. Only call it in the transaction that binds
 /// the number (see the module doc).
 pub fn bump_counter(conn: &Connection, project: i64, scope: &str) -> Result<i64> {

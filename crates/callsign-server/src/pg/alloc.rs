@@ -39,6 +39,7 @@ use crate::storage::{
 use crate::window::{is_late, Basis, Evidence, Setting, Window};
 
 mod batch;
+mod moves;
 
 /// How long a node's claim on a slot holds, by default, if the node never releases it (it
 /// died): the longest a retry of that key answers `409 request_in_progress` after a node loss.
@@ -479,6 +480,7 @@ impl AllocStore for PgAlloc {
             )
             .await?;
         let rows = c.query(&st, &[&account, &uuids]).await?;
+        let mut previous = moves::previous_keys(&c, account, &uuids).await?;
         Ok(rows
             .iter()
             .map(|r| {
@@ -488,12 +490,14 @@ impl AllocStore for PgAlloc {
                     number: r.get(4),
                     scope: r.get(5),
                 });
+                let uuid: Uuid = r.get(0);
                 let meta = Meta {
                     prefix: r.get(1),
                     key,
                     parent: r.get(6),
+                    previous: previous.remove(&uuid).unwrap_or_default(),
                 };
-                (r.get(0), meta)
+                (uuid, meta)
             })
             .collect())
     }

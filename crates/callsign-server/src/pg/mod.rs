@@ -28,6 +28,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_subtasks",
         include_str!("../../migrations/pg/0003_subtasks.sql"),
     ),
+    (
+        "0004_moves",
+        include_str!("../../migrations/pg/0004_moves.sql"),
+    ),
 ];
 
 /// The advisory lock the migrations run under (any fixed number; "CALLSIGN" in ASCII).

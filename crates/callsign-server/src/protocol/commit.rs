@@ -8,7 +8,13 @@ use crate::store::Snapshot;
 use crate::AppState;
 
 /// A task's answer: its content, and its key (or, before it has one, its project).
-pub fn to_task(s: &Snapshot, prefix: &str, key: Option<&KeyRow>, parent: Option<Uuid>) -> Task {
+pub fn to_task(
+    s: &Snapshot,
+    prefix: &str,
+    key: Option<&KeyRow>,
+    parent: Option<Uuid>,
+    previous_keys: Vec<String>,
+) -> Task {
     Task {
         uuid: s.uuid,
         key: key.map(KeyRow::key),
@@ -21,6 +27,7 @@ pub fn to_task(s: &Snapshot, prefix: &str, key: Option<&KeyRow>, parent: Option<
         due: s.due,
         priority: s.priority,
         parent,
+        previous_keys,
         created_at: s.created_at,
         modified_at: s.modified_at,
     }
@@ -40,7 +47,13 @@ pub async fn load_tasks(
         .zip(snaps)
         .map(|(u, s)| {
             let m = meta.get(u)?;
-            Some(to_task(&s?, &m.prefix, m.key.as_ref(), m.parent))
+            Some(to_task(
+                &s?,
+                &m.prefix,
+                m.key.as_ref(),
+                m.parent,
+                m.previous.clone(),
+            ))
         })
         .collect())
 }

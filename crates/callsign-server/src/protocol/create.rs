@@ -56,7 +56,7 @@ pub async fn create_many(
     let started = Instant::now();
     let (mut batch, go) = Batch::phase1(state, account, Op::Create, prepared, now_ms()).await;
     let started = state.metrics.create_stage(Stage::Phase1, started);
-    let refused = match check_parents(state, account, &go, &bodies).await {
+    let refused = match check_parents(state, account, &go).await {
         Ok(r) => r,
         Err(e) => return batch.fail_all(&go, e),
     };
@@ -152,13 +152,14 @@ async fn parent_ref(
 
 /// The subtasks among `go` whose parent does not take them, each with its refusal: a parent
 /// with no key yet is `409 task_not_committed` (retried once the parent's create is
-/// answered; in the same batch, it is not yet); one that is no task of this account, in
-/// another project, or as deep as keys go is `422 invalid_parent`. One read for all.
+/// answered; in the same batch, it is not yet); one that is no task of this account or as
+/// deep as keys go is `422 invalid_parent`. One read for all. A subtask goes into its parent's
+/// project, whatever project its create names (the parent may have moved since the client
+/// last heard).
 async fn check_parents(
     state: &AppState,
     account: AccountId,
     go: &[(Item, Reserved)],
-    bodies: &HashMap<String, NewTask>,
 ) -> ApiResult<HashMap<String, ApiError>> {
     let parents: Vec<Uuid> = go.iter().filter_map(|(it, _)| it.m.parent).collect();
     if parents.is_empty() {
@@ -169,7 +170,6 @@ async fn check_parents(
     let mut refused = HashMap::new();
     for (it, _) in go {
         let Some(p) = it.m.parent else { continue };
-        let project = &bodies[&it.m.idem].project;
         let refusal = match meta.get(&p).map(|m| m.key.as_ref()) {
             None if !in_batch.contains(&p) => {
                 Some(invalid_parent(format!("parent {p}: no such task")))
@@ -178,13 +178,6 @@ async fn check_parents(
                 "the parent {p} has no key yet; send the subtask after the parent's create is \
                  answered"
             ))),
-            Some(Some(k)) if !k.prefix.eq_ignore_ascii_case(project) => {
-                Some(invalid_parent(format!(
-                    "the parent {} is in project {}; a subtask is in its parent's project",
-                    k.key(),
-                    k.prefix
-                )))
-            }
             Some(Some(k)) if k.task_key().depth() + 1 >= MAX_DEPTH => {
                 Some(invalid_parent(format!(
                     "the parent {} is as deep as keys go ({MAX_DEPTH} numbers)",

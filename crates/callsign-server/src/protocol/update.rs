@@ -57,8 +57,22 @@ pub async fn update_many(
         .filter(|(it, _)| patches[&it.m.idem].status == Some(TaskStatus::Completed))
         .map(|(it, _)| (it.m.idem.clone(), it.m.uuid))
         .collect();
+    let moving: Vec<(String, Uuid, String)> = go
+        .iter()
+        .filter_map(|(it, _)| {
+            let to = patches[&it.m.idem].project.as_ref()?;
+            Some((it.m.idem.clone(), it.m.uuid, to.trim().to_ascii_uppercase()))
+        })
+        .collect();
+    let moved: Vec<Uuid> = moving.iter().map(|(_, u, _)| *u).collect();
     let refused = match blocked(state, account, completing).await {
-        Ok(r) => r,
+        Ok(mut r) => match unmovable(state, account, moving).await {
+            Ok(m) => {
+                r.extend(m);
+                r
+            }
+            Err(e) => return batch.fail_all(&go, e),
+        },
         Err(e) => return batch.fail_all(&go, e),
     };
     let go = batch.refuse(state, account, go, refused).await;
@@ -107,6 +121,13 @@ pub async fn update_many(
             for (pos, r) in positions.into_iter().zip(v) {
                 batch.set(pos, r.map_err(ApiError::from));
             }
+            if !moved.is_empty() {
+                // The new keys, and the projects they name, onto the moved tasks and their
+                // subtasks now (the reaper writes any a crash leaves out).
+                if let Err(e) = write_moved_keys(state, account, moved).await {
+                    tracing::warn!(account, "writing moved keys: {e}; the reaper will");
+                }
+            }
         }
         Err(e) => {
             let e = ApiError::from(e);
@@ -116,6 +137,60 @@ pub async fn update_many(
         }
     }
     batch.finish()
+}
+
+/// Refusals among moves (idempotency key, task, target prefix): `404 project_not_found` for a
+/// project the account does not have, `422 invalid_parent` for a subtask (it moves with its
+/// parent).
+async fn unmovable(
+    state: &AppState,
+    account: AccountId,
+    moving: Vec<(String, Uuid, String)>,
+) -> ApiResult<HashMap<String, ApiError>> {
+    if moving.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let projects = state.alloc.list_projects(account).await?;
+    let meta = state
+        .alloc
+        .task_meta(account, moving.iter().map(|(_, u, _)| *u).collect())
+        .await?;
+    let mut refused = HashMap::new();
+    for (idem, uuid, to) in moving {
+        let e = if !projects.iter().any(|p| p.prefix == to) {
+            ApiError::new(
+                ErrorCode::ProjectNotFound,
+                format!("no project with prefix {to} to move the task to"),
+            )
+        } else if let Some(m) = meta.get(&uuid).filter(|m| m.parent.is_some()) {
+            let name = m.key.as_ref().map_or_else(|| uuid.to_string(), |k| k.key());
+            ApiError::new(
+                ErrorCode::InvalidParent,
+                format!("{name} is a subtask: it moves with its parent, not alone"),
+            )
+        } else {
+            continue;
+        };
+        refused.insert(idem, e);
+    }
+    Ok(refused)
+}
+
+/// Writes the current keys of `tasks` and all their subtasks onto them in the task store.
+async fn write_moved_keys(state: &AppState, account: AccountId, tasks: Vec<Uuid>) -> ApiResult<()> {
+    let mut all = tasks.clone();
+    let mut next = tasks;
+    while !next.is_empty() {
+        let children = state.alloc.children(account, next).await?;
+        next = children.into_values().flatten().collect();
+        all.extend(&next);
+    }
+    let meta = state.alloc.task_meta(account, all).await?;
+    let keys = meta
+        .into_iter()
+        .filter_map(|(u, m)| Some((u, m.key?.key())))
+        .collect();
+    super::write_keys(state, account, keys).await
 }
 
 /// `409 task_blocked` for each completion (idempotency key, task) whose task has open

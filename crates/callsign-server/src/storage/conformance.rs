@@ -51,6 +51,7 @@ macro_rules! storage_conformance {
             the_task_store_keeps_tasks,
             due_and_priority_are_kept_set_and_cleared,
             subtasks_number_under_their_parent_without_gaps,
+            a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -1005,4 +1006,134 @@ pub async fn subtasks_number_under_their_parent_without_gaps(b: Backend) {
     let meta = b.alloc.task_meta(a, vec![kids[4]]).await.unwrap();
     assert_eq!(meta[&kids[4]].parent, Some(kids[0]));
     assert_eq!(meta[&kids[4]].key.as_ref().unwrap().key(), "SYN-1.1.1");
+}
+
+/// Phase 1, the task store and phase 2 for one update (`None`: phase 1 answered).
+async fn update_one(
+    b: &Backend,
+    account: AccountId,
+    idem: &str,
+    uuid: Uuid,
+    patch: &TaskPatch,
+) -> Reply {
+    let m = Mutation {
+        idem: idem.to_owned(),
+        uuid,
+        parent: None,
+        fp: fingerprint("update", uuid, patch),
+        request: serde_json::to_string(patch).unwrap(),
+    };
+    let (at, _claim) = match b
+        .alloc
+        .phase1(account, Op::Update, &[m], now_ms())
+        .await
+        .pop()
+    {
+        Some(Ok(Phase1::Proceed(at, claim))) => (at, claim),
+        Some(Ok(Phase1::Done(Ok(r)))) => return r,
+        other => panic!("{idem}: {other:?}"),
+    };
+    let snap = b
+        .tasks
+        .update(account, vec![(uuid, patch.clone())])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    commit(b, account, Op::Update, idem, at, snap).await
+}
+
+/// A move takes the next number of the other project; the subtasks are numbered anew under
+/// the new key, in their old order; every old key still names its task and is listed as a
+/// previous key; a replay answers the same key; moving back takes a new number again (the
+/// old one is never reused); a subtask created under the old key after the move numbers under
+/// the new one.
+pub async fn a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let ops = Prefix::parse("OPS").unwrap();
+    b.alloc
+        .create_project(a, "Ops", &ops)
+        .await
+        .unwrap()
+        .unwrap();
+    let t = |d: &str| new_task("SYN", d);
+    let [first, parent, other] = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
+    create(&b, a, "first", first, &t("first")).await.reply();
+    create(&b, a, "parent", parent, &t("parent")).await.reply();
+    create(&b, a, "ops", other, &new_task("OPS", "in ops"))
+        .await
+        .reply();
+    let kids: Vec<Uuid> = (0..3).map(|_| Uuid::new_v4()).collect();
+    create_batch(
+        &b,
+        a,
+        &[
+            ("k0", kids[0], t("k0"), Some(parent)),
+            ("k1", kids[1], t("k1"), Some(parent)),
+        ],
+    )
+    .await;
+    create_batch(&b, a, &[("k2", kids[2], t("k2"), Some(kids[1]))]).await;
+
+    let to_ops = TaskPatch {
+        project: Some("ops".into()),
+        ..TaskPatch::default()
+    };
+    let r = update_one(&b, a, "move", parent, &to_ops).await;
+    let moved = task_of(&r);
+    assert_eq!(
+        (moved.key.as_deref(), moved.project.as_str()),
+        (Some("OPS-2"), "OPS")
+    );
+    assert_eq!(moved.previous_keys, ["SYN-2"]);
+    let again = update_one(&b, a, "move", parent, &to_ops).await;
+    assert!(again.replayed);
+    assert_eq!(task_of(&again).key.as_deref(), Some("OPS-2"));
+
+    let meta = b.alloc.task_meta(a, kids.clone()).await.unwrap();
+    let keys: Vec<String> = kids
+        .iter()
+        .map(|k| meta[k].key.as_ref().unwrap().key())
+        .collect();
+    assert_eq!(keys, ["OPS-2.1", "OPS-2.2", "OPS-2.2.1"]);
+    assert_eq!(meta[&kids[2]].previous, ["SYN-2.2.1"]);
+    for (prefix, scope, n, want) in [
+        ("SYN", "", 2, parent),
+        ("SYN", "2", 2, kids[1]),
+        ("SYN", "2.2", 1, kids[2]),
+        ("OPS", "2", 1, kids[0]),
+    ] {
+        assert_eq!(
+            b.alloc.uuid_for_key(a, prefix, scope, n).await.unwrap(),
+            Ok(want)
+        );
+    }
+    // Back to SYN: a new number there; SYN-2 stays the old key.
+    let back = TaskPatch {
+        project: Some("SYN".into()),
+        ..TaskPatch::default()
+    };
+    let r = update_one(&b, a, "back", parent, &back).await;
+    let home = task_of(&r);
+    assert_eq!(home.key.as_deref(), Some("SYN-3"));
+    assert_eq!(home.previous_keys, ["SYN-2", "OPS-2"]);
+    // A subtask created under the parent by an old key lands under its current one.
+    let late = Uuid::new_v4();
+    let r = create_batch(
+        &b,
+        a,
+        &[("late", late, new_task("OPS", "late"), Some(parent))],
+    )
+    .await;
+    let late = task_of(&r[0]);
+    assert_eq!(
+        (late.key.as_deref(), late.project.as_str()),
+        (Some("SYN-3.3"), "SYN")
+    );
+    // The project counters went on without gaps: SYN 1..3, OPS 1..2.
+    let next = create(&b, a, "next", Uuid::new_v4(), &t("next"))
+        .await
+        .reply();
+    assert_eq!(key_of(&next), "SYN-4");
 }

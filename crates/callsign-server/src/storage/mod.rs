@@ -165,6 +165,8 @@ pub struct Meta {
     pub key: Option<KeyRow>,
     /// Its parent, for a subtask.
     pub parent: Option<Uuid>,
+    /// Its keys before the current one, oldest first (a move leaves them).
+    pub previous: Vec<String>,
 }
 
 /// [`Meta`] of each reserved task among those asked for.

@@ -203,6 +203,113 @@ async fn subtasks_take_their_parents_key_and_block_its_completion() {
     assert_eq!(a.body["status"], "completed");
 }
 
+/// `PATCH` with another project moves a task: the next number there, its subtasks renumbered
+/// under the new key, the old keys resolving to it with `previous_keys`; a replay answers the
+/// same key; a subtask alone, an unknown project and the local inbox are refused plainly.
+#[tokio::test]
+async fn a_move_gives_the_next_key_there_and_old_keys_keep_resolving() {
+    let app = TestApp::new("SYN").await;
+    let token = app.account.token.clone();
+    let made = app
+        .call(
+            &token,
+            "POST",
+            "/v1/projects",
+            None,
+            Some(json!({"name": "Ops", "prefix": "ops"})),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED);
+    app.put(Uuid::new_v4(), "a", task("First")).await;
+    let parent = Uuid::new_v4();
+    assert_eq!(
+        app.put(parent, "p", task("Release")).await.body["key"],
+        "SYN-2"
+    );
+    let kid = Uuid::new_v4();
+    let sub = json!({"project": "SYN", "description": "Build", "parent": "SYN-2"});
+    assert_eq!(app.put(kid, "k", sub).await.body["key"], "SYN-2.1");
+
+    let patch = |idem: &str, r: &str, body: Value| {
+        let path = format!("/v1/tasks/{r}");
+        let idem = idem.to_owned();
+        let token = token.clone();
+        let app = &app;
+        async move {
+            app.call(&token, "PATCH", &path, Some(&idem), Some(body))
+                .await
+        }
+    };
+    let a = patch("m1", "syn-2", json!({"project": "ops"})).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert_eq!(
+        (
+            a.body["key"].clone(),
+            a.body["project"].clone(),
+            a.body["previous_keys"].clone()
+        ),
+        (json!("OPS-1"), json!("OPS"), json!(["SYN-2"]))
+    );
+    let again = patch("m1", "syn-2", json!({"project": "ops"})).await;
+    assert_eq!(again.body["key"], "OPS-1", "a replay answers the same key");
+    // Old keys resolve, answering the current key.
+    let old = app.get("SYN-2").await;
+    assert_eq!(
+        (old.body["uuid"].clone(), old.body["key"].clone()),
+        (json!(parent.to_string()), json!("OPS-1"))
+    );
+    let old_kid = app.get("syn 2.1").await;
+    assert_eq!(old_kid.body["key"], "OPS-1.1");
+    assert_eq!(old_kid.body["previous_keys"], json!(["SYN-2.1"]));
+    // The store's key and project follow.
+    let kid_now = app.get(&kid.to_string()).await;
+    assert_eq!(kid_now.body["project"], "OPS");
+
+    for (idem, r, body, status, want) in [
+        (
+            "r1",
+            "OPS-1.1",
+            json!({"project": "SYN"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_parent",
+        ),
+        (
+            "r2",
+            "OPS-1",
+            json!({"project": "NOPE"}),
+            StatusCode::NOT_FOUND,
+            "project_not_found",
+        ),
+        (
+            "r3",
+            "OPS-1",
+            json!({"project": "INBOX"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+        ),
+        (
+            "r4",
+            "OPS-1",
+            json!({"project": "1x"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+        ),
+    ] {
+        let a = patch(idem, r, body).await;
+        assert_eq!((a.status, code(&a)), (status, want), "{idem}: {}", a.body);
+    }
+    assert_eq!(
+        app.get("OPS-1").await.body["project"],
+        "OPS",
+        "a refused move changes nothing"
+    );
+    // The next SYN task takes SYN-3: the old number is not reused.
+    assert_eq!(
+        app.put(Uuid::new_v4(), "n", task("Next")).await.body["key"],
+        "SYN-3"
+    );
+}
+
 /// A subtask sent in the same sync batch as its parent waits for the parent's key (`409`,
 /// retryable, nothing stored), then numbers under it; an unknown parent UUID is `422`.
 #[tokio::test]

@@ -156,6 +156,7 @@ impl Server {
             due: None,
             priority: None,
             parent: None,
+            previous_keys: vec![],
             created_at: now(),
             modified_at: now(),
         })

@@ -39,6 +39,7 @@ fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
         due: None,
         priority: None,
         parent: None,
+        previous_keys: vec![],
         created_at: now(),
         modified_at: now(),
     }

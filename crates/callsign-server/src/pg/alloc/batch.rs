@@ -17,7 +17,8 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 use uuid::Uuid;
 
-use super::{current_key, in_progress, note_retry, Decided, PgAlloc};
+use super::{current_key, in_progress, moves, note_retry, Decided, PgAlloc};
+use crate::db::protocol::move_target;
 use crate::db::slots::child_scope;
 use crate::db::{AccountId, DbError, KeyRow, Result};
 use crate::error::ApiError;
@@ -27,7 +28,7 @@ use crate::storage::{Commit, Mutation, Op, Reserved};
 /// The columns [`PgAlloc::existing_slot`] reads, by position.
 pub(super) const SLOT_ROW: &str =
     "SELECT id, idem_key, fingerprint, state, response_status, response_body, created_at,
-            task_uuid
+            task_uuid, CASE WHEN op = 'update' THEN request END
      FROM slots WHERE account_id = $1 AND idem_key = ANY($2) ORDER BY idem_key FOR UPDATE";
 
 /// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
@@ -67,7 +68,8 @@ fn key_rows(rows: &[Row]) -> HashMap<Uuid, KeyRow> {
 
 /// The reservations of tasks `$2`, each with its parent's current key (read by
 /// [`reservations`]).
-const RESERVATIONS: &str = "SELECT t.uuid, t.project_id, t.parent_uuid, pk.scope, pk.number
+const RESERVATIONS: &str = "SELECT t.uuid, t.project_id, t.parent_uuid, pk.scope, pk.number,
+            pk.project_id
      FROM tasks t
      LEFT JOIN keys pk ON pk.account_id = t.account_id AND pk.task_uuid = t.parent_uuid
                       AND pk.current
@@ -75,6 +77,7 @@ const RESERVATIONS: &str = "SELECT t.uuid, t.project_id, t.parent_uuid, pk.scope
 
 /// A task's reservation as phase 2 needs it.
 struct Reservation {
+    /// Its project; a subtask's is its parent's (where the parent is now, if it moved).
     project: i64,
     parent: Option<Uuid>,
     /// The counter scope it numbers in: `""` for a task, its parent's key path for a
@@ -94,7 +97,7 @@ fn reservations(rows: &[Row]) -> HashMap<Uuid, Reservation> {
                 (Some(_), None) => None,
             };
             let at = Reservation {
-                project: r.get(1),
+                project: r.get::<_, Option<i64>>(5).unwrap_or(r.get(1)),
                 parent,
                 scope,
             };
@@ -284,6 +287,8 @@ impl PgAlloc {
         let mut wants: BTreeMap<(i64, String), Vec<Uuid>> = BTreeMap::new();
         let mut parent_of: HashMap<Uuid, Uuid> = HashMap::new();
         let mut planned: HashSet<Uuid> = HashSet::new();
+        // Updates that move their task: the project each moves to.
+        let mut moving: HashMap<String, String> = HashMap::new();
         for w in work {
             let Some(row) = slots.get(&w.idem) else {
                 plan.push(Step::Done(Err(failed("slot vanished"))));
@@ -328,11 +333,47 @@ impl PgAlloc {
                     continue;
                 };
                 planned.insert(uuid);
-                let project = w.at.project.unwrap_or(at.project);
+                let project = match at.parent {
+                    Some(_) => at.project,
+                    None => w.at.project.unwrap_or(at.project),
+                };
                 wants.entry((project, scope)).or_default().push(uuid);
+            }
+            if op == Op::Update {
+                let to = row
+                    .get::<_, Option<String>>(8)
+                    .and_then(|r| move_target(&r));
+                let from = current.get(&uuid).map(|k| k.prefix.as_str());
+                if let Some(to) = to.filter(|to| from.is_some_and(|f| f != to)) {
+                    moving.insert(w.idem.clone(), to);
+                }
             }
             plan.push(Step::Commit { slot, uuid });
         }
+
+        // Moves, one by one (rare): each renumbers its task and subtasks now, so the answers
+        // below carry the new keys; an item's failure is its own.
+        let mut moved: HashMap<String, Vec<Uuid>> = HashMap::new();
+        for (w, step) in work.iter().zip(plan.iter_mut()) {
+            let (Some(to), Step::Commit { uuid, .. }) = (moving.get(&w.idem), &*step) else {
+                continue;
+            };
+            let uuid = *uuid;
+            let Some(project) = moves::project_id(tx, account, to).await? else {
+                *step = Step::Done(Err(failed("the project to move to vanished")));
+                continue;
+            };
+            let subtasks = moves::move_tree(tx, account, uuid, project, now).await?;
+            if let Some(k) = current_key(tx, account, uuid).await? {
+                current.insert(uuid, k);
+            }
+            moved.insert(w.idem.clone(), subtasks);
+        }
+        let previous = if op == Op::Update {
+            moves::previous_keys(tx, account, &uuids).await?
+        } else {
+            HashMap::new()
+        };
 
         // One bump per counter (a project's, or a parent's); its tasks take the numbers in
         // batch order.
@@ -397,7 +438,12 @@ impl PgAlloc {
                 &prefix,
                 key.as_ref(),
                 parent_of.get(&uuid).copied(),
+                previous.get(&uuid).cloned().unwrap_or_default(),
             );
+            for sub in moved.remove(&w.idem).unwrap_or_default() {
+                seq += 1;
+                rows.changes.insert(sub, seq);
+            }
             let body =
                 serde_json::to_string(&task).map_err(|e| DbError::CommitFailed(e.to_string()))?;
             seq += 1;
