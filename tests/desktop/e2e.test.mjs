@@ -6,7 +6,8 @@
 // once in the local inbox; a server set up in Settings and the inbox sent to its project; a task
 // the server refuses, fixed from the app; an outage and the keys arriving when the server is
 // back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box; due dates
-// and priorities. Each state is screenshotted into target/desktop-e2e/.
+// and priorities; subtasks and the Next view. Each state is screenshotted into
+// target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -90,6 +91,9 @@ const cli = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir',
 
 async function shot(name) {
   fs.mkdirSync(SHOTS, { recursive: true });
+  // The screenshot is the last painted frame: let what the test just read reach the screen.
+  await browser.executeAsync((done) => requestAnimationFrame(() => requestAnimationFrame(() => done())));
+  await sleep(100);
   await browser.saveScreenshot(path.join(SHOTS, `${name}.png`));
 }
 
@@ -425,4 +429,108 @@ test('due dates and priorities: captured with due: and pri:, changed in the deta
   assert.equal(await valueOf('capture'), 'Water the plants due:soon', 'the capture text is given back');
   assert.equal(await rowByText('Water the plants'), null);
   await shot('18-due-refused-notice');
+});
+
+const subtaskItems = () => browser.execute(() => [...document.querySelectorAll('[data-testid="subtask"]')].map((li) => ({
+  uuid: li.dataset.uuid,
+  key: li.dataset.key ?? null,
+  status: li.dataset.status,
+  text: li.textContent,
+})));
+const rowBadge = (uuid, testid) => browser.execute((u, id) =>
+  document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="${id}"]`)?.textContent.trim() ?? null, uuid, testid);
+const completeButton = () => browser.execute(() => {
+  const b = document.querySelector('[data-testid="detail-complete"]');
+  return b ? { disabled: b.disabled, title: b.title } : null;
+});
+
+test('subtasks: added from the detail, numbered under the parent in place; the parent is blocked until it is done; Next', async () => {
+  await setField('capture', '');
+  await capture('Launch the beta');
+  const parent = await eventually('the parent keyed', 15000, async () => {
+    const r = await rowByText('Launch the beta');
+    return r?.key ? r : null;
+  });
+  assert.match(parent.key, /^PFX-\d+$/);
+  await selectRow('Launch the beta');
+  await browser.keys('o');
+  await eventually('its detail with a Subtasks section', 5000, async () =>
+    (await detailUuid()) === parent.uuid && (await exists('subtask-input')));
+
+  // Typed into the detail's field: in the detail and the list at once, provisional.
+  const field = await browser.$('[data-testid="subtask-input"]');
+  await field.setValue('Write the announcement');
+  await browser.keys('Enter');
+  const [added] = await eventually('the subtask in the detail at once', 5000, async () => {
+    const items = await subtaskItems();
+    return items.length === 1 ? items : null;
+  });
+  assert.match(added.text, /Write the announcement/);
+  assert.equal(await valueOf('subtask-input'), '', 'the field is cleared for the next one');
+  assert.equal(await browser.execute(() => document.activeElement?.dataset?.testid ?? null), 'subtask-input', 'and keeps the focus');
+  assert.equal(await detailUuid(), parent.uuid, 'the detail stays on the parent');
+  assert.ok(await rowByText('Write the announcement'), 'a row in the list too');
+
+  // The server numbers it under the parent's key; the same item and row take the key.
+  const want = `${parent.key}.1`;
+  await eventually(`${want} in the detail`, 15000, async () => (await subtaskItems())[0]?.key === want);
+  assert.equal((await subtaskItems())[0].uuid, added.uuid, 'the same subtask, keyed in place');
+  const sub = await eventually(`${want} on its row`, 5000, async () => {
+    const r = await rowByText('Write the announcement');
+    return r?.key === want ? r : null;
+  });
+  assert.equal(sub.uuid, added.uuid);
+
+  // The parent is blocked: its row says so, Complete is disabled and names the subtask.
+  assert.equal(await rowBadge(parent.uuid, 'row-blocked'), 'blocked · 1 open');
+  assert.match(await rowBadge(parent.uuid, 'row-progress'), /^0\/1/);
+  const complete = await completeButton();
+  assert.equal(complete.disabled, true, 'Complete is disabled while a subtask is open');
+  assert.match(complete.title, new RegExp(`^${parent.key} has open subtasks \\(${want.replace('.', '\\.')}\\); complete or delete them first`));
+  await shot('19-subtask-detail-blocked');
+
+  // `x` on the blocked row: refused, in the backend's words, and nothing changes.
+  await selectRow('Launch the beta');
+  await browser.keys('x');
+  const refusal = await eventually('the refusal', 5000, () => textOf('error-banner'));
+  assert.match(refusal, new RegExp(`^${parent.key} has open subtasks \\(${want.replace('.', '\\.')}\\); complete or delete them first`));
+  assert.ok(await rowByText('Launch the beta'), 'still pending');
+  await shot('20-blocked-row-refused');
+
+  // Next (N): the subtask first (the deepest leaf), the blocked parent not at all.
+  await browser.keys('N');
+  await eventually('the Next view', 5000, async () => (await valueOf('status-filter')) === 'next');
+  const next = await eventually('the subtask on top', 5000, async () => {
+    const rs = await rows();
+    return rs[0]?.uuid === sub.uuid ? rs : null;
+  });
+  assert.equal(next.some((r) => r.uuid === parent.uuid), false, 'a blocked task is not next');
+  await shot('21-next-view');
+  await browser.keys('N');
+  await eventually('back to Pending', 5000, async () => (await valueOf('status-filter')) === 'pending');
+
+  // Done from the detail's check: the parent is free and completable.
+  await selectRow('Launch the beta');
+  await browser.keys('o');
+  await eventually('the parent open again', 5000, async () => (await detailUuid()) === parent.uuid);
+  await click(`[data-testid="subtask"][data-uuid="${sub.uuid}"] [data-testid="subtask-check"]`);
+  await eventually('the subtask done', 5000, async () => (await subtaskItems())[0]?.status === 'completed');
+  await eventually('the parent unblocked', 5000, async () => (await rowBadge(parent.uuid, 'row-blocked')) === null);
+  assert.match(await rowBadge(parent.uuid, 'row-progress'), /^1\/1/);
+  assert.deepEqual(await completeButton(), { disabled: false, title: '' });
+  await shot('22-subtask-done-parent-free');
+  // In Next now, after every leaf (a parent whose subtasks are done comes last).
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  await browser.keys('N');
+  await eventually('the parent last in Next', 5000, async () => (await rows()).at(-1)?.uuid === parent.uuid);
+  await browser.keys('N');
+  await eventually('back to Pending', 5000, async () => (await valueOf('status-filter')) === 'pending');
+  await selectRow('Launch the beta');
+  await browser.keys('x');
+  await eventually('the parent completed', 5000, async () => !(await rowByText('Launch the beta')));
+  assert.match(await textOf('notice'), new RegExp(`Completed ${parent.key}`));
+  const saved = JSON.parse(cli('--json', 'list', '--all'));
+  assert.deepEqual(
+    [saved.find((t) => t.uuid === parent.uuid)?.status, saved.find((t) => t.uuid === sub.uuid)?.status],
+    ['completed', 'completed'], 'saved in the store');
 });
