@@ -195,6 +195,21 @@ impl Drop for TestServer {
     }
 }
 
+/// Creates a project in the account through the API.
+pub fn create_project(url: &str, token: &str, prefix: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = callsign_sync::client::Client::new(url, callsign_sync::Token::new(token))?;
+        client
+            .create_project(prefix, prefix)
+            .await
+            .map_err(|e| anyhow!("{}", e.error))?;
+        Ok(())
+    })
+}
+
 /// Every task the server has for the account, read through its change feed (latest state per
 /// UUID), in feed order.
 pub fn server_tasks(url: &str, token: &str) -> Result<Vec<callsign_core::dto::Task>> {

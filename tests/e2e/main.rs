@@ -18,6 +18,7 @@ mod fixture;
 mod hardening;
 mod local;
 mod measure;
+mod moves;
 mod offline;
 mod proxy;
 mod reconnect;

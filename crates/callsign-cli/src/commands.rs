@@ -128,6 +128,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             out.task(&engine, &t)
         }
+        Command::Move { task, project } => out.task(&engine, &engine.set_project(&task, &project)?),
         Command::Retry { task } => out.task(&engine, &engine.retry(&task)?),
         Command::Discard { task } => {
             let before = engine.get(&task)?;

@@ -125,7 +125,7 @@ pub enum Command {
     Done { task: String },
     /// Mark a task deleted (its key stays taken: keys are never reused).
     Delete { task: String },
-    /// Change a task's description, notes, due date, priority or (before it has a key) project. A task the server
+    /// Change a task's description, notes, due date, priority or project. A task the server
     /// refused is sent again with the change.
     Edit {
         task: String,
@@ -133,7 +133,7 @@ pub enum Command {
         description: Option<String>,
         #[arg(long)]
         notes: Option<String>,
-        /// Another project, for a task without a key (a refused one, or one in the local INBOX).
+        /// Another project: moves the task there (as `move` does).
         #[arg(long)]
         project: Option<String>,
         /// A new due date (the forms `add --due` takes), or `none` to clear it.
@@ -142,6 +142,13 @@ pub enum Command {
         /// H, M or L, or `none` to clear it.
         #[arg(long, value_name = "H|M|L|none", value_parser = parse_priority_or_none)]
         priority: Option<PriorityOrNone>,
+    },
+    /// Move a task (and its subtasks) to another project: once synced it has the next key
+    /// there, and its old key still finds it. Before it has a key, it just changes project.
+    Move {
+        task: String,
+        /// The project's prefix.
+        project: String,
     },
     /// Send a failed task again (with a new idempotency key).
     Retry { task: String },

@@ -126,6 +126,9 @@ impl Out {
         println!("  uuid:     {}", t.uuid);
         println!("  project:  {}", safe(&t.project));
         println!("  status:   {}", t.status.as_str());
+        if !t.previous_keys.is_empty() {
+            println!("  was:      {}", safe(&t.previous_keys.join(", ")));
+        }
         if let Some(p) = t.parent {
             let parent = engine.get(&p.to_string());
             let label = parent.as_ref().map(LocalTask::label);

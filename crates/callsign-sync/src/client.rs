@@ -116,6 +116,24 @@ impl Client {
         self.send(rb).await
     }
 
+    /// Creates a project (`prefix` any case; the server checks it and answers `409
+    /// prefix_taken` for one in use).
+    pub async fn create_project(
+        &self,
+        name: &str,
+        prefix: &str,
+    ) -> Result<callsign_core::dto::Project, CallError> {
+        let body = callsign_core::dto::NewProject {
+            name: name.to_owned(),
+            prefix: prefix.to_owned(),
+        };
+        let rb = self
+            .http
+            .post(format!("{}/v1/projects", self.base))
+            .json(&body);
+        self.send(rb).await
+    }
+
     /// The cheap reconnect probe: does the server answer `GET /healthz` with a success within
     /// [`PROBE_TIMEOUT`]? No token is sent (the route needs none).
     pub async fn reachable(&self) -> bool {

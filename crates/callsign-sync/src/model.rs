@@ -32,6 +32,8 @@ pub struct LocalTask {
     pub priority: Option<Priority>,
     /// The parent's UUID, for a subtask (its key is the parent's key and its own number).
     pub parent: Option<Uuid>,
+    /// The keys it had before its current one, oldest first (it moved): each still names it.
+    pub previous_keys: Vec<String>,
     /// How many subtasks it has.
     pub children: u32,
     /// How many of those are still pending: while any is, the task is blocked (it cannot be
@@ -90,6 +92,7 @@ impl LocalTask {
             due: t.due,
             priority: t.priority,
             parent: t.parent,
+            previous_keys: t.previous_keys,
             children: 0,
             open_children: 0,
             held_by: None,

@@ -207,6 +207,7 @@ mod tests {
             due: None,
             priority: None,
             parent: None,
+            previous_keys: vec![],
             children: 0,
             open_children: 0,
             held_by: None,

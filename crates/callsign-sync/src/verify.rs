@@ -27,22 +27,41 @@ pub fn answer(row: &OutboxRow, task: Option<&Task>) -> Result<(), String> {
         ));
     }
     validate::task(t).map_err(|e| format!("task {}: {e}", t.uuid))?;
+    let asked = row
+        .body
+        .get("project")
+        .and_then(|p| p.as_str())
+        .map(str::to_ascii_uppercase);
+    let parent = row
+        .body
+        .get("parent")
+        .and_then(|p| p.as_str())
+        .and_then(|p| Uuid::parse_str(p).ok());
     if row.op == MutationOp::Create {
-        let asked = row
-            .body
-            .get("project")
-            .and_then(|p| p.as_str())
-            .unwrap_or_default()
-            .to_ascii_uppercase();
-        if t.project != asked {
+        // A subtask goes where its parent is, which a move may have changed since.
+        if let Some(p) = parent {
+            if t.parent != Some(p) {
+                return Err(format!(
+                    "task {} was created under {p}, answered under {:?}",
+                    t.uuid, t.parent
+                ));
+            }
+        } else if Some(&t.project) != asked.as_ref() {
             return Err(format!(
-                "task {} was created in {asked}, answered in {}",
-                t.uuid, t.project
+                "task {} was created in {}, answered in {}",
+                t.uuid,
+                asked.unwrap_or_default(),
+                t.project
             ));
         }
         if t.key.is_none() {
             return Err(format!("task {} was created with no key", t.uuid));
         }
+    } else if let Some(to) = asked.filter(|to| *to != t.project) {
+        return Err(format!(
+            "task {} was moved to {to}, answered in {}",
+            t.uuid, t.project
+        ));
     }
     Ok(())
 }
@@ -158,6 +177,27 @@ mod tests {
     ) {
         let r = answer(&row(A, op), answer_task.as_ref());
         assert_eq!(r.is_ok(), ok, "{r:?}");
+    }
+
+    #[test]
+    fn a_move_is_answered_in_its_project_and_a_subtask_under_its_parent() {
+        let mut moved = row(A, MutationOp::Update);
+        moved.body = serde_json::json!({"project": "ops"});
+        assert!(answer(&moved, Some(&task(A, Some(("OPS", 4))))).is_ok());
+        assert!(answer(&moved, Some(&task(A, Some(("SYN", 1))))).is_err());
+        // A subtask created in SYN goes where its parent is now (OPS), under that parent only.
+        let mut sub = row(A, MutationOp::Create);
+        sub.body = serde_json::json!({"project": "SYN", "description": "d", "parent": B});
+        let mut t = Task {
+            key: Some("OPS-4.1".into()),
+            number: Some(1),
+            project: "OPS".into(),
+            parent: Some(B),
+            ..task(A, None)
+        };
+        assert!(answer(&sub, Some(&t)).is_ok());
+        t.parent = Some(Uuid::from_u128(9));
+        assert!(answer(&sub, Some(&t)).is_err());
     }
 
     #[test]

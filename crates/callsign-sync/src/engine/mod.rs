@@ -401,16 +401,45 @@ impl Engine {
         self.get_uuid(uuid)
     }
 
-    /// Gives a task the server has not numbered another project: a local-inbox task goes to a
-    /// server project, a refused one is sent again there. See [`Store::set_project`].
+    /// Moves a task to another project. One the server has not numbered just changes project
+    /// here (a local-inbox task goes to a server project, a refused one is sent again there;
+    /// see [`Store::set_project`]). A numbered one is queued as a move: the server gives it
+    /// the next number there (and its subtasks new numbers under it), and its old key keeps
+    /// naming it. A subtask moves only with its parent.
     pub fn set_project(&self, task_ref: &str, project: &str) -> Result<LocalTask> {
         let prefix = project_prefix(project)?;
-        let uuid = self.get(task_ref)?.uuid;
+        let task = self.get(task_ref)?;
+        if task.key.is_some() {
+            if prefix.is_local() {
+                return Err(Error::Invalid(format!(
+                    "{} has its key; {LOCAL_PROJECT} is this device's inbox, not a project to \
+                     move it to",
+                    task.label()
+                )));
+            }
+            if task.parent.is_some() {
+                return Err(Error::Invalid(format!(
+                    "{} is a subtask: it moves with its parent, not alone",
+                    task.label()
+                )));
+            }
+            if task.project == prefix.as_str() {
+                return Err(Error::Invalid(format!(
+                    "{} is in {prefix} already",
+                    task.label()
+                )));
+            }
+            let patch = TaskPatch {
+                project: Some(prefix.to_string()),
+                ..TaskPatch::default()
+            };
+            return self.edit(&task.uuid.to_string(), patch);
+        }
         let now = self.inner.opts.clock.now();
         self.store()
-            .set_project(uuid, &prefix, || Uuid::new_v4().to_string(), now)?;
-        self.touched(&[uuid]);
-        self.get_uuid(uuid)
+            .set_project(task.uuid, &prefix, || Uuid::new_v4().to_string(), now)?;
+        self.touched(&[task.uuid]);
+        self.get_uuid(task.uuid)
     }
 
     /// Sends every task of the local inbox to the server project `project`; returns how many

@@ -31,6 +31,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/003_failures_and_inbox.sql")),
         M::up(include_str!("migrations/004_due_priority.sql")),
         M::up(include_str!("migrations/005_subtasks.sql")),
+        M::up(include_str!("migrations/006_previous_keys.sql")),
     ])
 });
 

@@ -62,12 +62,13 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
         )?
         .query_row([&u], |r| r.get(0))?;
     let tags = serde_json::to_string(&t.tags).unwrap_or_else(|_| "[]".into());
+    let previous = serde_json::to_string(&t.previous_keys).unwrap_or_else(|_| "[]".into());
     let changed =
         if local.is_none() {
             tx.prepare_cached(
                 "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
-                created_at, modified_at, due, priority, parent)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                created_at, modified_at, due, priority, parent, previous_keys)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?
             .execute(params![
                 u,
@@ -82,23 +83,25 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
                 ts(t.modified_at),
                 t.due.map(ts),
                 t.priority.map(callsign_core::Priority::as_str),
-                t.parent.map(|p| p.to_string())
+                t.parent.map(|p| p.to_string()),
+                previous
             ])?
         } else if busy {
             tx.prepare_cached(
-                "UPDATE tasks SET key = ?2, number = ?3 WHERE uuid = ?1
-                AND (key IS NOT ?2 OR number IS NOT ?3)",
+                "UPDATE tasks SET key = ?2, number = ?3, previous_keys = ?4 WHERE uuid = ?1
+                AND (key IS NOT ?2 OR number IS NOT ?3 OR previous_keys IS NOT ?4)",
             )?
-            .execute(params![u, key, number])?
+            .execute(params![u, key, number, previous])?
         } else {
             tx.prepare_cached(
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10, due = ?11,
-                priority = ?12, parent = ?13 WHERE uuid = ?1",
+                priority = ?12, parent = ?13, previous_keys = ?14 WHERE uuid = ?1",
         )?
         .execute(params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
                 ts(t.created_at), ts(t.modified_at), t.due.map(ts),
-                t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string())])?
+                t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string()),
+                previous])?
         };
     Ok(changed > 0)
 }

@@ -15,13 +15,14 @@ use crate::model::{LocalTask, SyncState};
 
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
-    t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent";
+    t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent,
+    t.previous_keys";
 
-/// One task with its outbox facts computed for it alone (columns 13-17, for [`map_task`]) and its
-/// subtask counts (18-19): for a lookup. A listing computes the same facts for every task in one
+/// One task with its outbox facts computed for it alone (columns 14-18, for [`map_task`]) and its
+/// subtask counts (19-20): for a lookup. A listing computes the same facts for every task in one
 /// pass ([`super::listing`]).
 const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
-    t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent,
+    t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent, t.previous_keys,
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
@@ -68,19 +69,19 @@ pub(super) struct OutboxFacts {
     pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-12 are [`TASK_COLUMNS`], 13-17 the facts in
-/// [`OutboxFacts`] order, 18-19 the subtask counts.
+/// A task row with its outbox facts: columns 0-13 are [`TASK_COLUMNS`], 14-18 the facts in
+/// [`OutboxFacts`] order, 19-20 the subtask counts.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let facts = OutboxFacts {
-        open_rows: r.get::<_, i64>(13)? as u32,
-        failed: r.get::<_, i64>(14)? as u32,
-        last_error: r.get(15)?,
-        next_attempt_at: r.get(16)?,
-        error_code: r.get(17)?,
+        open_rows: r.get::<_, i64>(14)? as u32,
+        failed: r.get::<_, i64>(15)? as u32,
+        last_error: r.get(16)?,
+        next_attempt_at: r.get(17)?,
+        error_code: r.get(18)?,
     };
     let mut task = with_facts(task_row(r)?, facts);
-    task.children = r.get::<_, i64>(18)? as u32;
-    task.open_children = r.get::<_, i64>(19)? as u32;
+    task.children = r.get::<_, i64>(19)? as u32;
+    task.open_children = r.get::<_, i64>(20)? as u32;
     Ok(task)
 }
 
@@ -122,6 +123,7 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         due,
         priority,
         parent,
+        previous_keys: serde_json::from_str(&text(13)?).map_err(|e| bad(13, e.to_string()))?,
         children: 0,
         open_children: 0,
         held_by: None,
@@ -267,7 +269,8 @@ impl Store {
                 notes = COALESCE(?3, notes), status = COALESCE(?4, status),
                 tags = COALESCE(?5, tags), modified_at = ?6,
                 due = CASE WHEN ?7 THEN ?8 ELSE due END,
-                priority = CASE WHEN ?9 THEN ?10 ELSE priority END
+                priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
+                project = COALESCE(upper(?11), project)
              WHERE uuid = ?1",
             params![
                 u,
@@ -280,6 +283,7 @@ impl Store {
                 patch.due.flatten().map(ts),
                 patch.priority.is_some(),
                 patch.priority.flatten().map(Priority::as_str),
+                patch.project.as_deref().map(str::trim),
             ],
         )?;
         if changed == 0 {
@@ -391,12 +395,25 @@ impl Store {
         tasks.into_iter().map(|t| self.with_held(t)).collect()
     }
 
+    /// The task whose key this is, or was (a moved task keeps naming itself by old keys).
     fn by_key(&self, key: &TaskKey) -> Result<Option<LocalTask>> {
         let sql = format!("{SELECT} WHERE t.key = ?1");
-        self.conn
+        let found = self
+            .conn
             .query_row(&sql, [key.to_string()], map_task)
-            .optional()?
-            .map(|t| self.with_held(t))
-            .transpose()
+            .optional()?;
+        let found = match found {
+            Some(t) => Some(t),
+            None => {
+                let sql = format!(
+                    "{SELECT} WHERE t.previous_keys <> '[]' AND EXISTS
+                        (SELECT 1 FROM json_each(t.previous_keys) j WHERE j.value = ?1)"
+                );
+                self.conn
+                    .query_row(&sql, [key.to_string()], map_task)
+                    .optional()?
+            }
+        };
+        found.map(|t| self.with_held(t)).transpose()
     }
 }
