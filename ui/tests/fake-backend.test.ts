@@ -115,6 +115,18 @@ describe('FakeBackend', () => {
     expect(f.handle('complete_task', { id: p.uuid })).toMatchObject({ status: 'completed', open_children: 0 });
   });
 
+  it.each([
+    [0, 0],
+    [2, 7],
+  ])('seedSubtasks(%i) adds %i subtasks', (n, added) => {
+    const { f } = fake();
+    f.seed(10, 0);
+    f.seedSubtasks(n);
+    const all = f.handle('list_tasks', { filter: { status: 'all' } }) as LocalTask[];
+    expect(all.length).toBe(10 + added);
+    expect(all.filter((t) => t.parent !== null).length).toBe(added);
+  });
+
   it('a subtask whose parent the server refused is held, and says by whom', async () => {
     const { f } = fake();
     f.latencyMs = 1;

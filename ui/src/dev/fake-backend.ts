@@ -113,6 +113,7 @@ export class FakeBackend {
    * the parent is), and the first parent's second subtask one of its own.
    */
   seedSubtasks(n: number): void {
+    if (n <= 0) return; // (slice(-0) would be every task)
     const parents = this.tasks.filter((t) => t.status === 'pending' && t.parent === null && !t.local && t.failure === null).slice(-n).reverse();
     const at = Date.now() - 500;
     parents.forEach((p, i) => {
