@@ -451,7 +451,9 @@ impl Syncer {
     /// Tasks changed: tell subscribers, then (at most every [`STATUS_EVERY`]) the counts, so
     /// the indicator keeps up with the rows during a long pass, not only at its end.
     fn changed(&self, uuids: &[uuid::Uuid]) {
-        for &uuid in uuids {
+        // A parent's subtask counts and a subtask's held state change with them.
+        let related = lock(&self.store).related(uuids).unwrap_or_default();
+        for &uuid in uuids.iter().chain(&related) {
             let _ = self.events.send(Event::TaskChanged { uuid });
         }
         if uuids.is_empty() {

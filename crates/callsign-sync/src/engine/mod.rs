@@ -123,7 +123,9 @@ impl Engine {
     /// Local writes changed these tasks: tell subscribers (the tasks, then the counts, so the
     /// indicator never lags the rows) and wake the loop.
     fn touched(&self, uuids: &[Uuid]) {
-        for &uuid in uuids {
+        // A parent's subtask counts and a subtask's held state change with them.
+        let related = self.store().related(uuids).unwrap_or_default();
+        for &uuid in uuids.iter().chain(&related) {
             let _ = self.inner.events.send(Event::TaskChanged { uuid });
         }
         self.status_changed();

@@ -423,3 +423,23 @@ fn a_subtask_goes_with_its_parent_from_the_local_inbox() {
     }
     assert_eq!(e.get(&child.short_id()).unwrap().parent, Some(parent.uuid));
 }
+
+#[test]
+fn a_subtask_change_tells_subscribers_about_its_parent_too() {
+    let (_dir, e) = engine();
+    let parent = e.create(input("Launch", Some("SYN"))).unwrap();
+    let mut events = e.subscribe();
+    let child = e.create(sub("Write the post", &parent.short_id())).unwrap();
+    e.complete(&child.short_id()).unwrap();
+    let mut changed = Vec::new();
+    while let Ok(ev) = events.try_recv() {
+        if let crate::events::Event::TaskChanged { uuid } = ev {
+            changed.push(uuid);
+        }
+    }
+    let parent_told = changed.iter().filter(|u| **u == parent.uuid).count();
+    assert_eq!(
+        parent_told, 2,
+        "once for the create, once for the completion: {changed:?}"
+    );
+}
