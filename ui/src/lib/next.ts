@@ -3,6 +3,7 @@
 // in tests/next.test.ts.
 import { isBlocked, type Subtasks } from './subtasks';
 import type { LocalTask } from './types';
+import { createdMs } from './view';
 
 /** How many numbers a key has at most (`callsign_core::MAX_DEPTH`): a walk up stops past it. */
 export const MAX_DEPTH = 8;
@@ -21,11 +22,6 @@ export function depthOf(t: Pick<LocalTask, 'parent'>, parentOf: ReadonlyMap<stri
   }
   return d;
 }
-
-const created = (t: LocalTask): number => {
-  const v = Date.parse(t.created_at);
-  return Number.isNaN(v) ? 0 : v;
-};
 
 /**
  * The pending tasks that are not blocked (no open subtask), leaf-first: tasks without
@@ -46,7 +42,7 @@ export function nextTasks(list: readonly LocalTask[], subs: Subtasks): LocalTask
       -depthOf(t, subs.parentOf),
       t.number === null ? 1 : 0,
       t.number ?? 0,
-      created(t),
+      createdMs(t),
       picked.length,
     ]);
     picked.push(t);

@@ -8,7 +8,8 @@
 // counts are the backend's. While pages load, a parent's subtasks may not be loaded yet: the
 // task's own counts are used until then.
 import type { CreateInput, LocalTask } from './types';
-import { parseCapture } from './view';
+import { createdMs, parseCapture } from './view';
+import { sortByKey } from './sort';
 import { plural } from './status';
 import { taskLabel } from './undo';
 
@@ -22,11 +23,6 @@ export interface SubtaskFacts {
 }
 
 export const NO_SUBTASKS: SubtaskFacts = { children: 0, open: 0, done: 0 };
-
-const created = (t: LocalTask): number => {
-  const v = Date.parse(t.created_at);
-  return Number.isNaN(v) ? 0 : v;
-};
 
 /** The subtasks of each loaded task, and each subtask's parent. Built once per list. */
 export class Subtasks {
@@ -50,7 +46,7 @@ export class Subtasks {
       else k.push(t);
     }
     // Capture order (oldest first), as the backend lists them and names them when blocked.
-    for (const k of this.kids.values()) if (k.length > 1) k.sort((a, b) => created(a) - created(b));
+    for (const [uuid, k] of this.kids) if (k.length > 1) this.kids.set(uuid, sortByKey(k, createdMs));
   }
 
   /** The loaded subtasks of `uuid` (every status), oldest first. */

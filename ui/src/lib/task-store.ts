@@ -12,7 +12,7 @@
 // a removal the backend applies while a page request is in flight can shift that page by one,
 // hiding one older task until the next load.
 import type { LocalTask, TaskPage } from './types';
-import { applyTaskEvent, isStale } from './view';
+import { applyTaskEvent, createdMs, isStale } from './view';
 
 export interface PageSource {
   page(offset: number, limit: number): Promise<TaskPage>;
@@ -33,11 +33,6 @@ export interface StoreOptions {
    */
   pause?: () => Promise<void>;
 }
-
-const created = (t: LocalTask): number => {
-  const v = Date.parse(t.created_at);
-  return Number.isNaN(v) ? 0 : v;
-};
 
 export class TaskStore {
   /** Replaced, never mutated (the UI keeps it as raw state). */
@@ -77,7 +72,7 @@ export class TaskStore {
     if (this.removed.has(t.uuid)) return;
     if (!this.inList.has(t.uuid)) {
       const top = this.list[0];
-      if (this.loading && (top === undefined || created(t) < created(top))) {
+      if (this.loading && (top === undefined || createdMs(t) < createdMs(top))) {
         const held = this.early.get(t.uuid);
         if (held === undefined || !isStale(held, t)) this.early.set(t.uuid, t);
         return;
@@ -166,8 +161,8 @@ export class TaskStore {
     this.paged = new Set(this.inList);
     // Held events newer than the top are new tasks: on top now.
     const top = list[0];
-    for (const t of [...this.early.values()].sort((a, b) => created(a) - created(b))) {
-      if (top === undefined || created(t) >= created(top)) {
+    for (const t of [...this.early.values()].sort((a, b) => createdMs(a) - createdMs(b))) {
+      if (top === undefined || createdMs(t) >= createdMs(top)) {
         this.early.delete(t.uuid);
         this.inList.add(t.uuid);
         this.list = [t, ...this.list];
@@ -193,7 +188,7 @@ export class TaskStore {
   private finish(): void {
     this.loading = false;
     this.total = null;
-    for (const t of [...this.early.values()].sort((a, b) => created(a) - created(b))) {
+    for (const t of [...this.early.values()].sort((a, b) => createdMs(a) - createdMs(b))) {
       if (this.inList.has(t.uuid)) continue;
       this.inList.add(t.uuid);
       this.list = [t, ...this.list];

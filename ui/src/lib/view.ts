@@ -35,12 +35,15 @@ export function applyTaskEvent(list: readonly LocalTask[], task: LocalTask): Loc
   return next;
 }
 
+/** When the task was captured, in ms (0 when `created_at` does not parse): capture order. */
+export function createdMs(t: Pick<LocalTask, 'created_at'>): number {
+  const v = Date.parse(t.created_at);
+  return Number.isNaN(v) ? 0 : v;
+}
+
 /** Newest first by creation time; ties keep their given order (the sort is stable). */
 export function orderTasks(list: readonly LocalTask[]): LocalTask[] {
-  return sortByKey(list, (t) => {
-    const v = Date.parse(t.created_at);
-    return Number.isNaN(v) ? 0 : -v;
-  });
+  return sortByKey(list, (t) => -createdMs(t));
 }
 
 const haystacks = new WeakMap<LocalTask, string>();
