@@ -36,6 +36,16 @@ describe('Subtasks', () => {
     expect(s.openLabels(u(3))).toEqual(['SYN-3.2', '~ab12cd34']);
   });
 
+  it('a pending task with open subtasks is blocked, and the reason names them; a done one is not', () => {
+    const list = tree();
+    const s = new Subtasks(list, true);
+    const launch = list.at(-1) as LocalTask;
+    expect(s.blocked(launch)).toBe(true);
+    expect(s.reason(launch)).toBe('SYN-3 has open subtasks (SYN-3.2, ~ab12cd34); complete or delete them first');
+    expect(s.blocked({ ...launch, status: 'completed' })).toBe(false);
+    expect(s.blocked(list[2] as LocalTask)).toBe(false); // SYN-3.2: no subtasks of its own
+  });
+
   it("while pages load, a task's own counts stand in for subtasks not loaded yet", () => {
     const parent = task({ uuid: u(7), children: 3, open_children: 2 });
     const one = task({ uuid: u(71), parent: u(7), status: 'completed' });

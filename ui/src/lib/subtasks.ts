@@ -82,6 +82,19 @@ export class Subtasks {
       .filter((c) => c.status === 'pending')
       .map(taskLabel);
   }
+
+  /**
+   * `t` cannot be completed yet: it is pending and has open subtasks (a completed or deleted
+   * task has nothing left to complete). What a row, the detail and its subtask list mark.
+   */
+  blocked(t: LocalTask): boolean {
+    return t.status === 'pending' && isBlocked(this.facts(t));
+  }
+
+  /** Why `t` cannot be completed, naming its open subtasks (`blockedReason`). */
+  reason(t: LocalTask): string {
+    return blockedReason(taskLabel(t), this.facts(t), this.openLabels(t.uuid));
+  }
 }
 
 /** Has open subtasks, so it cannot be completed yet (the backend's `is_blocked`). */
