@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   applyTaskEvent,
+  captureFields,
   computeWindow,
   createFilter,
   filterTasks,
@@ -190,6 +191,15 @@ describe('windowing', () => {
     ['below: scroll down just enough', 20, 0, 400, 440],
   ] as const)('scrollToRow %s', (_n, i, top, h, want) => {
     expect(scrollToRow(i, top, h, 40)).toBe(want);
+  });
+});
+
+describe('captureFields', () => {
+  it.each([
+    ['the description alone', 'Fix login', { description: 'Fix login' }],
+    ['tags, due and priority as typed; the project is not among them', 'Pay rent #SYN +home due:fri pri:h', { description: 'Pay rent', tags: ['home'], due: 'fri', priority: 'h' }],
+  ] as const)('%s', (_n, input, want) => {
+    expect(captureFields(parseCapture(input, ['SYN']))).toEqual(want);
   });
 });
 

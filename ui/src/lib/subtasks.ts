@@ -8,7 +8,7 @@
 // counts are the backend's. While pages load, a parent's subtasks may not be loaded yet: the
 // task's own counts are used until then.
 import type { CreateInput, LocalTask } from './types';
-import { createdMs, parseCapture } from './view';
+import { captureFields, createdMs, parseCapture } from './view';
 import { sortByKey } from './sort';
 import { plural } from './status';
 import { taskLabel } from './undo';
@@ -127,11 +127,5 @@ export function blockedReason(label: string, f: SubtaskFacts, openLabels: readon
  */
 export function parseSubtask(text: string, parentProject: string): Omit<CreateInput, 'parent' | 'project'> | null {
   const p = parseCapture(text, [parentProject]);
-  if (p.description === '') return null;
-  return {
-    description: p.description,
-    ...(p.tags.length ? { tags: p.tags } : {}),
-    ...(p.due !== undefined ? { due: p.due } : {}),
-    ...(p.priority !== undefined ? { priority: p.priority } : {}),
-  };
+  return p.description === '' ? null : captureFields(p);
 }

@@ -1,6 +1,6 @@
 // Pure view logic: no DOM, no Tauri. Everything here is unit-tested in tests/view.test.ts.
 import { sortByKey } from './sort';
-import type { LocalTask, ViewStatus } from './types';
+import type { CreateInput, LocalTask, ViewStatus } from './types';
 
 /** `~` and the first 8 hex digits of the UUID: how a task without a key is named (as in the CLI). */
 export function shortId(task: Pick<LocalTask, 'uuid'>): string {
@@ -293,6 +293,20 @@ export function parseCapture(input: string, knownPrefixes: readonly string[]): P
   if (due !== undefined) out.due = due;
   if (priority !== undefined) out.priority = priority;
   return out;
+}
+
+/**
+ * What a capture asks `create_task` for, but its project (quick capture picks one, a subtask
+ * takes its parent's): the description, and the tags, due date and priority when typed. The
+ * due date and priority go as typed: the backend reads them and refuses what it cannot.
+ */
+export function captureFields(p: ParsedCapture): Omit<CreateInput, 'project' | 'parent'> {
+  return {
+    description: p.description,
+    ...(p.tags.length ? { tags: p.tags } : {}),
+    ...(p.due !== undefined ? { due: p.due } : {}),
+    ...(p.priority !== undefined ? { priority: p.priority } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
