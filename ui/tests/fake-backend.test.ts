@@ -115,6 +115,24 @@ describe('FakeBackend', () => {
     expect(f.handle('complete_task', { id: p.uuid })).toMatchObject({ status: 'completed', open_children: 0 });
   });
 
+  it("a subtask's change sends its parent again with the counts as they are now; a discard does not", () => {
+    const { f, events } = fake();
+    const sent = () => events.filter(([e]) => e === 'task-changed').map(([, p]) => p as LocalTask);
+    const p = f.handle('create_task', { input: { description: 'Launch' } }) as LocalTask;
+    const c = f.handle('create_task', { input: { description: 'Post', parent: p.uuid } }) as LocalTask;
+    expect(sent().at(-1)).toMatchObject({ uuid: p.uuid, children: 1, open_children: 1 });
+    f.handle('complete_task', { id: c.uuid });
+    expect(sent().slice(-2)).toMatchObject([
+      { uuid: c.uuid, status: 'completed' },
+      { uuid: p.uuid, children: 1, open_children: 0 },
+    ]);
+    const d = f.handle('create_task', { input: { description: 'Demo', parent: p.uuid } }) as LocalTask;
+    const before = sent().length;
+    expect(f.handle('discard_task', { id: d.uuid })).toBeNull();
+    expect(sent().length).toBe(before);
+    expect(events.at(-2)).toEqual(['task-removed', { uuid: d.uuid }]);
+  });
+
   it.each([
     [0, 0],
     [2, 7],

@@ -6,8 +6,9 @@
 // local inbox (INBOX) and stays there until `send_inbox` or `set_task_project` moves it.
 // Subtasks (`create_task` with `parent`) take their parent's project, are numbered under its key
 // (`SYN-3.1`) once it has one, are held while an ancestor is refused, and block its completion
-// (`task_blocked`). As in the app, a subtask's change sends no event for its parent: a parent's
-// `children` and `open_children` are as they were when it was last sent.
+// (`task_blocked`). As in the app, a task's change is also sent for its parent and its subtasks
+// (their counts and holds change with it), but a task that leaves the device (`task-removed`)
+// sends nothing for its parent, whose `children` and `open_children` then still count it.
 import type {
   CmdError,
   CreateInput,
@@ -259,8 +260,17 @@ export class FakeBackend {
     if (emit) this.changed(t);
   }
 
+  /** `t` changed: it, then its parent and subtasks, as the engine tells subscribers. */
   private changed(t: LocalTask): void {
     this.emit('task-changed', this.out(t));
+    this.relatedChanged(t);
+  }
+
+  /** The parent and subtasks of `t` (the engine's `Store::related`), sent again. */
+  private relatedChanged(t: LocalTask): void {
+    const up = this.parentOf(t);
+    if (up !== null) this.emit('task-changed', this.out(up));
+    for (const c of this.tasks) if (c.parent === t.uuid) this.emit('task-changed', this.out(c));
   }
 
   /** Counts of tasks, as the engine gives them. */
@@ -395,6 +405,7 @@ export class FakeBackend {
         const input = args.input as CreateInput;
         if (!input.description.trim()) throw err('invalid', 'the description is empty');
         const t = this.make(input);
+        this.relatedChanged(t); // the new task itself is the answer
         this.statusChanged();
         this.pump();
         return this.out(t);
