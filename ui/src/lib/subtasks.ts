@@ -2,11 +2,13 @@
 // Pure: tested in tests/subtasks.test.ts.
 //
 // The counts are read from the loaded list, not from the task's own `children` and
-// `open_children`: the backend sends a task again when it changes, but a subtask created,
-// completed or deleted does not change its parent's row, so the parent's copy keeps the counts
-// it had. Once every page is in the list holds every subtask (every status), so the list's
-// counts are the backend's. While pages load, a parent's subtasks may not be loaded yet: the
-// task's own counts are used until then.
+// `open_children`, though the backend sends a parent again when one of its subtasks changes:
+// the progress leaves deleted subtasks out (`children` counts them, and no completed count is
+// sent); a subtask that leaves the device (discarded) comes as `task-removed` alone, so its
+// parent's copy still counts it; and a parent's own event comes after its new subtask's, where
+// the list's count blocks it in the same update. Once every page is in the list holds every
+// subtask (every status), so the list's counts are the backend's. While pages load, a parent's
+// subtasks may not be loaded yet: the task's own counts are used until then.
 import type { CreateInput, LocalTask } from './types';
 import { captureFields, createdMs, parseCapture } from './view';
 import { sortByKey } from './sort';
