@@ -470,6 +470,8 @@ test('subtasks: added from the detail, numbered under the parent in place; the p
   assert.equal(await browser.execute(() => document.activeElement?.dataset?.testid ?? null), 'subtask-input', 'and keeps the focus');
   assert.equal(await detailUuid(), parent.uuid, 'the detail stays on the parent');
   assert.ok(await rowByText('Write the announcement'), 'a row in the list too');
+  // Blocked in the same update that shows the subtask, not once the parent's own event comes.
+  assert.equal(await rowBadge(parent.uuid, 'row-blocked'), 'blocked · 1 open', 'the parent is blocked at once');
 
   // The server numbers it under the parent's key; the same item and row take the key.
   const want = `${parent.key}.1`;
