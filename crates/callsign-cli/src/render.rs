@@ -145,7 +145,7 @@ impl Out {
             })?;
             println!("  subtasks: {} open of {}", t.open_children, t.children);
             for c in &subtasks {
-                let mark = if c.status.as_str() == "pending" {
+                let mark = if c.status == TaskStatus::Pending {
                     " "
                 } else {
                     "x"
@@ -199,7 +199,7 @@ impl Out {
             .unwrap_or(0);
         let mut out = std::io::stdout().lock();
         for t in tasks {
-            let done = if t.status.as_str() == "pending" {
+            let done = if t.status == TaskStatus::Pending {
                 " "
             } else {
                 "x"

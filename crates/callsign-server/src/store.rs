@@ -146,12 +146,7 @@ impl Snapshot {
             created_at: entry,
             modified_at: time("modified").unwrap_or(entry),
             due: time("due"),
-            priority: task.get("priority").and_then(|p| match p {
-                "H" => Some(Priority::H),
-                "M" => Some(Priority::M),
-                "L" => Some(Priority::L),
-                _ => None,
-            }),
+            priority: task.get("priority").and_then(|p| Priority::parse(p).ok()),
             key: task.get("key").map(str::to_owned),
             project: task.get("project").map(str::to_owned),
         }
@@ -174,7 +169,7 @@ impl Snapshot {
             && patch
                 .project
                 .as_ref()
-                .is_none_or(|p| Some(p.to_ascii_uppercase()) == self.project)
+                .is_none_or(|p| Some(p) == self.project.as_ref())
             && patch.tags.as_ref().is_none_or(|t| {
                 let mut t = t.clone();
                 t.sort();
@@ -1021,7 +1016,7 @@ fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &
         task.update("priority", p.map(|p| p.as_str().to_owned()), ops);
     }
     if let Some(p) = patch.project {
-        task.update("project", Some(p.to_ascii_uppercase()), ops);
+        task.update("project", Some(p), ops);
     }
 }
 

@@ -23,8 +23,18 @@ pub(super) fn prepare_create(idem: String, uuid: Uuid, mut body: NewTask) -> Api
     Ok(CreateReq { idem, uuid, body })
 }
 
-pub(super) fn prepare_update(idem: String, uuid: Uuid, patch: TaskPatch) -> ApiResult<UpdateReq> {
+/// Checks an update's fields and normalises the prefix of a move, as [`prepare_create`] does.
+pub(super) fn prepare_update(
+    idem: String,
+    uuid: Uuid,
+    mut patch: TaskPatch,
+) -> ApiResult<UpdateReq> {
     validate::patch(&patch).map_err(|e| ApiError::new(ErrorCode::InvalidBody, e.0))?;
+    if let Some(p) = &patch.project {
+        let prefix = Prefix::parse(p.trim())
+            .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("project: {e}")))?;
+        patch.project = Some(prefix.to_string());
+    }
     Ok(UpdateReq { idem, uuid, patch })
 }
 

@@ -178,7 +178,7 @@ pub fn commit_create(
         return stored(slot);
     }
     let uuid = slot.task_uuid;
-    let project_id = match at.project {
+    let reserved_in = match at.project {
         Some(p) => p,
         None => {
             slots::task_row(conn, account, uuid)?
@@ -194,14 +194,14 @@ pub fn commit_create(
             // parent is now, if it moved since); the parent has its key (phase 1 checked, and
             // keys are never taken back).
             let (project_id, scope) = match parent {
-                None => (project_id, String::new()),
+                None => (reserved_in, String::new()),
                 Some(p) => {
                     let pk = slots::current_key(conn, account, p)?
                         .ok_or_else(|| DbError::CommitFailed("the parent has no key".into()))?;
                     (pk.project_id, pk.child_scope())
                 }
             };
-            if parent.is_some() {
+            if project_id != reserved_in {
                 slots::set_task_project(conn, account, uuid, project_id)?;
             }
             let n = slots::bump_counter(conn, project_id, &scope)?;
@@ -218,7 +218,11 @@ pub fn commit_create(
             (201, Some(n), key)
         }
     };
-    let previous = slots::previous_keys(conn, account, uuid)?;
+    // A new task has no earlier keys; one answered again (200) may have moved since.
+    let previous = match status {
+        201 => Vec::new(),
+        _ => slots::keys_of(conn, account, uuid)?.1,
+    };
     let body = json(&to_task(
         snapshot,
         &key.prefix,
@@ -250,7 +254,7 @@ pub fn commit_update(
         return stored(slot);
     }
     let uuid = slot.task_uuid;
-    let mut key = slots::current_key(conn, account, uuid)?;
+    let (mut key, mut previous) = slots::keys_of(conn, account, uuid)?;
     // A move: the task takes the next number of the other project, its subtasks new numbers
     // under its new key (`move_tree`).
     let mut moved = Vec::new();
@@ -259,12 +263,11 @@ pub fn commit_update(
             let project = slots::project_id(conn, account, &to)?
                 .ok_or_else(|| DbError::CommitFailed(format!("no project {to}")))?;
             moved = move_tree(conn, account, uuid, project, now)?;
-            key = slots::current_key(conn, account, uuid)?;
+            (key, previous) = slots::keys_of(conn, account, uuid)?;
         }
     }
     let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
     let parent = slots::parent_of(conn, account, uuid)?;
-    let previous = slots::previous_keys(conn, account, uuid)?;
     let body = json(&to_task(snapshot, &prefix, key.as_ref(), parent, previous))?;
     slots::commit_slot(conn, slot.id, None, 200, &body, now)?;
     for sub in moved {
@@ -279,12 +282,12 @@ pub fn commit_update(
     })
 }
 
-/// The project an update's stored request moves its task to, if it names one.
+/// The project an update's stored request moves its task to, if it names one (stored
+/// normalised: `api::tasks::prepare_update`).
 pub fn move_target(request: &str) -> Option<String> {
     serde_json::from_str::<callsign_core::dto::TaskPatch>(request)
         .ok()?
         .project
-        .map(|p| p.trim().to_ascii_uppercase())
 }
 
 /// Moves a task to `project` inside the caller's transaction: it takes the project's next
@@ -351,11 +354,12 @@ pub fn task_meta(conn: &Connection, account: AccountId, uuids: &[Uuid]) -> Resul
             .query_row(params![account, u], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         if let Some((prefix, parent)) = found {
+            let (key, previous) = slots::keys_of(conn, account, u)?;
             let meta = Meta {
                 prefix,
-                key: slots::current_key(conn, account, u)?,
+                key,
                 parent,
-                previous: slots::previous_keys(conn, account, u)?,
+                previous,
             };
             out.insert(u, meta);
         }

@@ -294,25 +294,35 @@ pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<
         .optional()?)
 }
 
-/// The keys a task had before its current one, oldest first.
-pub fn previous_keys(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<Vec<String>> {
+/// A task's current key and the keys it had before it, oldest first: one read of its rows.
+pub fn keys_of(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+) -> Result<(Option<KeyRow>, Vec<String>)> {
     let mut st = conn.prepare_cached(
-        "SELECT k.project_id, p.prefix, k.number, k.scope
+        "SELECT k.project_id, p.prefix, k.number, k.scope, k.current
          FROM keys k JOIN projects p ON p.id = k.project_id
-         WHERE k.account_id = ?1 AND k.task_uuid = ?2 AND k.current = 0
+         WHERE k.account_id = ?1 AND k.task_uuid = ?2
          ORDER BY k.assigned_at, k.rowid",
     )?;
     let rows = st.query_map(params![account, uuid], |r| {
-        Ok(KeyRow {
+        let key = KeyRow {
             project_id: r.get(0)?,
             prefix: r.get(1)?,
             number: r.get(2)?,
             scope: r.get(3)?,
-        })
+        };
+        Ok((key, r.get::<_, bool>(4)?))
     })?;
-    Ok(rows
-        .map(|r| r.map(|k| k.key()))
-        .collect::<rusqlite::Result<_>>()?)
+    let (mut current, mut previous) = (None, Vec::new());
+    for row in rows {
+        match row? {
+            (key, true) => current = Some(key),
+            (key, false) => previous.push(key.key()),
+        }
+    }
+    Ok((current, previous))
 }
 
 /// The id of the account's project with this prefix.

@@ -15,7 +15,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::storage::{Commit, Mutation, Op};
 use crate::AppState;
 
-/// A validated update of a resolved task.
+/// A validated update of a resolved task: a move's `patch.project` is a valid prefix, stored
+/// upper-case.
 #[derive(Clone)]
 pub struct UpdateReq {
     pub idem: String,
@@ -60,19 +61,18 @@ pub async fn update_many(
     let moving: Vec<(String, Uuid, String)> = go
         .iter()
         .filter_map(|(it, _)| {
-            let to = patches[&it.m.idem].project.as_ref()?;
-            Some((it.m.idem.clone(), it.m.uuid, to.trim().to_ascii_uppercase()))
+            let to = patches[&it.m.idem].project.clone()?;
+            Some((it.m.idem.clone(), it.m.uuid, to))
         })
         .collect();
     let moved: Vec<Uuid> = moving.iter().map(|(_, u, _)| *u).collect();
-    let refused = match blocked(state, account, completing).await {
-        Ok(mut r) => match unmovable(state, account, moving).await {
-            Ok(m) => {
-                r.extend(m);
-                r
-            }
-            Err(e) => return batch.fail_all(&go, e),
-        },
+    let refused = async {
+        let mut refused = blocked(state, account, completing).await?;
+        refused.extend(unmovable(state, account, moving).await?);
+        Ok(refused)
+    };
+    let refused = match refused.await {
+        Ok(r) => r,
         Err(e) => return batch.fail_all(&go, e),
     };
     let go = batch.refuse(state, account, go, refused).await;

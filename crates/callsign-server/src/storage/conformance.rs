@@ -1077,7 +1077,8 @@ pub async fn a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys(b
     create_batch(&b, a, &[("k2", kids[2], t("k2"), Some(kids[1]))]).await;
 
     let to_ops = TaskPatch {
-        project: Some("ops".into()),
+        // As the API stores it: normalised (`api::tasks::prepare_update`).
+        project: Some("OPS".into()),
         ..TaskPatch::default()
     };
     let r = update_one(&b, a, "move", parent, &to_ops).await;

@@ -265,12 +265,7 @@ impl Engine {
     /// 0 for a task, 1 for its subtask, and so on (read up its parents here).
     fn depth(&self, task: &LocalTask) -> Result<usize> {
         let store = self.store();
-        let (mut depth, mut up) = (0, task.parent);
-        while let Some(p) = up.filter(|_| depth <= callsign_core::MAX_DEPTH) {
-            depth += 1;
-            up = store.task(p)?.and_then(|t| t.parent);
-        }
-        Ok(depth)
+        depth(task, |p| Ok(store.task(p)?.and_then(|t| t.parent)))
     }
 
     /// A due date as the user typed it (`fri`, `eow`, `2026-12-01`, `3d`; `none` or empty:
@@ -343,14 +338,7 @@ impl Engine {
             .iter()
             .filter_map(|t| t.parent.map(|p| (t.uuid, p)))
             .collect();
-        let depth = |t: &LocalTask| {
-            let (mut d, mut up) = (0usize, t.parent);
-            while let Some(p) = up.filter(|_| d <= callsign_core::MAX_DEPTH) {
-                d += 1;
-                up = parents.get(&p).copied();
-            }
-            d
-        };
+        let depth_of = |t: &LocalTask| depth(t, |p| Ok(parents.get(&p).copied())).unwrap_or(0);
         let mut tasks: Vec<LocalTask> = self
             .query(&TaskQuery {
                 all: false,
@@ -362,7 +350,7 @@ impl Engine {
         tasks.sort_by_cached_key(|t| {
             (
                 t.children > 0,
-                std::cmp::Reverse(depth(t)),
+                std::cmp::Reverse(depth_of(t)),
                 t.number.is_none(),
                 t.number,
             )
@@ -536,6 +524,20 @@ impl Engine {
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }
+}
+
+/// 0 for a task, 1 for its subtask, and so on: how many parents `parent_of` finds above it
+/// (bounded, so a broken chain cannot loop).
+fn depth(
+    task: &LocalTask,
+    mut parent_of: impl FnMut(Uuid) -> Result<Option<Uuid>>,
+) -> Result<usize> {
+    let (mut depth, mut up) = (0, task.parent);
+    while let Some(p) = up.filter(|_| depth <= callsign_core::MAX_DEPTH) {
+        depth += 1;
+        up = parent_of(p)?;
+    }
+    Ok(depth)
 }
 
 /// A project the user names for a task: a valid prefix (any case).

@@ -110,8 +110,7 @@ fn set_project_in(
     let key = task_key(tx, uuid)?;
     if let Some(k) = key {
         return Err(Error::Invalid(format!(
-            "{k} already has its key in its project; moving a numbered task to another project \
-             is not supported yet"
+            "{k} has its key: it moves by an update the server numbers (Engine::set_project)"
         )));
     }
     let parent: Option<String> = tx.query_row(

@@ -4,7 +4,7 @@
 use callsign_core::dto::{MutationOp, TaskPatch};
 use std::collections::HashMap;
 
-use rusqlite::{params, OptionalExtension, Row, Transaction};
+use rusqlite::{params, Row, Transaction};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -16,6 +16,12 @@ use crate::model::{op_str, parse_op, OutboxRow, RowState};
 pub(super) const COLUMNS: &str =
     "id, uuid, op, idempotency_key, body, state, sent, try_count, last_error,
     created_at, last_touch, next_attempt_at";
+
+/// `uuids` as a JSON array, for `json_each(?)`: a whole set in one bound parameter.
+pub(super) fn uuid_array(uuids: impl IntoIterator<Item = Uuid>) -> String {
+    let all: Vec<String> = uuids.into_iter().map(|u| u.to_string()).collect();
+    serde_json::to_string(&all).unwrap_or_else(|_| "[]".into())
+}
 
 pub(super) fn map_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
     let bad = |i: usize| {
@@ -120,20 +126,34 @@ impl Store {
         Ok(rows)
     }
 
-    /// The parent of each subtask among `uuids`: the plan's other input.
+    /// The parent of each subtask among `uuids`: the plan's other input. One statement; none
+    /// at all when this device has no subtask (the partial index answers that at once).
     pub fn parents(&self, uuids: impl IntoIterator<Item = Uuid>) -> Result<HashMap<Uuid, Uuid>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT parent FROM tasks WHERE uuid = ?1 AND parent IS NOT NULL")?;
-        let mut out = HashMap::new();
-        for u in uuids {
-            let parent: Option<String> =
-                stmt.query_row([u.to_string()], |r| r.get(0)).optional()?;
-            if let Some(p) = parent.and_then(|p| Uuid::parse_str(&p).ok()) {
-                out.insert(u, p);
-            }
+        if !self.has_subtasks()? {
+            return Ok(HashMap::new());
         }
-        Ok(out)
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.uuid, t.parent FROM json_each(?1) j JOIN tasks t ON t.uuid = j.value
+             WHERE t.parent IS NOT NULL",
+        )?;
+        let pairs = stmt
+            .query_map([uuid_array(uuids)], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(pairs
+            .iter()
+            .filter_map(|(u, p)| Some((Uuid::parse_str(u).ok()?, Uuid::parse_str(p).ok()?)))
+            .collect())
+    }
+
+    /// Whether any task here is a subtask.
+    pub(super) fn has_subtasks(&self) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM tasks WHERE parent IS NOT NULL)",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// `pending -> in_progress` for the planned rows; each becomes `sent` (frozen) and counts a try.

@@ -316,31 +316,28 @@ impl Store {
 
     /// The parents and subtasks of `uuids` that are not among them: the tasks whose view a
     /// change to `uuids` also changes (a parent's subtask counts, a subtask's held state).
+    /// One statement; nothing to read when this device has no subtask.
     pub fn related(&self, uuids: &[Uuid]) -> Result<Vec<Uuid>> {
-        let given: std::collections::HashSet<&Uuid> = uuids.iter().collect();
-        let mut up = self
-            .conn
-            .prepare_cached("SELECT parent FROM tasks WHERE uuid = ?1 AND parent IS NOT NULL")?;
-        let mut down = self
-            .conn
-            .prepare_cached("SELECT uuid FROM tasks WHERE parent = ?1")?;
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for u in uuids {
-            let id = u.to_string();
-            let parent: Option<String> = up.query_row([&id], |r| r.get(0)).optional()?;
-            let children = down
-                .query_map([&id], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            for r in parent.into_iter().chain(children) {
-                if let Ok(r) = Uuid::parse_str(&r) {
-                    if !given.contains(&r) && seen.insert(r) {
-                        out.push(r);
-                    }
-                }
-            }
+        if uuids.is_empty() || !self.has_subtasks()? {
+            return Ok(Vec::new());
         }
-        Ok(out)
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.parent FROM json_each(?1) j JOIN tasks t ON t.uuid = j.value
+                WHERE t.parent IS NOT NULL
+             UNION
+             SELECT c.uuid FROM json_each(?1) j JOIN tasks c ON c.parent = j.value",
+        )?;
+        let found = stmt
+            .query_map([super::outbox::uuid_array(uuids.iter().copied())], |r| {
+                r.get::<_, String>(0)
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let given: std::collections::HashSet<&Uuid> = uuids.iter().collect();
+        Ok(found
+            .iter()
+            .filter_map(|u| Uuid::parse_str(u).ok())
+            .filter(|u| !given.contains(u))
+            .collect())
     }
 
     /// The task with [`LocalTask::held_by`] filled in (a lookup reads it for the one task).

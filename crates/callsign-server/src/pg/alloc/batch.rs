@@ -259,23 +259,32 @@ impl PgAlloc {
     ) -> Result<Vec<Result<Reply>>> {
         let idems: Vec<&str> = work.iter().map(|w| w.idem.as_str()).collect();
         let uuids: Vec<Uuid> = work.iter().map(|w| w.snapshot.uuid).collect();
-        let [lock, slots, keys, reserved] = prepare(
+        let [lock, slots, keys, reserved, previous] = prepare(
             tx,
             [
                 "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
                 SLOT_ROW,
                 CURRENT_KEYS,
                 RESERVATIONS,
+                moves::PREVIOUS_KEYS,
             ],
         )
         .await?;
-        // The account row first (sent first, so locked first), then the rest in one go.
-        let (lock, slots, keys, reserved) = tokio::try_join!(
+        // The account row first (sent first, so locked first), then the rest in one go. A new
+        // task has no earlier keys: only updates read them.
+        let (lock, slots, keys, reserved, previous) = tokio::try_join!(
             async { tx.query_one(&lock, &[&account]).await },
             async { tx.query(&slots, &[&account, &idems]).await },
             async { tx.query(&keys, &[&account, &uuids]).await },
             async { tx.query(&reserved, &[&account, &uuids]).await },
+            async {
+                match op {
+                    Op::Update => tx.query(&previous, &[&account, &uuids]).await,
+                    Op::Create => Ok(Vec::new()),
+                }
+            },
         )?;
+        let mut previous = moves::previous_rows(&previous);
         let first: i64 = lock.get(0);
         let slots: HashMap<String, Row> = slots.into_iter().map(|r| (r.get(1), r)).collect();
         let mut current = key_rows(&keys);
@@ -369,11 +378,10 @@ impl PgAlloc {
             }
             moved.insert(w.idem.clone(), subtasks);
         }
-        let previous = if op == Op::Update {
-            moves::previous_keys(tx, account, &uuids).await?
-        } else {
-            HashMap::new()
-        };
+        if !moved.is_empty() {
+            // The moves left old keys: read them again.
+            previous = moves::previous_keys(tx, account, &uuids).await?;
+        }
 
         // One bump per counter (a project's, or a parent's); its tasks take the numbers in
         // batch order.

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use deadpool_postgres::{GenericClient, Transaction};
+use tokio_postgres::Row;
 use uuid::Uuid;
 
 use super::current_key;
@@ -23,6 +24,14 @@ pub(super) async fn project_id(
     .map(|r| r.get(0)))
 }
 
+/// The keys tasks `$2` had before their current ones, oldest first (read by
+/// [`previous_rows`]).
+pub(super) const PREVIOUS_KEYS: &str = "SELECT k.task_uuid, k.project_id, p.prefix, k.number,
+            k.scope
+     FROM keys k JOIN projects p ON p.id = k.project_id
+     WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND NOT k.current
+     ORDER BY k.assigned_at, k.project_id, k.scope, k.number";
+
 /// The keys each of `uuids` had before its current one, oldest first (tasks with none are
 /// absent).
 pub(super) async fn previous_keys(
@@ -30,16 +39,14 @@ pub(super) async fn previous_keys(
     account: AccountId,
     uuids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<String>>> {
-    let st = c
-        .prepare_cached(
-            "SELECT k.task_uuid, k.project_id, p.prefix, k.number, k.scope
-             FROM keys k JOIN projects p ON p.id = k.project_id
-             WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND NOT k.current
-             ORDER BY k.assigned_at, k.project_id, k.scope, k.number",
-        )
-        .await?;
+    let st = c.prepare_cached(PREVIOUS_KEYS).await?;
+    Ok(previous_rows(&c.query(&st, &[&account, &uuids]).await?))
+}
+
+/// Rows of [`PREVIOUS_KEYS`], by task.
+pub(super) fn previous_rows(rows: &[Row]) -> HashMap<Uuid, Vec<String>> {
     let mut out: HashMap<Uuid, Vec<String>> = HashMap::new();
-    for r in c.query(&st, &[&account, &uuids]).await? {
+    for r in rows {
         let key = KeyRow {
             project_id: r.get(1),
             prefix: r.get(2),
@@ -48,7 +55,7 @@ pub(super) async fn previous_keys(
         };
         out.entry(r.get(0)).or_default().push(key.key());
     }
-    Ok(out)
+    out
 }
 
 /// Gives `uuid` the next number of `(project, scope)` as its current key; the old key stays.
