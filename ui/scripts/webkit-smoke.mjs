@@ -431,6 +431,30 @@ try {
   results.push(['screenshot mixed dark', await shot('4i-mixed-dark')]);
   await keys('t');
 
+  // ---- 4j. Subtasks: a parent with a nested one; one held by a parent the server refused -----------
+  await open('n=12&provisional=0&failed=1&subtasks=2&online=1');
+  const openRow = (css) => exec(`const r = [...document.querySelectorAll('[data-testid=task-row]')].find((r) => r.matches(arguments[0]));
+    r.click(); r.dispatchEvent(new MouseEvent('dblclick', { bubbles: true })); return r.dataset.uuid`, css);
+  const subtaskItems = () => exec(`return [...document.querySelectorAll('[data-testid=subtask]')].map((li) => ({
+    status: li.dataset.status, stuck: li.querySelector('[data-testid=subtask-check]').disabled,
+    marker: li.querySelector('[data-testid=provisional-marker]')?.textContent.trim() ?? null }))`);
+  // The newest parent got the nested subtask (under its second one).
+  await openRow(':not([data-key*="."]):has([data-testid=row-blocked])');
+  const kids = await eventually('its subtasks', 3000, async () => ((await subtaskItems()).length === 3 ? subtaskItems() : null));
+  check('a parent lists its subtasks, oldest first; one with an open subtask of its own cannot be checked',
+    kids.map((k) => `${k.status}${k.stuck ? ' stuck' : ''}`).join(',') === 'completed,pending stuck,pending', JSON.stringify(kids));
+  check('its progress is done of not deleted', /^1\/3/.test(await exec('return document.querySelector("[data-testid=detail-progress]").textContent.trim()')));
+  results.push(['screenshot subtasks', await shot('4j-subtasks')]);
+  const refused = await openRow(':has([data-testid=row-fix])');
+  await eventually('its Add subtask field', 3000, () => exec('return !!document.querySelector("[data-testid=subtask-input]")'));
+  await exec('document.querySelector("[data-testid=subtask-input]").focus()');
+  await keys('Q1 milestones' + ENTER);
+  await eventually('the subtask in the detail', 3000, async () => (await subtaskItems()).length === 1);
+  check('the refused parent is blocked as soon as its subtask shows', await exec(`return document.querySelector('[data-testid=task-row][data-uuid="' + arguments[0] + '"] [data-testid=row-blocked]') !== null`, refused));
+  const held = await eventually('the subtask held', 3000, async () => (await subtaskItems())[0]?.marker?.startsWith('waiting for ~') && subtaskItems());
+  check('a subtask under a refused parent says whom it waits for', /^waiting for ~[0-9a-f]{8}$/.test(held[0].marker), held[0].marker);
+  results.push(['screenshot held subtask', await shot('4j-held-subtask')]);
+
   // ---- 5. Narrow window and dark theme ----------------------------------------------------------
   await open('n=200&provisional=4&online=0');
   await wd('POST', s('/window/rect'), { width: 400, height: 800 }).catch(() => {});
