@@ -449,10 +449,16 @@ impl Engine {
     /// device, else the task without its refused changes. See [`Store::discard`].
     pub fn discard(&self, task_ref: &str) -> Result<Option<LocalTask>> {
         let uuid = self.get(task_ref)?.uuid;
+        // Read before the task goes: its parent's counts and its subtasks (now tasks of their
+        // own) change with it.
+        let related = self.store().related(&[uuid])?;
         let done = self.store().discard(uuid, self.inner.opts.clock.now())?;
         match done {
             Discarded::Removed => {
                 self.removed(&[uuid]);
+                for &uuid in &related {
+                    let _ = self.inner.events.send(Event::TaskChanged { uuid });
+                }
                 self.status_changed();
                 Ok(None)
             }

@@ -431,15 +431,58 @@ fn a_subtask_change_tells_subscribers_about_its_parent_too() {
     let mut events = e.subscribe();
     let child = e.create(sub("Write the post", &parent.short_id())).unwrap();
     e.complete(&child.short_id()).unwrap();
-    let mut changed = Vec::new();
-    while let Ok(ev) = events.try_recv() {
-        if let crate::events::Event::TaskChanged { uuid } = ev {
-            changed.push(uuid);
-        }
-    }
+    let changed = changed(&mut events);
     let parent_told = changed.iter().filter(|u| **u == parent.uuid).count();
     assert_eq!(
         parent_told, 2,
         "once for the create, once for the completion: {changed:?}"
     );
+}
+
+/// The uuids of the `TaskChanged` events waiting in `events`.
+fn changed(events: &mut tokio::sync::broadcast::Receiver<crate::events::Event>) -> Vec<uuid::Uuid> {
+    let mut out = Vec::new();
+    while let Ok(ev) = events.try_recv() {
+        if let crate::events::Event::TaskChanged { uuid } = ev {
+            out.push(uuid);
+        }
+    }
+    out
+}
+
+#[test]
+fn discarding_a_refused_parent_tells_subscribers_its_subtask_stands_alone() {
+    let (_dir, e) = engine();
+    let parent = e.create(input("Launch", Some("SYN"))).unwrap();
+    let child = e.create(sub("Write the post", &parent.short_id())).unwrap();
+    {
+        let mut store = e.store();
+        let id = store.rows_for_test(parent.uuid)[0].id;
+        let rows = store.claim(&[id], 1).unwrap();
+        let refused = crate::outbox_state::Outcome::Fail("no such project".into());
+        store
+            .record_answers(&[(rows[0].clone(), refused)], |_| 0, 2)
+            .unwrap();
+    }
+    assert!(e.get(&child.short_id()).unwrap().held_by.is_some());
+    let mut events = e.subscribe();
+    assert!(e.discard(&parent.short_id()).unwrap().is_none());
+    assert!(
+        changed(&mut events).contains(&child.uuid),
+        "the subtask's view changed"
+    );
+    let alone = e.get(&child.short_id()).unwrap();
+    assert_eq!((alone.parent, alone.held_by), (None, None));
+}
+
+#[test]
+fn a_deleted_inbox_parent_is_dropped_and_its_subtask_sent_on_its_own() {
+    let (_dir, e) = engine();
+    let parent = e.create(input("Trip", None)).unwrap();
+    let child = e.create(sub("Book the train", &parent.short_id())).unwrap();
+    e.delete(&parent.short_id()).unwrap();
+    assert_eq!(e.send_inbox("OPS").unwrap(), 1);
+    assert!(e.get(&parent.short_id()).is_err(), "never sent, so dropped");
+    let sent = e.get(&child.short_id()).unwrap();
+    assert_eq!((sent.project.as_str(), sent.parent), ("OPS", None));
 }

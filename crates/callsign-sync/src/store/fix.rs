@@ -137,6 +137,20 @@ fn set_project_in(
     Ok(())
 }
 
+/// Makes the provisional subtasks of a task about to be removed tasks of their own (here and in
+/// their unsent creates); returns them.
+fn detach_children(tx: &Transaction<'_>, uuid: Uuid, now: DateTime<Utc>) -> Result<Vec<Uuid>> {
+    let children = provisional_children(tx, uuid)?;
+    for &child in &children {
+        rewrite_create(tx, child, now, |body| body.parent = None)?;
+        tx.execute(
+            "UPDATE tasks SET parent = NULL WHERE uuid = ?1",
+            [child.to_string()],
+        )?;
+    }
+    Ok(children)
+}
+
 /// The provisional subtasks of a task, and theirs, in no particular order.
 fn descendants(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<Uuid>> {
     let mut out = Vec::new();
@@ -188,21 +202,31 @@ impl Store {
             )));
         }
         let tx = self.conn.transaction()?;
-        let tasks: Vec<(String, String)> = {
+        let tasks: Vec<String> = {
             // Subtasks go with their parents.
             let mut stmt = tx.prepare(
-                "SELECT uuid, status FROM tasks WHERE project = ?1 AND key IS NULL
+                "SELECT uuid FROM tasks WHERE project = ?1 AND key IS NULL
                     AND parent IS NULL ORDER BY created_at, rowid",
             )?;
             let rows = stmt
-                .query_map([LOCAL_PROJECT], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .query_map([LOCAL_PROJECT], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
             rows
         };
         let mut out = SentInbox::default();
-        for (u, status) in tasks {
-            let uuid = Uuid::parse_str(&u).map_err(|e| Error::Invalid(e.to_string()))?;
+        let mut tasks: std::collections::VecDeque<Uuid> = tasks
+            .iter()
+            .map(|u| Uuid::parse_str(u).map_err(|e| Error::Invalid(e.to_string())))
+            .collect::<Result<_>>()?;
+        while let Some(uuid) = tasks.pop_front() {
+            let status: String = tx.query_row(
+                "SELECT status FROM tasks WHERE uuid = ?1",
+                [uuid.to_string()],
+                |r| r.get(0),
+            )?;
             if status == "deleted" && never_accepted(&None, &rows_of(&tx, uuid)?) {
+                // Its subtasks go on as tasks of their own.
+                tasks.extend(detach_children(&tx, uuid, now)?);
                 remove_in(&tx, uuid)?;
                 out.removed.push(uuid);
             } else {
@@ -226,14 +250,7 @@ impl Store {
         let rows = rows_of(&tx, uuid)?;
         let failed = rows.iter().filter(|r| r.state == RowState::Failed).count();
         let done = if never_accepted(&key, &rows) {
-            // Its subtasks stay, as tasks of their own.
-            for child in provisional_children(&tx, uuid)? {
-                rewrite_create(&tx, child, now, |body| body.parent = None)?;
-                tx.execute(
-                    "UPDATE tasks SET parent = NULL WHERE uuid = ?1",
-                    [child.to_string()],
-                )?;
-            }
+            detach_children(&tx, uuid, now)?;
             remove_in(&tx, uuid)?;
             Discarded::Removed
         } else if failed > 0 {
