@@ -200,6 +200,16 @@ pub fn set_task_project(
     one(&engine.0, task)
 }
 
+/// Moves any task to another project. A numbered one keeps its key until the server answers
+/// with the next number there (its subtasks follow under the new key) and lists the old key in
+/// `previous_keys`, which still finds it; one with no key just changes project (a refused one
+/// is sent again). A subtask alone is refused (`invalid`): it moves with its parent.
+#[tauri::command]
+pub fn move_task(engine: State<'_, AppEngine>, id: String, project: String) -> CmdResult<UiTask> {
+    let task = engine.0.set_project(&id, &project)?;
+    one(&engine.0, task)
+}
+
 /// `null` when the task is gone from this device (a `task-removed` event follows).
 #[tauri::command]
 pub fn discard_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<Option<UiTask>> {

@@ -57,6 +57,7 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::set_task_project,
         commands::discard_task,
         commands::send_inbox,
+        commands::move_task,
     ]
 }
 

@@ -413,3 +413,107 @@ fn projects_offline_come_from_this_device() {
         ])
     );
 }
+
+/// What the server's change feed would bring: a numbered task (and, with `parent`, a subtask
+/// of it), written through a second connection to the same store, as a sync pass writes it.
+fn from_server(ui: &Ui, tasks: Value) {
+    let tasks: Vec<callsign_core::dto::Task> = serde_json::from_value(tasks).unwrap();
+    let mut store = callsign_sync::store::Store::open(ui.dir.path()).unwrap();
+    store.apply_changes(&tasks, "c").unwrap();
+}
+
+fn server_task(uuid: &str, key: &str, parent: Option<&str>, previous: &[&str]) -> Value {
+    let (prefix, number) = key.split_once('-').unwrap();
+    let number: u64 = number.rsplit('.').next().unwrap().parse().unwrap();
+    json!({
+        "uuid": uuid, "key": key, "project": prefix, "number": number,
+        "description": format!("Task {key}"), "notes": "", "status": "pending", "tags": [],
+        "parent": parent, "previous_keys": previous,
+        "created_at": "2026-11-20T10:00:00Z", "modified_at": "2026-11-20T10:00:00Z",
+    })
+}
+
+/// A numbered task moves at once here (its project), keeps its key until the server's answer
+/// brings the next key there, and every old key still finds it; its subtask is refused alone,
+/// in words; a task with no key just changes project.
+#[test]
+fn move_task_moves_a_numbered_task_and_its_old_keys_still_find_it() {
+    let ui = ui();
+    let (parent, child) = (
+        "0b6c3f5e-8d1c-4f6e-9a52-000000000001",
+        "0b6c3f5e-8d1c-4f6e-9a52-000000000002",
+    );
+    from_server(
+        &ui,
+        json!([
+            server_task(parent, "SYN-7", None, &["DEV-2"]),
+            server_task(child, "SYN-7.1", Some(parent), &["DEV-2.1"])
+        ]),
+    );
+
+    let e = ui.err("move_task", json!({"id": "SYN-7.1", "project": "OPS"}));
+    assert_eq!(
+        e,
+        json!({"code": "invalid", "message": "SYN-7.1 is a subtask: it moves with its parent, not alone"})
+    );
+    let e = ui.err("move_task", json!({"id": "syn 7", "project": "syn"}));
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"].as_str().unwrap().contains("in SYN already"),
+        "{e}"
+    );
+
+    let moved = ui.ok("move_task", json!({"id": "syn-7", "project": "ops"}));
+    assert_eq!(
+        (moved["project"].as_str(), moved["key"].as_str()),
+        (Some("OPS"), Some("SYN-7")),
+        "the project at once, the key when the server answers"
+    );
+    assert_eq!(moved["waiting"]["state"], "pending", "{moved}");
+    assert_eq!(moved["previous_keys"], json!(["DEV-2"]));
+
+    // The server's answer: OPS-1, the old keys listed; each still finds the task.
+    from_server(
+        &ui,
+        json!([server_task(parent, "OPS-1", None, &["DEV-2", "SYN-7"])]),
+    );
+    for old in ["SYN-7", "syn 7", "dev2", "OPS-1"] {
+        let t = ui.ok("resolve_task", json!({"query": old}));
+        assert_eq!(
+            (t["uuid"].as_str(), t["key"].as_str()),
+            (Some(parent), Some("OPS-1")),
+            "{old}"
+        );
+        assert_eq!(t["previous_keys"], json!(["DEV-2", "SYN-7"]));
+    }
+    assert_eq!(
+        ui.ok("resolve_task", json!({"query": "DEV-2.1"}))["uuid"],
+        child
+    );
+
+    // No key yet: it just changes project; a provisional subtask is refused alone too.
+    let t = ui.add("Provisional");
+    let id = t["uuid"].as_str().unwrap().to_owned();
+    let sub = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Its subtask", "parent": id}}),
+    );
+    let t = ui.ok("move_task", json!({"id": id, "project": "OPS"}));
+    assert_eq!(
+        (t["project"].as_str(), t["key"].clone()),
+        (Some("OPS"), Value::Null)
+    );
+    let sub = ui.ok("resolve_task", json!({"query": sub["uuid"]}));
+    assert_eq!(sub["project"], "OPS", "its subtask goes with it");
+    let e = ui.err("move_task", json!({"id": sub["uuid"], "project": "SYN"}));
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("its subtasks go with it"),
+        "{e}"
+    );
+    let e = ui.err("move_task", json!({"id": "SYN-404", "project": "OPS"}));
+    assert_eq!(e["code"], "not_found");
+}
