@@ -30,6 +30,7 @@ function setup() {
       discardTask: (id: string) => h<LocalTask | null>('discard_task', { id }),
       retryTask: (id: string) => h<LocalTask>('retry_task', { id }),
       setTaskProject: (id: string, project: string) => h<LocalTask>('set_task_project', { id, project }),
+      moveTask: (id: string, project: string) => h<LocalTask>('move_task', { id, project }),
       editTask: (id: string, patch: TaskPatch) => h<LocalTask>('edit_task', { id, patch }),
     },
     upsert: (t) => void tasks.set(t.uuid, t),
@@ -243,5 +244,45 @@ describe('TaskActions', () => {
     await s.a.complete({ ...t, uuid: 'no-such-task' });
     expect(s.last()).toMatchObject({ tone: 'error', text: "Couldn't complete ~nosuchta: No task no-such-task" });
     expect(s.a.undo.size).toBe(0);
+  });
+});
+
+describe('TaskActions: moves', () => {
+  /** Online with a server, the fake server answering at once. */
+  async function online() {
+    const s = setup();
+    s.fake.latencyMs = 1;
+    s.fake.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    s.fake.seed(3); // OPS-1 (done), SYN-1, SYN-2
+    s.fake.setOnline(true);
+    await settle();
+    return s;
+  }
+  const settle = () => new Promise((r) => setTimeout(r, 40));
+
+  it('a numbered task moves at once and gets the next key there when the server answers; no undo', async () => {
+    const s = await online();
+    const t = s.get('SYN-2');
+    const r = (await s.a.move(t, 'OPS')) as LocalTask;
+    expect(r).toMatchObject({ uuid: t.uuid, project: 'OPS', key: 'SYN-2' });
+    expect(s.tasks.get(t.uuid)).toEqual(r); // the row shows the project change at once
+    expect(s.last()).toEqual({ tone: 'info', text: 'Moving SYN-2 to OPS: its new key comes when the server answers' });
+    expect(s.a.undo.size).toBe(0);
+    await settle();
+    expect(s.get(t.uuid)).toMatchObject({ key: 'OPS-2', project: 'OPS', previous_keys: ['SYN-2'] });
+    expect(s.get('syn 2').uuid).toBe(t.uuid); // the old key still finds it
+  });
+
+  it('a subtask alone is refused in words; a provisional task just changes project', async () => {
+    const s = await online();
+    const parent = s.get('SYN-2');
+    const sub = (await s.a.addSubtask(parent, { description: 'Its subtask' })) as LocalTask;
+    await s.a.move(sub, 'OPS');
+    expect(s.last()).toEqual({ tone: 'error', text: `Couldn't move ${'~' + sub.uuid.replace(/-/g, '').slice(0, 8)} to OPS: a subtask is in its parent's project: change the parent's project and its subtasks go with it` });
+    s.fake.setOnline(false);
+    const draft = await s.add({ description: 'Draft', project: 'SYN' });
+    const moved = (await s.a.move(draft, 'OPS')) as LocalTask;
+    expect(moved).toMatchObject({ project: 'OPS', key: null });
+    expect(s.last()?.text).toMatch(/^Moved ~\w{8} to OPS$/);
   });
 });

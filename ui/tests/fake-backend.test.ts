@@ -169,4 +169,32 @@ describe('FakeBackend', () => {
       expect(() => f.handle('resolve_task', { query: t.uuid })).toThrow();
     }
   });
+
+  it('move_task: a numbered task and its subtasks get new keys there, old keys still find them; a subtask alone is refused', async () => {
+    const { f, events } = fake();
+    f.latencyMs = 1;
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    f.setOnline(true);
+    const p = f.handle('create_task', { input: { description: 'Launch', project: 'SYN' } }) as LocalTask;
+    const c = f.handle('create_task', { input: { description: 'Post', parent: p.uuid } }) as LocalTask;
+    await new Promise((r) => setTimeout(r, 400));
+    const get = (q: string) => f.handle('resolve_task', { query: q }) as LocalTask;
+    expect([get(p.uuid).key, get(c.uuid).key]).toEqual(['SYN-1', 'SYN-1.1']);
+    expect(() => f.handle('move_task', { id: c.uuid, project: 'OPS' })).toThrow(
+      expect.objectContaining({ code: 'invalid', message: 'SYN-1.1 is a subtask: it moves with its parent, not alone' }),
+    );
+    expect(() => f.handle('move_task', { id: p.uuid, project: 'syn' })).toThrow(expect.objectContaining({ message: 'SYN-1 is in SYN already' }));
+    const moved = f.handle('move_task', { id: p.uuid, project: 'ops' }) as LocalTask;
+    expect(moved).toMatchObject({ project: 'OPS', key: 'SYN-1', waiting: { state: 'pending' } });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(get(p.uuid)).toMatchObject({ key: 'OPS-1', previous_keys: ['SYN-1'], waiting: null });
+    expect(get(c.uuid)).toMatchObject({ key: 'OPS-1.1', project: 'OPS', previous_keys: ['SYN-1.1'] });
+    expect(get('syn-1').uuid).toBe(p.uuid);
+    const sent = events.filter(([e]) => e === 'task-changed').map(([, t]) => (t as LocalTask).key);
+    expect(sent).toContain('OPS-1.1'); // the subtask's new key is sent too
+    // A move to a project the server lacks is refused there; the task keeps its key.
+    f.handle('move_task', { id: p.uuid, project: 'ZZZ' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(get(p.uuid)).toMatchObject({ key: 'OPS-1', project: 'ZZZ', failure: { code: 'project_not_found' } });
+  });
 });

@@ -15,6 +15,7 @@ export function task(over: Partial<LocalTask> = {}): LocalTask {
     due: null,
     priority: null,
     parent: null,
+    previous_keys: [],
     children: 0,
     open_children: 0,
     held_by: null,

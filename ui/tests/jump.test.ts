@@ -147,4 +147,14 @@ describe('planJump', () => {
   it('shows at most 8 results', () => {
     expect(planJump('task', many(100), ctx).results).toHaveLength(8);
   });
+
+  it('an old key finds the task that moved (its current key wins over an old one)', () => {
+    const moved = task({ uuid: '55555555-0000-4000-8000-000000000005', key: 'OPS-3', project: 'OPS', previous_keys: ['DEV-3', 'DEV-9'], description: 'Moved' });
+    const now = task({ uuid: '66666666-0000-4000-8000-000000000006', key: 'DEV-9', description: 'Took nothing' });
+    const p = planJump('dev 3', [...list, moved], ctx);
+    expect([p.resolve, uuids(p.results), p.highlight, p.formerly]).toEqual(['DEV-3', ['5'], 0, 'DEV-3']);
+    expect(planJump('ops-3', [...list, moved], ctx).formerly).toBeNull();
+    // Keys are never reused, but a stale list could hold both: the current key wins.
+    expect(uuids(planJump('DEV-9', [moved, now], ctx).results)[0]).toBe('6');
+  });
 });

@@ -14,6 +14,7 @@ describe('actionFor', () => {
     ['Enter', 'open'],
     ['x', 'complete'],
     ['e', 'edit'],
+    ['m', 'move'],
     ['c', 'copy'],
     ['Delete', 'delete'],
     ['r', 'retry'],
@@ -64,7 +65,7 @@ describe('actionFor', () => {
 
   it('every action in the help table has a key that triggers it', () => {
     const reachable = new Set(
-      ['n', '/', 'j', 'k', 'g', 'G', 'Enter', 'x', 'e', 'c', 'Delete', 'r', 's', 'f', 'N', ',', 't', '?', 'Escape'].map((key) =>
+      ['n', '/', 'j', 'k', 'g', 'G', 'Enter', 'x', 'e', 'm', 'c', 'Delete', 'r', 's', 'f', 'N', ',', 't', '?', 'Escape'].map((key) =>
         actionFor(k(key), false),
       ),
     );

@@ -9,6 +9,9 @@
 // (`task_blocked`). As in the app, a task's change is also sent for its parent and its subtasks
 // (their counts and holds change with it), but a task that leaves the device (`task-removed`)
 // sends nothing for its parent, whose `children` and `open_children` then still count it.
+// Moves (`move_task`): a numbered task changes project at once and the fake server gives it the
+// next number there (its subtasks renumbered under the new key, in their old order), each old
+// key kept in `previous_keys` and still found; a subtask alone is refused.
 import type {
   CmdError,
   CreateInput,
@@ -22,6 +25,7 @@ import type {
   TaskPatch,
 } from '../lib/types';
 import { parseJumpQuery } from '../lib/jump';
+import { keyPrefix } from '../lib/moves';
 import { filterTasks } from '../lib/view';
 import { fakeParseDue, fakeParsePriority } from './fake-when';
 
@@ -158,6 +162,7 @@ export class FakeBackend {
       due: input.due === undefined ? null : fakeParseDue(input.due),
       priority: input.priority === undefined ? null : fakeParsePriority(input.priority),
       parent: parent?.uuid ?? null,
+      previous_keys: [],
       children: 0,
       open_children: 0,
       held_by: null,
@@ -186,7 +191,10 @@ export class FakeBackend {
   private find(query: string): LocalTask | undefined {
     const q = parseJumpQuery(query);
     let found: LocalTask | undefined;
-    if (q.kind === 'key') found = this.tasks.find((t) => t.key === q.key);
+    if (q.kind === 'key') {
+      // A key names its task forever: an old key (the task moved) finds it too.
+      found = this.tasks.find((t) => t.key === q.key) ?? this.tasks.find((t) => t.previous_keys.includes(q.key));
+    }
     if (q.kind === 'uuid') found = this.byUuid.get(q.uuid);
     const hex = query.trim().replace(/^~/, '').replace(/-/g, '').toLowerCase();
     if (!found && /^[0-9a-f]{8,}$/.test(hex)) {
@@ -260,6 +268,57 @@ export class FakeBackend {
     if (emit) this.changed(t);
   }
 
+  /**
+   * The server's side of a move: `t` gets the next number of its (new) project, or under its
+   * parent's new key; its numbered subtasks follow in their old order. Old keys are kept.
+   */
+  private renumber(t: LocalTask, parent: LocalTask | null): void {
+    if (t.key === null) return;
+    const scope = parent?.key ?? t.project;
+    const n = (this.next.get(scope) ?? 0) + 1;
+    this.next.set(scope, n);
+    t.previous_keys = [...t.previous_keys, t.key];
+    t.number = n;
+    t.key = parent === null ? `${t.project}-${n}` : `${parent.key}.${n}`;
+    t.modified_at = new Date().toISOString();
+    for (const c of this.tasks.filter((x) => x.parent === t.uuid)) {
+      c.project = t.project;
+      this.renumber(c, t);
+      this.emit('task-changed', this.out(c));
+    }
+  }
+
+  /**
+   * `move_task` (and `set_task_project`, the same in the app): a numbered task is queued as a
+   * move, one with no key just changes project (its provisional subtasks with it).
+   */
+  private moveTo(t: LocalTask, project: string): LocalTask {
+    if (project === INBOX) throw err('invalid', 'Choose a server project: the inbox is where tasks wait for one');
+    if (!/^[A-Z][A-Z0-9]{1,9}$/.test(project)) throw err('invalid', `"${project}" is not a project prefix`);
+    if (t.parent !== null) {
+      throw err(
+        'invalid',
+        t.key !== null
+          ? `${t.key} is a subtask: it moves with its parent, not alone`
+          : "a subtask is in its parent's project: change the parent's project and its subtasks go with it",
+      );
+    }
+    if (t.key !== null && t.project === project) throw err('invalid', `${t.key} is in ${project} already`);
+    t.project = project;
+    t.local = false;
+    if (t.key === null) {
+      for (const c of this.tasks.filter((x) => x.parent === t.uuid && x.key === null)) {
+        c.project = project;
+        c.local = false;
+      }
+    }
+    this.requeue(t);
+    const out = this.touch(t);
+    this.statusChanged();
+    this.pump();
+    return out;
+  }
+
   /** `t` changed: it, then its parent and subtasks, as the engine tells subscribers. */
   private changed(t: LocalTask): void {
     this.emit('task-changed', this.out(t));
@@ -317,8 +376,15 @@ export class FakeBackend {
           t.sync_state = 'failed';
           t.waiting = { state: 'failed', next_attempt_at: null };
           this.changed(t);
+        } else if (t.key !== null && keyPrefix(t.key) !== t.project && !this.serverPrefixes.includes(t.project)) {
+          // A move to a project the server lacks: refused, the task keeps its key.
+          t.failure = this.noProject(t.project);
+          t.sync_state = 'failed';
+          t.waiting = { state: 'failed', next_attempt_at: null };
+          this.changed(t);
         } else if (t.key !== null) {
           t.waiting = null; // an edit of a numbered task, accepted
+          if (keyPrefix(t.key) !== t.project) this.renumber(t, null);
           this.changed(t);
         } else {
           this.number(t);
@@ -471,19 +537,9 @@ export class FakeBackend {
         this.pump();
         return this.touch(t);
       }
-      case 'set_task_project': {
-        const t = this.get(args.id as string);
-        const project = String(args.project ?? '').toUpperCase();
-        if (project === INBOX) throw err('invalid', 'Choose a server project: the inbox is where tasks wait for one');
-        if (t.key !== null) throw err('invalid', `${t.key} already has its key in ${t.project}`);
-        t.project = project;
-        t.local = false;
-        this.requeue(t);
-        const out = this.touch(t);
-        this.statusChanged();
-        this.pump();
-        return out;
-      }
+      case 'set_task_project':
+      case 'move_task':
+        return this.moveTo(this.get(args.id as string), String(args.project ?? '').trim().toUpperCase());
       case 'send_inbox': {
         const project = String(args.project ?? '').toUpperCase();
         if (project === INBOX || project === '') throw err('invalid', 'Choose a server project to send the inbox to');

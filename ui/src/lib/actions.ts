@@ -2,6 +2,7 @@
 // DOM: tested against the fake backend in tests/actions.test.ts.
 import type { Backend } from './backend';
 import { toCmdError } from './backend';
+import { movedText } from './moves';
 import type { NoticeInput, Topic } from './notices';
 import type { CreateInput, LocalTask, TaskPatch } from './types';
 import { inversePatch, taskLabel, undoStep, UndoStack, type UndoEntry } from './undo';
@@ -14,6 +15,7 @@ type Commands =
   | 'discardTask'
   | 'retryTask'
   | 'setTaskProject'
+  | 'moveTask'
   | 'editTask';
 
 export interface ActionHost {
@@ -152,6 +154,20 @@ export class TaskActions {
     if (r === undefined) return;
     this.host.upsert(r);
     this.done(project === t.project ? `Sending ${taskLabel(r)} again` : `Sending ${taskLabel(r)} to ${project}`);
+  }
+
+  /**
+   * Moves a task to another project (`move_task`): the row shows the new project at once and a
+   * numbered task's new key when the server answers. Not undoable: moving back would take yet
+   * another number there (keys are never reused). A refusal (a subtask alone) is the notice.
+   */
+  async move(t: LocalTask, project: string): Promise<LocalTask | null> {
+    const before = this.host.find(t.uuid) ?? t;
+    const r = await this.run(`Couldn't move ${taskLabel(before)} to ${project}`, () => this.host.backend.moveTask(t.uuid, project));
+    if (r === undefined) return null;
+    this.host.upsert(r);
+    this.done(movedText(before, r, project));
+    return r;
   }
 
   /** Saves an edit; a failed task is sent again with it (the backend does that). */

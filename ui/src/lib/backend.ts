@@ -47,6 +47,11 @@ export const backend = {
   deleteTask: (id: string) => call<LocalTask | null>('delete_task', { id }),
   /** Moves the task to `project` and sends it again. */
   setTaskProject: (id: string, project: string) => call<LocalTask>('set_task_project', { id, project }),
+  /**
+   * Moves any task to `project`: a numbered one takes the next key there when the server
+   * answers (its old key goes to `previous_keys`); a subtask alone is refused (`invalid`).
+   */
+  moveTask: (id: string, project: string) => call<LocalTask>('move_task', { id, project }),
   /** null: the task was removed from this device (a `task-removed` event comes too). */
   discardTask: (id: string) => call<LocalTask | null>('discard_task', { id }),
   /** Moves every local-inbox task to `project` and queues them; answers how many. */

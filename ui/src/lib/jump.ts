@@ -92,6 +92,8 @@ export interface JumpPlan {
   results: LocalTask[];
   /** The result Enter opens: 0, or -1 when Enter asks the backend (`resolve`) or nothing matches. */
   highlight: number;
+  /** The key typed, when it is an old key of the first result (the task moved since). */
+  formerly: string | null;
 }
 
 function atWordStart(h: string, w: string): boolean {
@@ -128,11 +130,12 @@ export function textMatches(
 /** What the jump box shows and what Enter does, as the user types. */
 export function planJump(input: string, tasks: readonly LocalTask[], ctx: JumpContext, limit = 8): JumpPlan {
   const s = input.trim();
-  const none: JumpPlan = { resolve: null, reading: null, results: [], highlight: -1 };
+  const none: JumpPlan = { resolve: null, reading: null, results: [], highlight: -1, formerly: null };
   if (s === '') return none;
   let resolve: string | null = null;
   let reading: string | null = null;
   let exact: LocalTask[] = [];
+  let formerly: string | null = null;
   const bare = /^[0-9]{1,15}$/.test(s) ? Number(s) : null;
   const q = parseJumpQuery(s, ctx.examplePrefix);
   if (bare !== null && bare > 0 && ctx.currentProject !== null) {
@@ -149,12 +152,20 @@ export function planJump(input: string, tasks: readonly LocalTask[], ctx: JumpCo
     if (q.kind === 'uuid') exact = tasks.filter((t) => t.uuid === r);
     else if (q.kind === 'uuid-prefix' && bare === null) {
       exact = tasks.filter((t) => t.uuid.replace(/-/g, '').startsWith(r)).slice(0, limit);
-    } else exact = tasks.filter((t) => t.key === r).slice(0, 1);
+    } else {
+      // A key names its task forever: the current key first, else a task that had it (it moved).
+      let hit = tasks.find((t) => t.key === r);
+      if (hit === undefined) {
+        hit = tasks.find((t) => t.previous_keys?.includes(r));
+        if (hit !== undefined) formerly = r;
+      }
+      exact = hit === undefined ? [] : [hit];
+    }
   }
   const words = s.toLowerCase().split(/\s+/).filter(Boolean);
   const more = textMatches(tasks, words, limit - exact.length, new Set(exact.map((t) => t.uuid)));
   const results = [...exact, ...more];
   // Enter opens what the input names; when that is not in the loaded list the backend is asked.
   const highlight = exact.length > 0 ? 0 : resolve !== null ? -1 : results.length > 0 ? 0 : -1;
-  return { resolve, reading, results, highlight };
+  return { resolve, reading, results, highlight, formerly };
 }

@@ -10,6 +10,7 @@ export type Action =
   | 'open'
   | 'complete'
   | 'edit'
+  | 'move'
   | 'copy'
   | 'delete'
   | 'undo'
@@ -41,6 +42,7 @@ export function shortcuts(prefix: string): Shortcut[] {
     { keys: 'Enter / o', action: 'open', label: 'Open the task' },
     { keys: 'x', action: 'complete', label: 'Complete (or reopen)' },
     { keys: 'e', action: 'edit', label: 'Edit description, notes and tags' },
+    { keys: 'm', action: 'move', label: `Move to another project (a numbered task gets the next key there; ${up}-3 still finds it)` },
     { keys: 'c', action: 'copy', label: 'Copy the key' },
     { keys: 'Delete', action: 'delete', label: 'Delete' },
     { keys: 'Ctrl+Z', action: 'undo', label: 'Undo the last complete, reopen, delete, edit or discard' },
@@ -96,6 +98,8 @@ export function actionFor(e: KeyLike, inField: boolean): Action | null {
       return 'complete';
     case 'e':
       return 'edit';
+    case 'm':
+      return 'move';
     case 'c':
       return 'copy';
     case 'Delete':

@@ -1,6 +1,7 @@
 // What the row markers and the header say about sync. Pure: tested in tests/status.test.ts.
 // The header counts tasks (`status.pending`, `in_flight`, `failed`, `local` are task counts),
 // and a row's marker reads the same facts, so the two never disagree.
+import { movingTo } from './moves';
 import type { LocalTask, SyncStatus } from './types';
 
 /** Numbers as the UI shows them (`50,000`). */
@@ -26,19 +27,34 @@ function secondsUntil(iso: string | null | undefined, now: number): number | nul
 }
 
 /**
- * What stands in the key's place while a task has none; `null` when the key is shown (a keyed
- * task whose edit failed keeps its key: the row says why beside it).
+ * What stands in the key's place while a task has none (or while a numbered one moves: below);
+ * `null` when the key is shown (a keyed task whose edit failed keeps its key: the row says why
+ * beside it).
  *
  * failed → `failed`; held by a refused ancestor → `waiting for ~1a2b3c4d` (`heldReason` says
  * why); in the local inbox → `Inbox · this device`; status not known yet → `waiting`; no server
  * → `local only`; on the wire → `sending`; backing off → `retrying in N s` (`offline, retrying
  * in N s` offline); offline → `offline`; otherwise (queued) → `sending`.
+ *
+ * A numbered task on its way to another project (`movingTo`) shows `moving to OPS` in its
+ * key's place until the server's answer brings the new key (`moving to OPS · offline`, `·
+ * retrying in N s` while it cannot be sent).
  */
 export function markerFor(task: LocalTask, status: SyncStatus | null, now: number): Marker | null {
+  const to = movingTo(task);
+  if (to !== null) {
+    const m = waitMarker(task, status, now);
+    return { text: m.text === 'sending' ? `moving to ${to}` : `moving to ${to} · ${m.text}`, tone: m.tone };
+  }
   if (task.key !== null) return null;
   if (task.failure !== null) return { text: 'failed', tone: 'failed' };
   if (task.held_by !== null) return { text: `waiting for ${task.held_by}`, tone: 'offline' };
   if (task.local) return { text: INBOX_MARKER, tone: 'local' };
+  return waitMarker(task, status, now);
+}
+
+/** Where a queued request stands: not known yet, no server, on the wire, backing off, offline. */
+function waitMarker(task: LocalTask, status: SyncStatus | null, now: number): Marker {
   if (status === null) return { text: 'waiting', tone: 'sending' };
   if (!status.configured) return { text: 'local only', tone: 'local' };
   if (task.waiting?.state === 'in_progress') return { text: 'sending', tone: 'sending' };

@@ -44,6 +44,11 @@ export interface LocalTask {
   priority: Priority | null;
   /** The parent task's UUID, for a subtask (its key is the parent's key and its own number). */
   parent: string | null;
+  /**
+   * The keys it had before its current one, oldest first: it moved to another project (or its
+   * parent did). Each still finds it (`resolve_task`, the jump box).
+   */
+  previous_keys: string[];
   /** How many subtasks it has (every status), as the backend counted them. */
   children: number;
   /** How many of them are pending: while any is, the task is blocked (it cannot be completed). */

@@ -48,11 +48,12 @@ export function orderTasks(list: readonly LocalTask[]): LocalTask[] {
 
 const haystacks = new WeakMap<LocalTask, string>();
 
-/** The lower-cased text a filter matches against: description, notes, key, short id, tags. */
+/** The lower-cased text a filter matches against: description, notes, key (and old keys), short id, tags. */
 export function haystack(t: LocalTask): string {
   let h = haystacks.get(t);
   if (h === undefined) {
-    h = `${t.description}\n${t.notes}\n${t.key ?? ''}\n${shortId(t)}\n${t.tags.join(' ')}`.toLowerCase();
+    const keys = t.previous_keys?.length ? `${t.key ?? ''} ${t.previous_keys.join(' ')}` : (t.key ?? '');
+    h = `${t.description}\n${t.notes}\n${keys}\n${shortId(t)}\n${t.tags.join(' ')}`.toLowerCase();
     haystacks.set(t, h);
   }
   return h;
