@@ -1,6 +1,7 @@
 //! The Tauri commands: each one is a short adapter that calls the engine and maps the error.
 //! Nothing here decides anything the engine or the UI should decide.
 use callsign_core::dto::{TaskPatch, TaskStatus};
+use callsign_core::merge::Field;
 use callsign_core::{when, TaskKey, LOCAL_PROJECT};
 use callsign_sync::settings::load_token;
 use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token};
@@ -141,7 +142,7 @@ pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> 
         status: None,
         due,
         priority,
-        project: None,
+        ..TaskPatch::default()
     };
     let task = engine.0.edit(&id, patch)?;
     one(&engine.0, task)
@@ -186,6 +187,23 @@ pub fn resolve_task(engine: State<'_, AppEngine>, query: String) -> CmdResult<Ui
 #[tauri::command]
 pub fn retry_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask> {
     let task = engine.0.retry(&id)?;
+    one(&engine.0, task)
+}
+
+/// Brings back the value of the task's conflict number `index` (0-based, as the task lists
+/// them): another device's edit of the same field had replaced it.
+#[tauri::command]
+pub fn restore_conflict(engine: State<'_, AppEngine>, id: String, index: usize) -> CmdResult<UiTask> {
+    let task = engine.0.restore_conflict(&id, index)?;
+    one(&engine.0, task)
+}
+
+/// Keeps the field's current value and clears its conflicts.
+#[tauri::command]
+pub fn dismiss_conflict(engine: State<'_, AppEngine>, id: String, field: String) -> CmdResult<UiTask> {
+    let field = Field::parse(&field)
+        .ok_or_else(|| CmdError::new("invalid", format!("no field {field:?}")))?;
+    let task = engine.0.dismiss_conflicts(&id, field)?;
     one(&engine.0, task)
 }
 

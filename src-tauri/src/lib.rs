@@ -48,6 +48,8 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::delete_task,
         commands::resolve_task,
         commands::retry_task,
+        commands::restore_conflict,
+        commands::dismiss_conflict,
         commands::get_settings,
         commands::save_settings,
         commands::sync_now,

@@ -536,3 +536,142 @@ test('subtasks: added from the detail, numbered under the parent in place; the p
     [saved.find((t) => t.uuid === parent.uuid)?.status, saved.find((t) => t.uuid === sub.uuid)?.status],
     ['completed', 'completed'], 'saved in the store');
 });
+
+/** The task as the server has it (another device's view), by key. */
+async function serverTask(ref) {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/tasks/${ref}`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(res.status, 200, `GET ${ref}`);
+  return res.json();
+}
+
+test('an edit another device replaced shows as a conflict; Restore brings it back everywhere', async () => {
+  await setField('capture', '');
+  await capture('Fix the login page');
+  const t = await eventually('the task keyed', 15000, async () => {
+    const r = await rowByText('Fix the login page');
+    return r?.key ? r : null;
+  });
+  // Edited here, in the detail, and sent.
+  await selectRow('Fix the login page');
+  await browser.keys('o');
+  await eventually('its detail', 5000, async () => (await detailUuid()) === t.uuid);
+  await click('[data-testid="detail-edit"]');
+  await eventually('the edit form', 5000, () => exists('detail-description-input'));
+  await setField('detail-description-input', 'Fix the login redirect');
+  await click('[data-testid="detail-save"]');
+  await eventually('the edit on the server', 15000, async () => (await serverTask(t.key)).description === 'Fix the login redirect');
+
+  // Another device, which had not seen that edit, rewrites the description too: the server keeps
+  // the later text and records ours as replaced.
+  const res = await fetch(`http://127.0.0.1:${port}/v1/tasks/${t.key}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${token}`, 'idempotency-key': `other-${t.uuid}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ description: 'Fix login on Safari', base: { description: 'Fix the login page' } }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal((await res.json()).conflicts?.[0]?.value, 'Fix the login redirect');
+
+  // It reaches the open app without any action (at its next pull, every 30 s when idle): the
+  // row says so, the detail names both values.
+  await eventually('the conflict chip on the row', 40000, async () => (await rowBadge(t.uuid, 'row-conflict')) === 'changed elsewhere');
+  await eventually('the detail shows the other value', 5000, async () => (await textOf('detail-description'))?.includes('Safari'));
+  assert.equal(await textOf('conflict-other'), '“Fix the login redirect”');
+  assert.equal(await textOf('conflict-kept'), '“Fix login on Safari”');
+  assert.match(await textOf('detail-conflicts'), /Changed on another device/);
+  await shot('23-conflict-detail');
+
+  // One click restores it: here at once, on the server once sent, and the conflict is gone.
+  await click('[data-testid="conflict-restore"]');
+  await eventually('restored here', 5000, async () => (await textOf('detail-description')) === 'Fix the login redirect' && !(await exists('detail-conflicts')));
+  assert.equal(await rowBadge(t.uuid, 'row-conflict'), null);
+  await eventually('restored on the server', 15000, async () => {
+    const s = await serverTask(t.key);
+    return s.description === 'Fix the login redirect' && !s.conflicts;
+  });
+  await shot('24-conflict-restored');
+});
+
+const moveOptions = () => browser.execute(() => [...document.querySelectorAll('[data-testid="move-option"]')].map((b) => ({
+  project: b.dataset.project,
+  here: b.getAttribute('aria-disabled') === 'true',
+  focused: document.activeElement === b,
+})));
+
+test('moves: a numbered task moved to another project gets its new key in place, and its old key still opens it', async () => {
+  // A second project on the server (as another device would add it); Sync now fetches it.
+  const made = await fetch(`http://127.0.0.1:${port}/v1/projects`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Operations', prefix: 'OPS' }),
+  });
+  assert.equal(made.status, 201);
+  await browser.keys('Escape');
+  await click('[data-testid="sync-now"]');
+  const task = await selectRow('Captured after login');
+  assert.equal(task.key, 'PFX-3');
+  await eventually('OPS in the move menu', 10000, async () => {
+    await browser.keys('m');
+    const opts = await moveOptions();
+    if (opts.some((o) => o.project === 'OPS')) return true;
+    await browser.keys('Escape'); // the projects not fetched yet: close and try again
+    return false;
+  });
+  // The menu: the server's projects, the task's own one not choosable, the focus on the first
+  // one it can go to.
+  assert.equal(await detailUuid(), task.uuid, 'm opened the task');
+  assert.deepEqual(await moveOptions(), [
+    { project: 'OPS', here: false, focused: true },
+    { project: 'PFX', here: true, focused: false },
+  ], "in the server's order");
+  assert.match(await textOf('move-menu'), /It gets the next key there; PFX-3 still finds it/);
+  await shot('30-move-menu');
+
+  // Moved while the server is down: the project changes at once, the marker stands in the
+  // key's place until the server answers.
+  await stopServer();
+  await browser.keys('Enter');
+  await eventually('the menu closed', 5000, async () => !(await exists('move-menu')));
+  const moving = await eventually('the moving marker on the row', 10000, async () => {
+    const r = (await rows()).find((x) => x.uuid === task.uuid);
+    return /^moving to OPS/.test(r?.marker ?? '') ? r : null;
+  });
+  assert.equal(moving.key, 'PFX-3', 'the old key until the server answers');
+  assert.match(await textOf('notice'), /Moving PFX-3 to OPS: its new key comes when the server answers/);
+  assert.match(await textOf('task-detail'), /Project\s*OPS/, 'the detail shows the new project at once');
+  const saved = JSON.parse(cli('--json', 'show', task.uuid));
+  assert.equal(saved.project, 'OPS', 'saved in the store');
+  await eventually('offline in the marker', 20000, async () =>
+    /^moving to OPS · offline/.test((await rows()).find((x) => x.uuid === task.uuid)?.marker ?? ''));
+  await shot('31-moving-offline');
+
+  // The server is back: OPS-1 in the same row, the old key listed in the detail.
+  await startServer();
+  const moved = await eventually('OPS-1 on the same row', 20000, async () => {
+    const r = (await rows()).find((x) => x.uuid === task.uuid);
+    return r?.key === 'OPS-1' && r.marker === null ? r : null;
+  });
+  assert.match(moved.text, /Captured after login/);
+  await eventually('Previously PFX-3 in the detail', 5000, async () =>
+    (await textOf('detail-previous-keys'))?.trim() === 'Previously PFX-3');
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="task-detail"]')?.dataset.key), 'OPS-1');
+  await shot('32-moved-previously');
+
+  // The old key still opens it: in the jump box (the loaded list knows it) and in the engine.
+  await browser.keys('Escape');
+  await eventually('the detail closed', 5000, async () => (await detailUuid()) === null);
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  await browser.keys(['Control', 'k']);
+  await eventually('the jump box', 5000, () => exists('jump-input'));
+  await setField('jump-input', 'pfx 3');
+  await eventually('the moved task offered for its old key', 5000, async () =>
+    (await browser.execute(() => document.querySelector('[data-testid="jump-result"][aria-selected="true"]')?.dataset.uuid)) === task.uuid);
+  assert.equal((await textOf('jump-reading')).trim(), 'PFX-3 moved: it is now OPS-1');
+  await shot('33-jump-old-key');
+  await browser.keys('Enter');
+  await eventually('the task opened by its old key', 5000, async () => (await detailUuid()) === task.uuid);
+  assert.equal(await exists('jump-dialog'), false);
+  const shown = JSON.parse(cli('--json', 'show', 'PFX-3'));
+  assert.deepEqual([shown.uuid, shown.key, shown.previous_keys], [task.uuid, 'OPS-1', ['PFX-3']]);
+  await shot('34-opened-by-old-key');
+  await browser.keys('Escape');
+});

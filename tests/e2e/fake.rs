@@ -92,6 +92,7 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         priority: None,
         parent: None,
         previous_keys: vec![],
+        conflicts: vec![],
         created_at: now,
         modified_at: now,
     }

@@ -11,6 +11,7 @@ mod cli;
 mod crash;
 mod devices;
 mod distrust;
+mod edits;
 mod engine_loop;
 mod fake;
 mod fields;

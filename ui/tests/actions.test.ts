@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { TaskActions, type ActionHost } from '../src/lib/actions';
 import type { NoticeInput, Topic } from '../src/lib/notices';
-import type { CreateInput, LocalTask, TaskPatch } from '../src/lib/types';
+import type { ConflictField, CreateInput, LocalTask, TaskPatch } from '../src/lib/types';
 import { FakeBackend } from '../src/dev/fake-backend';
 import { failure } from './fixtures';
 
@@ -29,6 +29,8 @@ function setup() {
       deleteTask: (id: string) => h<LocalTask | null>('delete_task', { id }),
       discardTask: (id: string) => h<LocalTask | null>('discard_task', { id }),
       retryTask: (id: string) => h<LocalTask>('retry_task', { id }),
+      restoreConflict: (id: string, index: number) => h<LocalTask>('restore_conflict', { id, index }),
+      dismissConflict: (id: string, field: ConflictField) => h<LocalTask>('dismiss_conflict', { id, field }),
       setTaskProject: (id: string, project: string) => h<LocalTask>('set_task_project', { id, project }),
       moveTask: (id: string, project: string) => h<LocalTask>('move_task', { id, project }),
       editTask: (id: string, patch: TaskPatch) => h<LocalTask>('edit_task', { id, patch }),
@@ -50,6 +52,24 @@ function setup() {
 }
 
 describe('TaskActions', () => {
+  it('restores a value another device replaced, or keeps the current one', async () => {
+    const s = setup();
+    s.fake.seed(3);
+    s.fake.seedConflicts(2);
+    const [a, b] = (s.fake.handle('list_tasks', {}) as LocalTask[]).filter((t) => t.conflicts?.length);
+    if (!a || !b) throw new Error('two tasks with a conflict');
+    const other = a.conflicts?.[0]?.value;
+    await s.a.restoreConflict(a, 0);
+    expect(s.get(a.uuid).description).toBe(other);
+    expect(s.get(a.uuid).conflicts).toEqual([]);
+    expect(s.last()).toMatchObject({ tone: 'info', text: `Restored the other description of ${a.key}` });
+    const kept = b.description;
+    await s.a.dismissConflict(b, 'description');
+    expect(s.get(b.uuid)).toMatchObject({ description: kept, conflicts: [] });
+    await s.a.dismissConflict(b, 'description');
+    expect(s.last()).toMatchObject({ tone: 'error', text: `Couldn't settle the description of ${b.key}: ${b.key} has no conflict on its description` });
+  });
+
   it('capture saves and settles an earlier capture error', async () => {
     const s = setup();
     const t = await s.add({ description: 'One', project: 'SYN' });

@@ -129,6 +129,36 @@ pub async fn run(cli: Cli) -> Result<()> {
             out.task(&engine, &t)
         }
         Command::Move { task, project } => out.task(&engine, &engine.set_project(&task, &project)?),
+        Command::Resolve {
+            task,
+            n,
+            restore,
+            keep: _,
+        } => {
+            let t = engine.get(&task)?;
+            let i = match (n, t.conflicts.len()) {
+                (_, 0) => return Err(anyhow!("{} has no conflicts", t.label())),
+                (Some(n), len) if n == 0 || n > len => {
+                    return Err(anyhow!("{} has conflicts 1 to {len}, not {n}", t.label()))
+                }
+                (Some(n), _) => n - 1,
+                (None, 1) => 0,
+                (None, len) => {
+                    return Err(anyhow!(
+                        "{} has {len} conflicts: say which (`callsign show {}` lists them)",
+                        t.label(),
+                        t.label()
+                    ))
+                }
+            };
+            let uuid = t.uuid.to_string();
+            let after = if restore {
+                engine.restore_conflict(&uuid, i)?
+            } else {
+                engine.dismiss_conflicts(&uuid, t.conflicts[i].field)?
+            };
+            out.resolved(&engine, &after, restore)
+        }
         Command::Retry { task } => out.task(&engine, &engine.retry(&task)?),
         Command::Discard { task } => {
             let before = engine.get(&task)?;

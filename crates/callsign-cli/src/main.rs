@@ -150,6 +150,17 @@ pub enum Command {
         /// The project's prefix.
         project: String,
     },
+    /// Settle a conflict that `show` lists (two devices changed one field; the server kept the
+    /// later value): `--restore` brings the other value back, `--keep` keeps what is there.
+    Resolve {
+        task: String,
+        /// The conflict's number as `show` lists it (may be left out when there is one).
+        n: Option<usize>,
+        #[arg(long, conflicts_with = "keep", required_unless_present = "keep")]
+        restore: bool,
+        #[arg(long)]
+        keep: bool,
+    },
     /// Send a failed task again (with a new idempotency key).
     Retry { task: String },
     /// Drop what the server refused: a task it never accepted is removed from this device; a

@@ -171,7 +171,31 @@ impl Out {
             None => "provisional".into(),
         };
         println!("  sync:     {}", safe(&state));
+        for (i, c) in t.conflicts.iter().enumerate() {
+            println!(
+                "  conflict {}: {} was changed on two devices; the other value was {}",
+                i + 1,
+                c.field,
+                safe(&conflict_value(&c.value))
+            );
+        }
+        if !t.conflicts.is_empty() {
+            println!(
+                "  (`callsign resolve {} N --restore` brings value N back; `--keep` keeps \
+                 what is there)",
+                safe(&t.label())
+            );
+        }
         Ok(())
+    }
+
+    /// `resolve`: what the task holds now.
+    pub fn resolved(&self, engine: &Engine, t: &LocalTask, restored: bool) -> Result<()> {
+        if !self.json {
+            let what = if restored { "restored" } else { "kept" };
+            println!("{what}; the change is queued for the server");
+        }
+        self.task(engine, t)
     }
 
     /// `import`: the count for people; the UUIDs in input order for scripts.
@@ -434,5 +458,20 @@ mod tests {
         assert_eq!(safe_block("a\nb\rc"), "a\nb\\u{d}c");
         assert_eq!(safe("abc\u{202e}fdp.exe"), "abc\\u{202e}fdp.exe");
         assert!(matches!(safe("Buy milk — ü 北京"), Cow::Borrowed(_)));
+    }
+}
+
+/// A conflict's value as a person reads it: text quoted, tags by name, nothing as `none`.
+fn conflict_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "none".into(),
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Array(a) if a.is_empty() => "no tags".into(),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|t| t.as_str().map_or_else(|| t.to_string(), |s| format!("+{s}")))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
     }
 }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::merge::{Conflict, Field};
 use crate::{Priority, Problem};
 
 /// A field a patch may set, leave alone or clear: absent leaves it, `null` clears it.
@@ -73,6 +74,11 @@ pub struct Task {
     /// (or its parent's move) gives it a new key, and each old key still names it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub previous_keys: Vec<String>,
+    /// Values that a later edit of the same field replaced while its device had not seen them
+    /// (two devices edited one field concurrently), oldest first: kept so a person can restore
+    /// one. See `callsign_core::merge`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<Conflict>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
 }
@@ -137,15 +143,80 @@ pub struct TaskPatch {
     /// names it. A subtask moves only with its parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// The value each field this patch sets had on the device when the user changed it. A field
+    /// that another device changed meanwhile keeps this patch's value (the later edit in the
+    /// server's order), and the value it replaces is recorded in the task's `conflicts`.
+    /// Without it the patch is a plain last write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<PatchBase>,
+    /// Fields whose conflicts the user settled by keeping the current value: they are cleared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolve: Vec<Field>,
+}
+
+/// The values a patch's fields had on the device before the edit (`TaskPatch::base`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchBase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(
+        default,
+        deserialize_with = "some_or_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<DateTime<Utc>>, nullable)]
+    pub due: Option<Option<DateTime<Utc>>>,
+    #[serde(
+        default,
+        deserialize_with = "some_or_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<Priority>, nullable)]
+    pub priority: Option<Option<Priority>>,
+}
+
+impl PatchBase {
+    /// Keeps this (earlier) base for each field it has, taking the later one's for the rest:
+    /// a device's base is what it showed before its first unsent edit of the field.
+    fn merge(&mut self, later: PatchBase) {
+        self.description = self.description.take().or(later.description);
+        self.notes = self.notes.take().or(later.notes);
+        self.status = self.status.take().or(later.status);
+        self.tags = self.tags.take().or(later.tags);
+        self.due = self.due.take().or(later.due);
+        self.priority = self.priority.take().or(later.priority);
+    }
 }
 
 impl TaskPatch {
+    /// Changes nothing: no field set and no conflict resolved (a base alone is nothing).
     pub fn is_empty(&self) -> bool {
-        self == &TaskPatch::default()
+        TaskPatch {
+            base: None,
+            ..self.clone()
+        } == TaskPatch::default()
     }
 
-    /// Folds a later patch into this one: the later value of each field wins.
+    /// Folds a later patch into this one: the later value of each field wins, the earlier base
+    /// of each field stays, and the resolved fields add up.
     pub fn merge(&mut self, later: TaskPatch) {
+        match (&mut self.base, later.base) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
+        for f in later.resolve {
+            if !self.resolve.contains(&f) {
+                self.resolve.push(f);
+            }
+        }
         if later.description.is_some() {
             self.description = later.description;
         }
@@ -200,6 +271,29 @@ pub struct Project {
     pub id: i64,
     pub name: String,
     pub prefix: String,
+    /// The prefixes it had before a rename, oldest first. Each still names this project: its
+    /// old keys resolve, and a create or move that names one goes here. No other project of
+    /// the account can take one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_prefixes: Vec<String>,
+}
+
+impl Project {
+    /// Whether `prefix` (upper-case) names this project: its prefix or an earlier one.
+    pub fn is_named(&self, prefix: &str) -> bool {
+        self.prefix == prefix || self.previous_prefixes.iter().any(|p| p == prefix)
+    }
+}
+
+/// `PATCH /v1/projects/{prefix}`: a new prefix (a rename: every key moves to it, the old ones
+/// keep naming their tasks) and/or a new name. At least one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

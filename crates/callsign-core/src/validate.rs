@@ -120,6 +120,13 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
 /// and a key that is exactly `PROJECT-NUMBER` with the number in `1..=MAX_NUMBER`. A server
 /// that breaks these is broken or hostile; the client skips such a task instead of storing it.
 pub fn task(t: &Task) -> Result<(), FieldError> {
+    if t.conflicts.len() > crate::merge::MAX_CONFLICTS {
+        return Err(FieldError(format!(
+            "{} conflicts on one task (at most {} are kept)",
+            t.conflicts.len(),
+            crate::merge::MAX_CONFLICTS
+        )));
+    }
     let prefix = Prefix::parse(&t.project)
         .map_err(|e| FieldError(format!("project {:?}: {e}", t.project)))?;
     if prefix.as_str() != t.project || prefix.is_local() {
@@ -272,6 +279,7 @@ mod tests {
             priority: None,
             parent: None,
             previous_keys: vec![],
+            conflicts: vec![],
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
         }

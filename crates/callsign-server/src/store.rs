@@ -43,6 +43,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_core::merge::{self, Conflict, Fields};
 use callsign_core::Priority;
 use callsign_tcstore::InlineStorage;
 use chrono::{DateTime, Utc};
@@ -116,6 +117,9 @@ pub struct Snapshot {
     /// Taskwarrior's `project` (the allocation store's key, not this, names the project the
     /// API reports).
     pub project: Option<String>,
+    /// Values replaced by concurrent edits of the same field (`callsign_core::merge`), kept in
+    /// the property `conflicts` as JSON.
+    pub conflicts: Vec<Conflict>,
 }
 
 impl Snapshot {
@@ -149,6 +153,22 @@ impl Snapshot {
             priority: task.get("priority").and_then(|p| Priority::parse(p).ok()),
             key: task.get("key").map(str::to_owned),
             project: task.get("project").map(str::to_owned),
+            conflicts: task
+                .get(CONFLICTS)
+                .and_then(|c| serde_json::from_str(c).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The fields concurrent edits merge.
+    pub fn fields(&self) -> Fields {
+        Fields {
+            description: self.description.clone(),
+            notes: self.notes.clone(),
+            status: self.status,
+            tags: self.tags.clone(),
+            due: self.due,
+            priority: self.priority,
         }
     }
 
@@ -171,11 +191,28 @@ impl Snapshot {
                 .as_ref()
                 .is_none_or(|p| Some(p) == self.project.as_ref())
             && patch.tags.as_ref().is_none_or(|t| {
-                let mut t = t.clone();
-                t.sort();
-                t.dedup();
-                t == tags
+                match patch.base.as_ref().and_then(|b| b.tags.as_ref()) {
+                    // Merged as a set: what it added is there, what it removed is not.
+                    Some(base) => t
+                        .iter()
+                        .filter(|x| !base.contains(x))
+                        .all(|x| tags.contains(x))
+                        && base
+                            .iter()
+                            .filter(|x| !t.contains(x))
+                            .all(|x| !tags.contains(x)),
+                    None => {
+                        let mut t = t.clone();
+                        t.sort();
+                        t.dedup();
+                        t == tags
+                    }
+                }
             })
+            && !self
+                .conflicts
+                .iter()
+                .any(|c| patch.resolve.contains(&c.field))
     }
 }
 
@@ -995,7 +1032,21 @@ fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Ope
     }
 }
 
+/// The task property that holds a task's conflicts (JSON; absent when there are none).
+const CONFLICTS: &str = "conflicts";
+
+/// Applies a patch merged field by field with what the task holds now
+/// (`callsign_core::merge`): a concurrent edit of the same field records the value it replaces.
 fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &mut Operations) {
+    let before = Snapshot::of(task);
+    let mut conflicts = before.conflicts.clone();
+    let patch = merge::merge(&before.fields(), &patch, &mut conflicts, now);
+    if conflicts != before.conflicts {
+        let json = (!conflicts.is_empty())
+            .then(|| serde_json::to_string(&conflicts).ok())
+            .flatten();
+        task.update(CONFLICTS, json, ops);
+    }
     task.update("modified", secs(now), ops);
     if let Some(d) = patch.description {
         task.update("description", Some(d), ops);

@@ -34,6 +34,9 @@ pub struct LocalTask {
     pub parent: Option<Uuid>,
     /// The keys it had before its current one, oldest first (it moved): each still names it.
     pub previous_keys: Vec<String>,
+    /// Values the server kept when a later edit of the same field from another device replaced
+    /// them (`callsign_core::merge`), oldest first: each can be restored or dismissed.
+    pub conflicts: Vec<callsign_core::merge::Conflict>,
     /// How many subtasks it has.
     pub children: u32,
     /// How many of those are still pending: while any is, the task is blocked (it cannot be
@@ -79,6 +82,18 @@ impl LocalTask {
         self.key.clone().unwrap_or_else(|| self.short_id())
     }
 
+    /// The fields concurrent edits merge, as this device has them.
+    pub fn fields(&self) -> callsign_core::merge::Fields {
+        callsign_core::merge::Fields {
+            description: self.description.clone(),
+            notes: self.notes.clone(),
+            status: self.status,
+            tags: self.tags.clone(),
+            due: self.due,
+            priority: self.priority,
+        }
+    }
+
     pub fn from_server(t: Task) -> Self {
         LocalTask {
             uuid: t.uuid,
@@ -93,6 +108,7 @@ impl LocalTask {
             priority: t.priority,
             parent: t.parent,
             previous_keys: t.previous_keys,
+            conflicts: t.conflicts,
             children: 0,
             open_children: 0,
             held_by: None,

@@ -208,6 +208,7 @@ mod tests {
             priority: None,
             parent: None,
             previous_keys: vec![],
+            conflicts: vec![],
             children: 0,
             open_children: 0,
             held_by: None,

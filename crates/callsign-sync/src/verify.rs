@@ -134,6 +134,7 @@ mod tests {
             priority: None,
             parent: None,
             previous_keys: vec![],
+            conflicts: vec![],
             created_at: Default::default(),
             modified_at: Default::default(),
         }

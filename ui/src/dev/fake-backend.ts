@@ -135,6 +135,18 @@ export class FakeBackend {
     });
   }
 
+  /**
+   * Gives the newest numbered pending task a conflict, as two devices editing its description
+   * leave one: the server kept the later text, and the other is kept to restore.
+   */
+  seedConflicts(n: number): void {
+    const tasks = this.tasks.filter((t) => t.key !== null && t.status === 'pending' && t.parent === null).slice(-n);
+    for (const t of tasks) {
+      const other = `${t.description} (as typed on the laptop)`;
+      t.conflicts = [{ field: 'description', value: other, at: new Date(Date.now() - 60_000).toISOString() }];
+    }
+  }
+
   private noProject(prefix: string): Failure {
     return {
       summary: `The server has no project ${prefix} — choose another project`,
@@ -535,6 +547,24 @@ export class FakeBackend {
         this.requeue(t);
         this.statusChanged();
         this.pump();
+        return this.touch(t);
+      }
+      case 'restore_conflict': {
+        const t = this.get(args.id as string);
+        const i = Number(args.index);
+        const c = t.conflicts?.[i];
+        if (!c) throw err('invalid', `${label(t)} has no conflict #${i + 1}`);
+        const field = c.field as 'description' | 'notes' | 'tags' | 'due' | 'priority';
+        (t as unknown as Record<string, unknown>)[field] = c.value;
+        t.conflicts = (t.conflicts ?? []).filter((x) => !(x.field === c.field && JSON.stringify(x.value) === JSON.stringify(c.value)));
+        this.statusChanged();
+        return this.touch(t);
+      }
+      case 'dismiss_conflict': {
+        const t = this.get(args.id as string);
+        const field = String(args.field);
+        if (!(t.conflicts ?? []).some((c) => c.field === field)) throw err('invalid', `${label(t)} has no conflict on its ${field}`);
+        t.conflicts = (t.conflicts ?? []).filter((c) => c.field !== field);
         return this.touch(t);
       }
       case 'set_task_project':

@@ -2,7 +2,8 @@
 // n (tasks to seed, default 40), provisional (of the newest, default 3), local (tasks in the
 // local inbox), failed (tasks the server refused), server=none (local only, no default project),
 // online=1, latency (ms before the fake server numbers a task), subtasks (how many of the newest
-// pending tasks get three subtasks each).
+// pending tasks get three subtasks each), conflicts (how many of the newest numbered tasks carry a
+// description another device's edit replaced).
 import { mockIPC } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
 import { FakeBackend } from './fake-backend';
@@ -18,6 +19,7 @@ const fake = new FakeBackend((event, payload) => void emit(event, payload));
 const num = (name: string, d = 0) => Number(q.get(name) ?? d);
 fake.seed(num('n', 40), num('provisional', 3), num('local'), num('failed'));
 fake.seedSubtasks(num('subtasks'));
+fake.seedConflicts(num('conflicts'));
 if (q.get('server') === 'none') {
   fake.settings.project = null;
 } else {

@@ -4,7 +4,7 @@ import type { Backend } from './backend';
 import { toCmdError } from './backend';
 import { movedText } from './moves';
 import type { NoticeInput, Topic } from './notices';
-import type { CreateInput, LocalTask, TaskPatch } from './types';
+import type { ConflictField, CreateInput, LocalTask, TaskPatch } from './types';
 import { inversePatch, taskLabel, undoStep, UndoStack, type UndoEntry } from './undo';
 
 type Commands =
@@ -14,6 +14,8 @@ type Commands =
   | 'deleteTask'
   | 'discardTask'
   | 'retryTask'
+  | 'restoreConflict'
+  | 'dismissConflict'
   | 'setTaskProject'
   | 'moveTask'
   | 'editTask';
@@ -154,6 +156,28 @@ export class TaskActions {
     if (r === undefined) return;
     this.host.upsert(r);
     this.done(project === t.project ? `Sending ${taskLabel(r)} again` : `Sending ${taskLabel(r)} to ${project}`);
+  }
+
+  /** Brings back the value another device's edit replaced (conflict `index` of the task). */
+  async restoreConflict(t: LocalTask, index: number): Promise<void> {
+    const c = t.conflicts?.[index];
+    if (!c) return;
+    const r = await this.run(`Couldn't restore the ${c.field} of ${this.label(t)}`, () =>
+      this.host.backend.restoreConflict(t.uuid, index),
+    );
+    if (r === undefined) return;
+    this.host.upsert(r);
+    this.done(`Restored the other ${c.field} of ${taskLabel(r)}`);
+  }
+
+  /** Keeps the field as it is: its conflicts go. */
+  async dismissConflict(t: LocalTask, field: ConflictField): Promise<void> {
+    const r = await this.run(`Couldn't settle the ${field} of ${this.label(t)}`, () =>
+      this.host.backend.dismissConflict(t.uuid, field),
+    );
+    if (r === undefined) return;
+    this.host.upsert(r);
+    this.done(`Kept the ${field} of ${taskLabel(r)}`);
   }
 
   /**

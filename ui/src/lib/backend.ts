@@ -3,6 +3,7 @@ import { invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import type {
   CmdError,
+  ConflictField,
   CreateInput,
   ListFilter,
   LocalTask,
@@ -59,6 +60,10 @@ export const backend = {
   listTasksPage: (offset: number, limit: number) => call<TaskPage>('list_tasks_page', { offset, limit }),
   resolveTask: (query: string) => call<LocalTask>('resolve_task', { query }),
   retryTask: (id: string) => call<LocalTask>('retry_task', { id }),
+  /** Brings back conflict number `index` of the task's `conflicts` (another device had replaced it). */
+  restoreConflict: (id: string, index: number) => call<LocalTask>('restore_conflict', { id, index }),
+  /** Keeps the field as it is and clears its conflicts. */
+  dismissConflict: (id: string, field: ConflictField) => call<LocalTask>('dismiss_conflict', { id, field }),
   getSettings: () => call<Settings>('get_settings'),
   saveSettings: (settings: SettingsInput) => call<Settings>('save_settings', { settings }),
   syncNow: () => call<void>('sync_now'),

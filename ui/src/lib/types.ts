@@ -30,6 +30,18 @@ export interface Failure {
   fix: 'project' | 'fields' | 'retry';
 }
 
+/** A field that two devices may change concurrently. */
+export type ConflictField = 'description' | 'notes' | 'status' | 'tags' | 'due' | 'priority';
+
+/** A value a later edit of the same field replaced: the task keeps it so it can be restored. */
+export interface Conflict {
+  field: ConflictField;
+  /** The replaced value: text, a list of tags, an RFC 3339 date, a priority, or null. */
+  value: string | string[] | null;
+  /** When the server replaced it (RFC 3339). */
+  at: string;
+}
+
 export interface LocalTask {
   uuid: string;
   key: string | null;
@@ -49,6 +61,11 @@ export interface LocalTask {
    * parent did). Each still finds it (`resolve_task`, the jump box).
    */
   previous_keys: string[];
+  /**
+   * Values another device's later edit of the same field replaced (two devices changed one
+   * field; the server kept the later value), oldest first. Absent on tasks from older servers.
+   */
+  conflicts?: Conflict[];
   /** How many subtasks it has (every status), as the backend counted them. */
   children: number;
   /** How many of them are pending: while any is, the task is blocked (it cannot be completed). */

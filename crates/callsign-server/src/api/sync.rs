@@ -134,6 +134,11 @@ fn patch_bytes(p: &TaskPatch) -> usize {
     p.description.as_ref().map_or(0, String::len)
         + p.notes.as_ref().map_or(0, String::len)
         + p.tags.iter().flatten().map(String::len).sum::<usize>()
+        + p.base.as_ref().map_or(0, |b| {
+            b.description.as_ref().map_or(0, String::len)
+                + b.notes.as_ref().map_or(0, String::len)
+                + b.tags.iter().flatten().map(String::len).sum::<usize>()
+        })
 }
 
 /// Cuts `items` (with their places `at` in the batch) into runs of at most [`CHUNK_BYTES`]

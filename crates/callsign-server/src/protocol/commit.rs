@@ -28,6 +28,7 @@ pub fn to_task(
         priority: s.priority,
         parent,
         previous_keys,
+        conflicts: s.conflicts.clone(),
         created_at: s.created_at,
         modified_at: s.modified_at,
     }

@@ -50,6 +50,7 @@ macro_rules! storage_conformance {
             the_window_is_stored,
             the_task_store_keeps_tasks,
             due_and_priority_are_kept_set_and_cleared,
+            concurrent_edits_merge_field_by_field_and_keep_conflicts,
             subtasks_number_under_their_parent_without_gaps,
             a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys,
         );
@@ -894,6 +895,59 @@ pub async fn due_and_priority_are_kept_set_and_cleared(b: Backend) {
     assert_eq!(got, Some(s));
 }
 
+/// Two devices' patches, each with the base it saw: different fields both land; the same field
+/// keeps the later patch and records the value it replaced; tags merge as a set; the record
+/// survives a read, and goes when the value is restored or the field resolved. Applying a
+/// patch twice (a resumed slot) records nothing twice.
+pub async fn concurrent_edits_merge_field_by_field_and_keep_conflicts(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let s = b.tasks.create(a, vec![(u, new_task("SYN", "Ship it"))]).await.unwrap();
+    assert!(s[0].conflicts.is_empty());
+    let patch = |v: serde_json::Value| serde_json::from_value::<TaskPatch>(v).unwrap();
+    // Both devices saw "Ship it" and tags [t]. A: description and +a; B: notes, description, +b.
+    let from_a = patch(serde_json::json!({"description": "Ship it today", "tags": ["t", "a"],
+        "base": {"description": "Ship it", "tags": ["t"]}}));
+    let from_b = patch(serde_json::json!({"notes": "after review", "description": "Ship it Monday",
+        "tags": ["t", "b"], "base": {"notes": "", "description": "Ship it", "tags": ["t"]}}));
+    let update = |p: TaskPatch| {
+        let tasks = b.tasks.clone();
+        async move { tasks.update(a, vec![(u, p)]).await.unwrap()[0].clone().unwrap() }
+    };
+    update(from_a).await;
+    let s = update(from_b.clone()).await;
+    assert_eq!(
+        (s.description.as_str(), s.notes.as_str(), s.tags.clone()),
+        ("Ship it Monday", "after review", vec!["a".to_owned(), "b".into(), "t".into()]),
+        "the later description wins, the notes and both tags survive"
+    );
+    let recorded: Vec<_> = s.conflicts.iter().map(|c| (c.field, c.value.clone())).collect();
+    assert_eq!(
+        recorded,
+        [(callsign_core::merge::Field::Description, serde_json::json!("Ship it today"))]
+    );
+    assert!(s.reflects(&from_b));
+    // Again (a resumed slot): the same task, one conflict.
+    let again = update(from_b).await;
+    assert_eq!(again.conflicts.len(), 1);
+    let read = b.tasks.get(a, vec![u]).await.unwrap()[0].clone().unwrap();
+    assert_eq!(read.conflicts, again.conflicts, "kept in the store");
+    // Restored: the value is back, the record gone.
+    let restore = patch(serde_json::json!({"description": "Ship it today",
+        "base": {"description": "Ship it Monday"}}));
+    let s = update(restore).await;
+    assert_eq!((s.description.as_str(), s.conflicts.len()), ("Ship it today", 0));
+    // A new conflict, then resolved by keeping what is there.
+    let late = patch(serde_json::json!({"notes": "n2", "base": {"notes": "stale"}}));
+    let s = update(late).await;
+    assert_eq!(s.conflicts.len(), 1);
+    let keep = patch(serde_json::json!({"resolve": ["notes"]}));
+    assert!(!s.reflects(&keep));
+    let s = update(keep.clone()).await;
+    assert!(s.conflicts.is_empty() && s.reflects(&keep));
+    assert_eq!(s.notes, "n2");
+}
+
 /// Creates a batch: phase 1 for all, the tasks, then one commit; the answers in order.
 async fn create_batch(
     b: &Backend,
@@ -1137,4 +1191,177 @@ pub async fn a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys(b
         .await
         .reply();
     assert_eq!(key_of(&next), "SYN-4");
+}
+
+/// A rename moves a project's prefix: numbers stay (SYN-1 becomes SYX-1, SYN-1.1 SYX-1.1),
+/// each task still in the project gets a feed entry and its key is to be written again; every
+/// key a task had still names it, by exactly the prefixes it had (a task moved away before the
+/// rename was never SYX-2, one numbered after it never SYN-3); the counter continues; the old
+/// prefix still names the project for creates and moves; no other project can take a prefix
+/// one had, but a project can take back its own; a name changes alone.
+pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backend) {
+    use crate::storage::Renamed;
+    let a = account(&b, "SYN").await;
+    let p = |s: &str| Prefix::parse(s).unwrap();
+    b.alloc
+        .create_project(a, "Ops", &p("OPS"))
+        .await
+        .unwrap()
+        .unwrap();
+    let [t1, s1, t2] = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
+    create(&b, a, "t1", t1, &new_task("SYN", "t1")).await.reply();
+    create_batch(&b, a, &[("s1", s1, new_task("SYN", "s1"), Some(t1))]).await;
+    create(&b, a, "t2", t2, &new_task("SYN", "t2")).await.reply();
+    let to = |prefix: &str| TaskPatch {
+        project: Some(prefix.into()),
+        ..TaskPatch::default()
+    };
+    let r = update_one(&b, a, "t2-ops", t2, &to("OPS")).await;
+    assert_eq!(key_of(&r), "OPS-1");
+    let (feed, _) = b.alloc.changes_since(a, 0, 100).await.unwrap();
+    let cursor = feed.last().unwrap().seq;
+    b.alloc
+        .mark_in_store(
+            a,
+            vec![(t1, "SYN-1".into()), (s1, "SYN-1.1".into()), (t2, "OPS-1".into())],
+        )
+        .await
+        .unwrap();
+
+    let rename = |from: &str, to_prefix: Option<&str>, name: Option<&str>| {
+        let (from, to_prefix) = (p(from), to_prefix.map(p));
+        let name = name.map(str::to_owned);
+        let alloc = b.alloc.clone();
+        async move {
+            alloc
+                .update_project(a, &from, to_prefix.as_ref(), name.as_deref(), now_ms())
+                .await
+                .unwrap()
+        }
+    };
+    let Renamed::Done { project, mut keys } = rename("SYN", Some("SYX"), None).await else {
+        panic!("renamed")
+    };
+    assert_eq!(
+        (project.prefix.as_str(), project.previous_prefixes.clone()),
+        ("SYX", vec!["SYN".to_owned()])
+    );
+    keys.sort_by(|x, y| x.1.cmp(&y.1));
+    assert_eq!(keys, [(t1, "SYX-1".to_owned()), (s1, "SYX-1.1".to_owned())]);
+    // Each task still in the project is in the feed after the cursor (one entry each), and its
+    // key is to be written onto it again.
+    let (after, more) = b.alloc.changes_since(a, cursor, 100).await.unwrap();
+    let fed: BTreeSet<Uuid> = after.iter().map(|r| r.task_uuid).collect();
+    assert_eq!((fed, more), (BTreeSet::from([t1, s1]), false));
+    let missing: BTreeSet<(Uuid, String)> = b
+        .alloc
+        .keys_not_in_store(now_ms() + 1, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, u, k)| (u, k))
+        .collect();
+    assert_eq!(
+        missing,
+        BTreeSet::from([(t1, "SYX-1".to_owned()), (s1, "SYX-1.1".to_owned())])
+    );
+    // A key write that a rename made stale is not taken as done; the current one is.
+    b.alloc
+        .mark_in_store(a, vec![(t1, "SYN-1".into()), (s1, "SYX-1.1".into())])
+        .await
+        .unwrap();
+    let missing = b.alloc.keys_not_in_store(now_ms() + 1, 100).await.unwrap();
+    assert_eq!(missing, [(a, t1, "SYX-1".to_owned())]);
+
+    let meta = b.alloc.task_meta(a, vec![t1, s1, t2]).await.unwrap();
+    let names = |u: Uuid| {
+        let m = &meta[&u];
+        (m.key.as_ref().unwrap().key(), m.previous.clone())
+    };
+    assert_eq!(names(t1), ("SYX-1".into(), vec!["SYN-1".into()]));
+    assert_eq!(names(s1), ("SYX-1.1".into(), vec!["SYN-1.1".into()]));
+    assert_eq!(
+        names(t2),
+        ("OPS-1".into(), vec!["SYN-2".into()]),
+        "moved away before the rename: never SYX-2"
+    );
+    assert_eq!(meta[&t1].prefix, "SYX");
+    for (prefix, scope, n, want) in [
+        ("SYN", "", 1, Ok(t1)),
+        ("SYX", "", 1, Ok(t1)),
+        ("SYN", "1", 1, Ok(s1)),
+        ("SYX", "1", 1, Ok(s1)),
+        ("SYN", "", 2, Ok(t2)),
+        ("SYX", "", 2, Err(true)),
+        ("OPS", "", 1, Ok(t2)),
+    ] {
+        assert_eq!(
+            b.alloc.uuid_for_key(a, prefix, scope, n).await.unwrap(),
+            want,
+            "{prefix}-{scope}.{n}"
+        );
+    }
+
+    // The counter goes on; the old prefix still names the project for a create and a move.
+    let [t3, t4] = [Uuid::new_v4(), Uuid::new_v4()];
+    let r = create(&b, a, "t3", t3, &new_task("SYX", "t3")).await.reply();
+    assert_eq!((key_of(&r), task_of(&r).previous_keys), ("SYX-3".into(), vec![]));
+    assert_eq!(
+        b.alloc.uuid_for_key(a, "SYN", "", 3).await.unwrap(),
+        Err(true),
+        "numbered after the rename: never SYN-3"
+    );
+    let r = create(&b, a, "t4", t4, &new_task("SYN", "t4")).await.reply();
+    assert_eq!(
+        (key_of(&r), task_of(&r).project),
+        ("SYX-4".into(), "SYX".into())
+    );
+    let r = update_one(&b, a, "t2-back", t2, &to("SYN")).await;
+    assert_eq!(
+        (key_of(&r), task_of(&r).previous_keys),
+        ("SYX-5".into(), vec!["SYN-2".into(), "OPS-1".into()])
+    );
+    let r = update_one(&b, a, "t2-stays", t2, &to("SYN")).await;
+    assert_eq!(key_of(&r), "SYX-5", "an old prefix of its own project: no move");
+
+    // Refusals: a prefix that a project has or had belongs to it.
+    assert_eq!(
+        b.alloc.create_project(a, "Again", &p("SYN")).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        rename("OPS", Some("SYN"), None).await,
+        Renamed::Taken("SYX".into())
+    );
+    assert_eq!(
+        rename("OPS", Some("SYX"), None).await,
+        Renamed::Taken("SYX".into())
+    );
+    assert_eq!(
+        rename("SYN", Some("ABC"), None).await,
+        Renamed::NotFound(Some("SYX".into()))
+    );
+    assert_eq!(
+        rename("ZZZ", Some("ABC"), None).await,
+        Renamed::NotFound(None)
+    );
+
+    // A project takes back its own earlier prefix; the name changes alone, keys untouched.
+    let Renamed::Done { project, .. } = rename("SYX", Some("SYN"), None).await else {
+        panic!("taken back")
+    };
+    assert_eq!(project.previous_prefixes, ["SYX"]);
+    let meta = b.alloc.task_meta(a, vec![t1, t3]).await.unwrap();
+    assert_eq!(meta[&t1].key.as_ref().unwrap().key(), "SYN-1");
+    assert_eq!(meta[&t1].previous, ["SYX-1"]);
+    assert_eq!(meta[&t3].key.as_ref().unwrap().key(), "SYN-3");
+    assert_eq!(meta[&t3].previous, ["SYX-3"]);
+    assert_eq!(b.alloc.uuid_for_key(a, "SYX", "", 3).await.unwrap(), Ok(t3));
+    let Renamed::Done { project, keys } = rename("syn", None, Some("Sync")).await else {
+        panic!("named")
+    };
+    assert_eq!((project.name.as_str(), keys.len()), ("Sync", 0));
+    let listed = b.alloc.list_projects(a).await.unwrap();
+    let syn = listed.iter().find(|p| p.prefix == "SYN").unwrap();
+    assert_eq!((syn.name.as_str(), syn.previous_prefixes.clone()), ("Sync", vec!["SYX".into()]));
 }

@@ -203,6 +203,64 @@ async fn subtasks_take_their_parents_key_and_block_its_completion() {
     assert_eq!(a.body["status"], "completed");
 }
 
+/// Two devices edit one task offline, each with the base it saw: different fields both land; the
+/// same field keeps the later `PATCH` and the task answers the replaced value in `conflicts`,
+/// also to a replay and a `GET`; `resolve` settles it; a base of the wrong shape is `422`.
+#[tokio::test]
+async fn concurrent_edits_merge_and_the_replaced_value_is_a_conflict() {
+    let app = TestApp::new("SYN").await;
+    let u = Uuid::new_v4();
+    app.put(u, "c", task("Fix login")).await;
+    let token = app.account.token.clone();
+    let patch = |idem: &'static str, b: Value| {
+        let token = token.clone();
+        let app = &app;
+        async move {
+            app.call(&token, "PATCH", "/v1/tasks/syn-1", Some(idem), Some(b))
+                .await
+        }
+    };
+    let a = patch(
+        "a",
+        json!({"description": "Fix login redirect", "base": {"description": "Fix login"}}),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.body);
+    assert!(a.body.get("conflicts").is_none(), "none yet: {}", a.body);
+    let b_body = json!({"description": "Fix login on Safari", "notes": "seen on iOS",
+        "base": {"description": "Fix login", "notes": ""}});
+    let b = patch("b", b_body.clone()).await;
+    assert_eq!(b.status, StatusCode::OK, "{}", b.body);
+    assert_eq!(
+        (b.body["description"].clone(), b.body["notes"].clone()),
+        (json!("Fix login on Safari"), json!("seen on iOS"))
+    );
+    let conflicts = b.body["conflicts"].clone();
+    assert_eq!(conflicts.as_array().map(Vec::len), Some(1), "{}", b.body);
+    assert_eq!(
+        (conflicts[0]["field"].clone(), conflicts[0]["value"].clone()),
+        (json!("description"), json!("Fix login redirect"))
+    );
+    assert!(conflicts[0]["at"].is_string());
+    let replay = patch("b", b_body).await;
+    assert!(replay.replayed);
+    assert_eq!(replay.body, b.body);
+    assert_eq!(app.get("SYN-1").await.body["conflicts"], conflicts);
+
+    let bad = patch("bad", json!({"description": "x", "base": {"colour": "red"}})).await;
+    assert_eq!(
+        (bad.status, code(&bad)),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
+    );
+    let only_base = patch("base", json!({"base": {"description": "x"}})).await;
+    assert_eq!(only_base.status, StatusCode::UNPROCESSABLE_ENTITY, "a base alone changes nothing");
+
+    let kept = patch("keep", json!({"resolve": ["description"]})).await;
+    assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);
+    assert!(kept.body.get("conflicts").is_none(), "{}", kept.body);
+    assert_eq!(kept.body["description"], "Fix login on Safari");
+}
+
 /// `PATCH` with another project moves a task: the next number there, its subtasks renumbered
 /// under the new key, the old keys resolving to it with `previous_keys`; a replay answers the
 /// same key; a subtask alone, an unknown project and the local inbox are refused plainly.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_core::merge::Field;
 use callsign_core::{Prefix, LOCAL_PROJECT};
 use tokio::sync::{broadcast, mpsc, Notify};
 use uuid::Uuid;
@@ -308,6 +309,39 @@ impl Engine {
         }
         self.touched(&[task.uuid]);
         self.get_uuid(task.uuid)
+    }
+
+    /// Brings back the value of the task's conflict number `index` (as `LocalTask::conflicts`
+    /// lists them): an edit like any other, after which the conflict is gone.
+    pub fn restore_conflict(&self, task_ref: &str, index: usize) -> Result<LocalTask> {
+        let task = self.get(task_ref)?;
+        let c = task.conflicts.get(index).ok_or_else(|| {
+            Error::Invalid(format!(
+                "{} has no conflict #{} (it has {})",
+                task.label(),
+                index + 1,
+                task.conflicts.len()
+            ))
+        })?;
+        let patch = callsign_core::merge::restore(c)
+            .map_err(|e| Error::Invalid(format!("the conflict's value: {e}")))?;
+        self.edit(&task.uuid.to_string(), patch)
+    }
+
+    /// Keeps the field's current value and clears its conflicts, here and on the server.
+    pub fn dismiss_conflicts(&self, task_ref: &str, field: Field) -> Result<LocalTask> {
+        let task = self.get(task_ref)?;
+        if !task.conflicts.iter().any(|c| c.field == field) {
+            return Err(Error::Invalid(format!(
+                "{} has no conflict on its {field}",
+                task.label()
+            )));
+        }
+        let patch = TaskPatch {
+            resolve: vec![field],
+            ..TaskPatch::default()
+        };
+        self.edit(&task.uuid.to_string(), patch)
     }
 
     /// Completes a task; one with open subtasks is refused ([`Error::Blocked`], naming them).

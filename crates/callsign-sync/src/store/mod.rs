@@ -32,6 +32,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/004_due_priority.sql")),
         M::up(include_str!("migrations/005_subtasks.sql")),
         M::up(include_str!("migrations/006_previous_keys.sql")),
+        M::up(include_str!("migrations/007_conflicts.sql")),
     ])
 });
 

@@ -157,6 +157,7 @@ impl Server {
             priority: None,
             parent: None,
             previous_keys: vec![],
+            conflicts: vec![],
             created_at: now(),
             modified_at: now(),
         })

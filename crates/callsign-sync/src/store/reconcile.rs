@@ -4,7 +4,8 @@
 //!   report a different one, that is logged loudly and the server wins. A key names one local
 //!   task: a row holding it under another UUID loses it (also logged loudly).
 //! - While the task still has requests in flight, queued or failed, its local fields (the user's
-//!   newer edits) stay; only the key and number are bound. Otherwise the server's fields replace
+//!   newer edits, and its conflicts as this device last settled them) stay; only the key, number
+//!   and previous keys are bound. Otherwise the server's fields replace
 //!   them. A failed request counts: its values exist only locally until the user's retry sends
 //!   them (a retried update carries the task's current values), so the server's older values
 //!   must not overwrite them.
@@ -63,12 +64,13 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
         .query_row([&u], |r| r.get(0))?;
     let tags = serde_json::to_string(&t.tags).unwrap_or_else(|_| "[]".into());
     let previous = serde_json::to_string(&t.previous_keys).unwrap_or_else(|_| "[]".into());
+    let conflicts = serde_json::to_string(&t.conflicts).unwrap_or_else(|_| "[]".into());
     let changed =
         if local.is_none() {
             tx.prepare_cached(
                 "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
-                created_at, modified_at, due, priority, parent, previous_keys)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                created_at, modified_at, due, priority, parent, previous_keys, conflicts)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?
             .execute(params![
                 u,
@@ -84,7 +86,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
                 t.due.map(ts),
                 t.priority.map(callsign_core::Priority::as_str),
                 t.parent.map(|p| p.to_string()),
-                previous
+                previous,
+                conflicts
             ])?
         } else if busy {
             tx.prepare_cached(
@@ -96,12 +99,12 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             tx.prepare_cached(
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10, due = ?11,
-                priority = ?12, parent = ?13, previous_keys = ?14 WHERE uuid = ?1",
+                priority = ?12, parent = ?13, previous_keys = ?14, conflicts = ?15 WHERE uuid = ?1",
         )?
         .execute(params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
                 ts(t.created_at), ts(t.modified_at), t.due.map(ts),
                 t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string()),
-                previous])?
+                previous, conflicts])?
         };
     Ok(changed > 0)
 }

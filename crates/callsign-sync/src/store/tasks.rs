@@ -16,14 +16,14 @@ use crate::model::{LocalTask, SyncState};
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
     t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent,
-    t.previous_keys";
+    t.previous_keys, t.conflicts";
 
-/// One task with its outbox facts computed for it alone (columns 14-18, for [`map_task`]) and its
-/// subtask counts (19-20): for a lookup. A listing computes the same facts for every task in one
+/// One task with its outbox facts computed for it alone (columns 15-19, for [`map_task`]) and its
+/// subtask counts (20-21): for a lookup. A listing computes the same facts for every task in one
 /// pass ([`super::listing`]).
 const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
     t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent, t.previous_keys,
-    (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
+    t.conflicts, (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
         AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
@@ -69,19 +69,19 @@ pub(super) struct OutboxFacts {
     pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-13 are [`TASK_COLUMNS`], 14-18 the facts in
-/// [`OutboxFacts`] order, 19-20 the subtask counts.
+/// A task row with its outbox facts: columns 0-14 are [`TASK_COLUMNS`], 15-19 the facts in
+/// [`OutboxFacts`] order, 20-21 the subtask counts.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let facts = OutboxFacts {
-        open_rows: r.get::<_, i64>(14)? as u32,
-        failed: r.get::<_, i64>(15)? as u32,
-        last_error: r.get(16)?,
-        next_attempt_at: r.get(17)?,
-        error_code: r.get(18)?,
+        open_rows: r.get::<_, i64>(15)? as u32,
+        failed: r.get::<_, i64>(16)? as u32,
+        last_error: r.get(17)?,
+        next_attempt_at: r.get(18)?,
+        error_code: r.get(19)?,
     };
     let mut task = with_facts(task_row(r)?, facts);
-    task.children = r.get::<_, i64>(19)? as u32;
-    task.open_children = r.get::<_, i64>(20)? as u32;
+    task.children = r.get::<_, i64>(20)? as u32;
+    task.open_children = r.get::<_, i64>(21)? as u32;
     Ok(task)
 }
 
@@ -124,6 +124,7 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         priority,
         parent,
         previous_keys: serde_json::from_str(&text(13)?).map_err(|e| bad(13, e.to_string()))?,
+        conflicts: serde_json::from_str(&text(14)?).map_err(|e| bad(14, e.to_string()))?,
         children: 0,
         open_children: 0,
         held_by: None,
@@ -178,6 +179,19 @@ pub(super) fn held_by(
         }
     }
     Ok(out)
+}
+
+/// The task's conflicts once this device's edit lands, as JSON: the ones it resolves gone, and
+/// the ones whose value the edit brings back (a restore), as the server will also drop them.
+fn resolved_here(before: &LocalTask, patch: &TaskPatch) -> String {
+    let mut after = before.fields();
+    after.apply(patch);
+    let left: Vec<_> = before
+        .conflicts
+        .iter()
+        .filter(|c| !patch.resolve.contains(&c.field) && c.value != after.value(c.field))
+        .collect();
+    serde_json::to_string(&left).unwrap_or_else(|_| "[]".into())
 }
 
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
@@ -253,15 +267,28 @@ impl Store {
 
     /// Applies an edit to the local row and queues it (folded into an unsent request where
     /// [`fold`] allows), in one transaction. `new_key` is used only if a new row is needed.
+    /// The queued patch carries, as its `base`, each field's value here before the edit, so
+    /// the server can tell a concurrent edit of the same field (`callsign_core::merge`).
     pub fn edit_local(
         &mut self,
         uuid: Uuid,
-        patch: TaskPatch,
+        mut patch: TaskPatch,
         new_key: &str,
         now: DateTime<Utc>,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         let u = uuid.to_string();
+        let before = tx
+            .query_row(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.uuid = ?1"),
+                [&u],
+                task_row,
+            )
+            .optional()?
+            .ok_or_else(|| Error::NotFound(u.clone()))?;
+        let base = callsign_core::merge::base_for(&before.fields(), &patch);
+        patch.base = (base != Default::default()).then_some(base);
+        let conflicts = resolved_here(&before, &patch);
         let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
         // ?7/?9: whether the patch sets due/priority (a null value clears it).
         let changed = tx.execute(
@@ -270,7 +297,7 @@ impl Store {
                 tags = COALESCE(?5, tags), modified_at = ?6,
                 due = CASE WHEN ?7 THEN ?8 ELSE due END,
                 priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
-                project = COALESCE(upper(?11), project)
+                project = COALESCE(upper(?11), project), conflicts = ?12
              WHERE uuid = ?1",
             params![
                 u,
@@ -284,6 +311,7 @@ impl Store {
                 patch.priority.is_some(),
                 patch.priority.flatten().map(Priority::as_str),
                 patch.project.as_deref().map(str::trim),
+                conflicts,
             ],
         )?;
         if changed == 0 {

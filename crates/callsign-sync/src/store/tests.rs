@@ -40,6 +40,7 @@ fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
         priority: None,
         parent: None,
         previous_keys: vec![],
+        conflicts: vec![],
         created_at: now(),
         modified_at: now(),
     }
@@ -131,6 +132,55 @@ fn edits_fold_into_the_unsent_create_then_queue_after_it_is_sent() {
         s.task(u).unwrap().unwrap().description,
         "later",
         "shown at once"
+    );
+}
+
+/// An update carries, as its base, what this device showed before its first unsent edit of each
+/// field; the server's conflicts land with the task once nothing is queued, and settling one
+/// takes it away here at once.
+#[test]
+fn updates_carry_their_base_and_conflicts_arrive_and_settle_here() {
+    let (mut s, u) = with_task("draft");
+    let rows = s.claim(&[s.open_rows(1).unwrap()[0].id], 1).unwrap();
+    let done = Outcome::Done(Some(server_task(u, Some(("SYN-1", 1)), "draft")));
+    s.record_answers(&[(rows[0].clone(), done)], |_| 0, 2)
+        .unwrap();
+    s.edit_local(u, patch("one"), "k2", now()).unwrap();
+    s.edit_local(u, patch("two"), "k3", now()).unwrap();
+    let notes = TaskPatch {
+        notes: Some("n".into()),
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, notes, "k4", now()).unwrap();
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(rows.len(), 1, "folded into one unsent update");
+    assert_eq!(
+        rows[0].body,
+        serde_json::json!({"description": "two", "notes": "n",
+            "base": {"description": "draft", "notes": ""}})
+    );
+    // Answered with a conflict (another device's text was replaced): it shows here.
+    let rows = s.claim(&[rows[0].id], 3).unwrap();
+    let mut answer = server_task(u, Some(("SYN-1", 1)), "two");
+    answer.notes = "n".into();
+    answer.conflicts = vec![callsign_core::merge::Conflict {
+        field: callsign_core::merge::Field::Description,
+        value: serde_json::json!("theirs"),
+        at: now(),
+    }];
+    s.record_answers(&[(rows[0].clone(), Outcome::Done(Some(answer)))], |_| 0, 4)
+        .unwrap();
+    assert_eq!(s.task(u).unwrap().unwrap().conflicts.len(), 1);
+    // Keeping what is there: gone here at once, and the update says so to the server.
+    let keep = TaskPatch {
+        resolve: vec![callsign_core::merge::Field::Description],
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, keep, "k5", now()).unwrap();
+    assert!(s.task(u).unwrap().unwrap().conflicts.is_empty());
+    assert_eq!(
+        s.open_rows(10).unwrap()[0].body,
+        serde_json::json!({"resolve": ["description"]})
     );
 }
 
@@ -279,9 +329,11 @@ fn due_and_priority_fold_clear_and_retry_with_current_values() {
     let rows = s.open_rows(10).unwrap();
     let last = rows.last().unwrap();
     assert_eq!(
-        (last.op, last.body.clone()),
-        (MutationOp::Update, serde_json::json!({"due": null}))
+        (last.op, last.body["due"].clone()),
+        (MutationOp::Update, serde_json::Value::Null),
+        "null clears it"
     );
+    assert!(last.body["base"]["due"].is_string(), "what it cleared is its base");
     s.retry_failed(u, || "k5".into(), 5).unwrap();
     let retried = s
         .open_rows(10)
@@ -291,8 +343,8 @@ fn due_and_priority_fold_clear_and_retry_with_current_values() {
         .unwrap();
     assert_eq!(
         retried.body,
-        serde_json::json!({"due": null}),
-        "the current value, cleared"
+        serde_json::json!({"due": null, "base": {"due": null}}),
+        "the current value, cleared, over the base the refused request had"
     );
 }
 
