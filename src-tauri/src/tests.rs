@@ -517,3 +517,53 @@ fn move_task_moves_a_numbered_task_and_its_old_keys_still_find_it() {
     let e = ui.err("move_task", json!({"id": "SYN-404", "project": "OPS"}));
     assert_eq!(e["code"], "not_found");
 }
+
+/// A task the server reports with a conflict: `restore_conflict` brings the replaced value back
+/// and queues it, `dismiss_conflict` keeps what is there; each answers the task without it, and
+/// a conflict that is not there is refused in words.
+#[test]
+fn conflicts_are_restored_or_kept() {
+    let ui = ui();
+    let u = "0b6c3f5e-8d1c-4f6e-9a52-000000000009";
+    let mut t = server_task(u, "SYN-9", None, &[]);
+    t["conflicts"] = json!([
+        {"field": "description", "value": "Fix login redirect", "at": "2026-11-20T10:05:00Z"},
+        {"field": "notes", "value": "seen on iOS", "at": "2026-11-20T10:06:00Z"}
+    ]);
+    from_server(&ui, json!([t]));
+    let shown = ui.ok("resolve_task", json!({"query": "SYN-9"}));
+    assert_eq!(shown["conflicts"].as_array().map(Vec::len), Some(2));
+
+    let restored = ui.ok("restore_conflict", json!({"id": "syn-9", "index": 0}));
+    assert_eq!(restored["description"], "Fix login redirect");
+    assert_eq!(
+        restored["conflicts"],
+        json!([{"field": "notes", "value": "seen on iOS",
+        "at": "2026-11-20T10:06:00Z"}])
+    );
+    assert_eq!(
+        restored["waiting"]["state"], "pending",
+        "queued for the server"
+    );
+
+    let kept = ui.ok("dismiss_conflict", json!({"id": "SYN-9", "field": "notes"}));
+    assert_eq!(
+        (kept["notes"].as_str(), kept["conflicts"].clone()),
+        (Some(""), json!([]))
+    );
+    let e = ui.err("dismiss_conflict", json!({"id": "SYN-9", "field": "notes"}));
+    assert_eq!(
+        e,
+        json!({"code": "invalid", "message": "SYN-9 has no conflict on its notes"})
+    );
+    let e = ui.err("restore_conflict", json!({"id": "SYN-9", "index": 3}));
+    assert_eq!(e["code"], "invalid");
+    let e = ui.err(
+        "dismiss_conflict",
+        json!({"id": "SYN-9", "field": "colour"}),
+    );
+    assert_eq!(
+        e,
+        json!({"code": "invalid", "message": "no field \"colour\""})
+    );
+}
