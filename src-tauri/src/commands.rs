@@ -193,14 +193,22 @@ pub fn retry_task(engine: State<'_, AppEngine>, id: String) -> CmdResult<UiTask>
 /// Brings back the value of the task's conflict number `index` (0-based, as the task lists
 /// them): another device's edit of the same field had replaced it.
 #[tauri::command]
-pub fn restore_conflict(engine: State<'_, AppEngine>, id: String, index: usize) -> CmdResult<UiTask> {
+pub fn restore_conflict(
+    engine: State<'_, AppEngine>,
+    id: String,
+    index: usize,
+) -> CmdResult<UiTask> {
     let task = engine.0.restore_conflict(&id, index)?;
     one(&engine.0, task)
 }
 
 /// Keeps the field's current value and clears its conflicts.
 #[tauri::command]
-pub fn dismiss_conflict(engine: State<'_, AppEngine>, id: String, field: String) -> CmdResult<UiTask> {
+pub fn dismiss_conflict(
+    engine: State<'_, AppEngine>,
+    id: String,
+    field: String,
+) -> CmdResult<UiTask> {
     let field = Field::parse(&field)
         .ok_or_else(|| CmdError::new("invalid", format!("no field {field:?}")))?;
     let task = engine.0.dismiss_conflicts(&id, field)?;
