@@ -30,8 +30,7 @@ fn seen(cli: &Cli, r: &str) -> Result<(Value, Value, Value, Vec<(Value, Value)>)
 }
 
 #[test]
-fn offline_edits_merge_by_field_and_a_replaced_value_is_a_conflict_on_both_devices() -> Result<()>
-{
+fn offline_edits_merge_by_field_and_a_replaced_value_is_a_conflict_on_both_devices() -> Result<()> {
     let (server, account) = TestServer::start("EDT")?;
     let homes = [tempfile::tempdir()?, tempfile::tempdir()?];
     let a = Cli::new(homes[0].path());
@@ -44,8 +43,22 @@ fn offline_edits_merge_by_field_and_a_replaced_value_is_a_conflict_on_both_devic
 
     // Offline on each: A rewrites the description and adds notes; B rewrites the description
     // too and sets a priority.
-    a.ok(&["edit", "EDT-1", "--description", "Fix login redirect", "--notes", "see #12"])?;
-    b.ok(&["edit", "EDT-1", "--description", "Fix login on Safari", "--priority", "H"])?;
+    a.ok(&[
+        "edit",
+        "EDT-1",
+        "--description",
+        "Fix login redirect",
+        "--notes",
+        "see #12",
+    ])?;
+    b.ok(&[
+        "edit",
+        "EDT-1",
+        "--description",
+        "Fix login on Safari",
+        "--priority",
+        "H",
+    ])?;
     sync(&a)?;
     sync(&b)?;
     sync(&a)?;
@@ -80,7 +93,10 @@ fn offline_edits_merge_by_field_and_a_replaced_value_is_a_conflict_on_both_devic
     b.ok(&["edit", "EDT-1", "--notes", "from B"])?;
     sync(&a)?;
     sync(&b)?;
-    assert_eq!(seen(&b, "EDT-1")?.3, vec![(json!("notes"), json!("from A"))]);
+    assert_eq!(
+        seen(&b, "EDT-1")?.3,
+        vec![(json!("notes"), json!("from A"))]
+    );
     let out = b.output(&["resolve", "EDT-1", "2", "--keep"])?;
     assert!(
         String::from_utf8(out.stderr)?.contains("has conflicts 1 to 1, not 2"),

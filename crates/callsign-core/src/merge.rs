@@ -31,7 +31,16 @@ pub const MAX_CONFLICTS: usize = 20;
 
 /// A field that two devices may edit concurrently.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
     utoipa::ToSchema,
 )]
 #[serde(rename_all = "lowercase")]
@@ -167,14 +176,22 @@ fn set_fields(p: &TaskPatch) -> Vec<(Field, Value, Option<Value>)> {
         p.description.as_ref().map(json),
         base.description.map(json),
     );
-    push(Field::Notes, p.notes.as_ref().map(json), base.notes.map(json));
+    push(
+        Field::Notes,
+        p.notes.as_ref().map(json),
+        base.notes.map(json),
+    );
     push(Field::Status, p.status.map(json), base.status.map(json));
     push(
         Field::Due,
         p.due.map(|d| json(d.map(whole_seconds))),
         base.due.map(|d| json(d.map(whole_seconds))),
     );
-    push(Field::Priority, p.priority.map(json), base.priority.map(json));
+    push(
+        Field::Priority,
+        p.priority.map(json),
+        base.priority.map(json),
+    );
     out
 }
 
@@ -206,8 +223,10 @@ pub fn merge(
         resolve: Vec::new(),
         ..patch.clone()
     };
-    if let (Some(mine), Some(base)) = (&patch.tags, patch.base.as_ref().and_then(|b| b.tags.as_ref()))
-    {
+    if let (Some(mine), Some(base)) = (
+        &patch.tags,
+        patch.base.as_ref().and_then(|b| b.tags.as_ref()),
+    ) {
         let (mine, base) = (sorted(mine), sorted(base));
         let mut merged: Vec<String> = current
             .tags
@@ -245,7 +264,10 @@ pub fn merge(
 /// the edit. Tags included; `project` (a move) has none.
 pub fn base_for(before: &Fields, patch: &TaskPatch) -> PatchBase {
     PatchBase {
-        description: patch.description.as_ref().map(|_| before.description.clone()),
+        description: patch
+            .description
+            .as_ref()
+            .map(|_| before.description.clone()),
         notes: patch.notes.as_ref().map(|_| before.notes.clone()),
         status: patch.status.map(|_| before.status),
         tags: patch.tags.as_ref().map(|_| sorted(&before.tags)),
@@ -349,7 +371,10 @@ mod tests {
         // Restoring brings the replaced value back and the conflict goes.
         let mut r = restore(&conflicts[0]).unwrap();
         r.base = Some(base_for(&cur, &r));
-        assert_eq!(r.base.as_ref().unwrap().description.as_deref(), Some("Mine"));
+        assert_eq!(
+            r.base.as_ref().unwrap().description.as_deref(),
+            Some("Mine")
+        );
         let mut c2 = conflicts.clone();
         let out = merge(&cur, &r, &mut c2, at());
         assert_eq!(out.description.as_deref(), Some("Ship it"));
@@ -370,7 +395,10 @@ mod tests {
             cur.apply(&out);
         }
         assert_eq!(conflicts.len(), MAX_CONFLICTS);
-        assert_eq!(conflicts.last().unwrap().value, json!(format!("v{}", MAX_CONFLICTS + 3)));
+        assert_eq!(
+            conflicts.last().unwrap().value,
+            json!(format!("v{}", MAX_CONFLICTS + 3))
+        );
     }
 
     #[test]

@@ -193,14 +193,15 @@ impl Snapshot {
             && patch.tags.as_ref().is_none_or(|t| {
                 match patch.base.as_ref().and_then(|b| b.tags.as_ref()) {
                     // Merged as a set: what it added is there, what it removed is not.
-                    Some(base) => t
-                        .iter()
-                        .filter(|x| !base.contains(x))
-                        .all(|x| tags.contains(x))
-                        && base
-                            .iter()
-                            .filter(|x| !t.contains(x))
-                            .all(|x| !tags.contains(x)),
+                    Some(base) => {
+                        t.iter()
+                            .filter(|x| !base.contains(x))
+                            .all(|x| tags.contains(x))
+                            && base
+                                .iter()
+                                .filter(|x| !t.contains(x))
+                                .all(|x| !tags.contains(x))
+                    }
                     None => {
                         let mut t = t.clone();
                         t.sort();

@@ -247,13 +247,21 @@ async fn concurrent_edits_merge_and_the_replaced_value_is_a_conflict() {
     assert_eq!(replay.body, b.body);
     assert_eq!(app.get("SYN-1").await.body["conflicts"], conflicts);
 
-    let bad = patch("bad", json!({"description": "x", "base": {"colour": "red"}})).await;
+    let bad = patch(
+        "bad",
+        json!({"description": "x", "base": {"colour": "red"}}),
+    )
+    .await;
     assert_eq!(
         (bad.status, code(&bad)),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body")
     );
     let only_base = patch("base", json!({"base": {"description": "x"}})).await;
-    assert_eq!(only_base.status, StatusCode::UNPROCESSABLE_ENTITY, "a base alone changes nothing");
+    assert_eq!(
+        only_base.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a base alone changes nothing"
+    );
 
     let kept = patch("keep", json!({"resolve": ["description"]})).await;
     assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);

@@ -333,7 +333,10 @@ fn due_and_priority_fold_clear_and_retry_with_current_values() {
         (MutationOp::Update, serde_json::Value::Null),
         "null clears it"
     );
-    assert!(last.body["base"]["due"].is_string(), "what it cleared is its base");
+    assert!(
+        last.body["base"]["due"].is_string(),
+        "what it cleared is its base"
+    );
     s.retry_failed(u, || "k5".into(), 5).unwrap();
     let retried = s
         .open_rows(10)
