@@ -411,6 +411,21 @@ impl Out {
     }
 }
 
+/// A conflict's value as a person reads it: text quoted, tags by name, nothing as `none`.
+fn conflict_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "none".into(),
+        serde_json::Value::String(s) => format!("{s:?}"),
+        serde_json::Value::Array(a) if a.is_empty() => "no tags".into(),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|t| t.as_str().map_or_else(|| t.to_string(), |s| format!("+{s}")))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,20 +473,5 @@ mod tests {
         assert_eq!(safe_block("a\nb\rc"), "a\nb\\u{d}c");
         assert_eq!(safe("abc\u{202e}fdp.exe"), "abc\\u{202e}fdp.exe");
         assert!(matches!(safe("Buy milk — ü 北京"), Cow::Borrowed(_)));
-    }
-}
-
-/// A conflict's value as a person reads it: text quoted, tags by name, nothing as `none`.
-fn conflict_value(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "none".into(),
-        serde_json::Value::String(s) => format!("{s:?}"),
-        serde_json::Value::Array(a) if a.is_empty() => "no tags".into(),
-        serde_json::Value::Array(a) => a
-            .iter()
-            .map(|t| t.as_str().map_or_else(|| t.to_string(), |s| format!("+{s}")))
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
     }
 }
