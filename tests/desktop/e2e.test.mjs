@@ -6,7 +6,8 @@
 // once in the local inbox; a server set up in Settings and the inbox sent to its project; a task
 // the server refuses, fixed from the app; an outage and the keys arriving when the server is
 // back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box; due dates
-// and priorities; subtasks and the Next view. Each state is screenshotted into
+// and priorities; subtasks and the Next view; a numbered task moved to another project, its new
+// key arriving in place and its old key still opening it. Each state is screenshotted into
 // target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
