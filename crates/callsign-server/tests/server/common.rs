@@ -169,6 +169,7 @@ impl TestServer {
     }
 
     /// Waits for the process to end by itself (an injected crash); panics after 10 s.
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub fn wait_for_exit(&mut self) -> std::process::ExitStatus {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -264,9 +265,30 @@ impl Client {
         idem: &str,
         body: &Value,
     ) -> reqwest::Result<(u16, bool, Value)> {
-        let res = self
-            .http
-            .put(format!("{}/v1/tasks/{uuid}", self.url))
+        let req = self.http.put(format!("{}/v1/tasks/{uuid}", self.url));
+        self.idempotent(req, idem, body).await
+    }
+
+    /// `PATCH /v1/tasks/{task}` (a UUID or a key) under an idempotency key.
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    pub async fn patch(
+        &self,
+        task: &str,
+        idem: &str,
+        body: &Value,
+    ) -> reqwest::Result<(u16, bool, Value)> {
+        let req = self.http.patch(format!("{}/v1/tasks/{task}", self.url));
+        self.idempotent(req, idem, body).await
+    }
+
+    /// Sends `req` with `body` under `idem`: the status, whether it was a replay, the body.
+    async fn idempotent(
+        &self,
+        req: reqwest::RequestBuilder,
+        idem: &str,
+        body: &Value,
+    ) -> reqwest::Result<(u16, bool, Value)> {
+        let res = req
             .bearer_auth(&self.token)
             .header("idempotency-key", idem)
             .json(body)
@@ -317,10 +339,34 @@ pub fn numbers_in_db(data_dir: &Path) -> Vec<i64> {
         .collect()
 }
 
+/// The task's properties in account 1's TaskChampion replica (the crash tests', which
+/// need `fault-injection`, read it).
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+pub fn store_task(dir: &Path, uuid: Uuid) -> Option<Value> {
+    let c = rusqlite::Connection::open(dir.join("accounts/1/taskchampion.sqlite3")).unwrap();
+    let data: String = c
+        .query_row(
+            "SELECT data FROM tasks WHERE uuid = ?1",
+            [uuid.to_string()],
+            |r| r.get(0),
+        )
+        .ok()?;
+    serde_json::from_str(&data).ok()
+}
+
 /// Polls `f` every 50 ms until it is true; panics after `secs`.
 pub async fn eventually(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    eventually_async(secs, what, || std::future::ready(f())).await;
+}
+
+/// [`eventually`] for a check that awaits.
+pub async fn eventually_async<F: std::future::Future<Output = bool>>(
+    secs: u64,
+    what: &str,
+    mut f: impl FnMut() -> F,
+) {
     let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
+    while !f().await {
         assert!(Instant::now() < deadline, "timed out waiting for: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

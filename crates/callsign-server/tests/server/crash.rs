@@ -1,44 +1,83 @@
 //! End-to-end crash recovery: the real binary, built with `fault-injection`, aborts at each
 //! `CALLSIGN_CRASH_AT` point; after a restart the retry gets the same single key, the reaper
-//! settles what was left, and no number is skipped.
-use std::path::Path;
+//! settles what was left, and no number is skipped. `structure.rs` does the same for subtask
+//! creates and moves.
+mod structure;
+
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::common::{create_account, eventually, numbers_in_db, Client, TestServer};
+use crate::common::{create_account, eventually, numbers_in_db, store_task, Client, TestServer};
 
 fn body(d: &str) -> Value {
     json!({"project": "SYN", "description": d})
 }
 
-fn slot_state(dir: &Path, idem: &str) -> String {
+/// A request the crash tests send under an idempotency key: a create, or an update of the task
+/// a UUID or key names.
+enum Req {
+    Put(Uuid, Value),
+    Patch(&'static str, Value),
+}
+
+impl Req {
+    async fn send(&self, client: &Client, idem: &str) -> reqwest::Result<(u16, bool, Value)> {
+        match self {
+            Req::Put(u, body) => client.put(*u, idem, body).await,
+            Req::Patch(task, body) => client.patch(task, idem, body).await,
+        }
+    }
+
+    /// Sends until the answer is not `409 request_in_progress` (on PostgreSQL, a dead node's
+    /// claim until its lease lapses), for at most 10 s.
+    async fn send_through_leases(&self, client: &Client, idem: &str) -> (u16, bool, Value) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = self.send(client, idem).await.unwrap();
+            if r.0 != 409 || std::time::Instant::now() > deadline {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The state of the slot of `idem`; `None` once it is purged (or was never made).
+fn slot_state(dir: &Path, idem: &str) -> Option<String> {
     let c = rusqlite::Connection::open(dir.join("callsign.sqlite3")).unwrap();
     c.query_row("SELECT state FROM slots WHERE idem_key = ?1", [idem], |r| {
         r.get(0)
     })
-    .unwrap()
+    .ok()
 }
 
 fn key_in_taskchampion(dir: &Path, uuid: Uuid) -> Option<String> {
-    let c = rusqlite::Connection::open(dir.join("accounts/1/taskchampion.sqlite3")).unwrap();
-    let data: Option<String> = c
-        .query_row(
-            "SELECT data FROM tasks WHERE uuid = ?1",
-            [uuid.to_string()],
-            |r| r.get(0),
-        )
-        .ok();
-    let v: Value = serde_json::from_str(&data?).ok()?;
-    v["key"].as_str().map(str::to_owned)
+    store_task(dir, uuid)?["key"].as_str().map(str::to_owned)
 }
 
-/// Sends one create to a server that is set to crash; the request fails with the connection.
-async fn crash_during(dir: &Path, point: &str, u: Uuid, idem: &str, token: &str) {
-    let mut server = TestServer::start(dir, &[], &[("CALLSIGN_CRASH_AT", point)]);
+/// Sends `req` to a server on the data dir `dir` that is set to crash at `point`; the request
+/// fails with the connection.
+async fn crash_during(dir: &Path, point: &str, req: &Req, idem: &str, token: &str) {
+    let dir = dir.to_str().expect("a UTF-8 temp path");
+    crash_on(&["--data-dir", dir], &[], point, req, idem, token).await;
+}
+
+/// [`crash_during`] on `database` (`--data-dir DIR` or `--database URL`), with `extra`
+/// arguments.
+async fn crash_on(
+    database: &[&str],
+    extra: &[&str],
+    point: &str,
+    req: &Req,
+    idem: &str,
+    token: &str,
+) {
+    let mut server = TestServer::serve(database, extra, &[("CALLSIGN_CRASH_AT", point)]);
     let client = Client::new(&server.url, token);
-    let res = client.put(u, idem, &body("Crash me")).await;
+    let res = req.send(&client, idem).await;
     assert!(
         res.is_err(),
         "the server should have died at {point}, got {res:?}"
@@ -47,22 +86,92 @@ async fn crash_during(dir: &Path, point: &str, u: Uuid, idem: &str, token: &str)
     assert!(!status.success(), "aborted, not a clean exit");
 }
 
+/// Where a server keeps its data: a SQLite data dir, or a PostgreSQL schema (whose nodes let a
+/// dead node's claims lapse after `--claim-lease 1s`).
+enum Db {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Db {
+    /// `--data-dir DIR` or `--database URL`.
+    fn database(&self) -> [&str; 2] {
+        match self {
+            Db::Sqlite(dir) => ["--data-dir", dir.to_str().expect("a UTF-8 temp path")],
+            Db::Postgres(url) => ["--database", url],
+        }
+    }
+
+    /// `extra` and, on PostgreSQL, the claim lease.
+    fn args<'a>(&self, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = extra.to_vec();
+        if let Db::Postgres(_) = self {
+            args.extend(["--claim-lease", "1s"]);
+        }
+        args
+    }
+
+    fn serve(&self, extra: &[&str], env: &[(&str, &str)]) -> TestServer {
+        TestServer::serve(&self.database(), &self.args(extra), env)
+    }
+
+    /// The first column of each row `sql` (`$1` is `param`) reads in the allocation database,
+    /// as text.
+    async fn texts(&self, sql: &str, param: &str) -> Vec<String> {
+        match self {
+            Db::Sqlite(dir) => {
+                let c = rusqlite::Connection::open(dir.join("callsign.sqlite3")).unwrap();
+                let mut st = c.prepare(sql).unwrap();
+                let params = rusqlite::params_from_iter(sql.contains("$1").then_some(param));
+                let rows = st.query_map(params, |r| r.get(0)).unwrap();
+                rows.map(Result::unwrap).collect()
+            }
+            Db::Postgres(url) => {
+                let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                    .await
+                    .unwrap();
+                tokio::spawn(conn);
+                let param: &(dyn tokio_postgres::types::ToSql + Sync) = &param;
+                let params: &[_] = if sql.contains("$1") { &[param] } else { &[] };
+                let rows = c.query(sql, params).await.unwrap();
+                rows.iter().map(|r| r.get(0)).collect()
+            }
+        }
+    }
+
+    async fn slot_state(&self, idem: &str) -> Option<String> {
+        let sql = "SELECT state FROM slots WHERE idem_key = $1";
+        self.texts(sql, idem).await.pop()
+    }
+}
+
+/// Starts a server whose reaper dies while settling the slot of `idem`, which stays pending.
+async fn reaper_dies_settling(db: &Db, idem: &str) {
+    let mut reaping = db.serve(
+        &["--reaper-interval", "100ms"],
+        &[("CALLSIGN_CRASH_AT", "reaper.after_task_check")],
+    );
+    assert!(!reaping.wait_for_exit().success());
+    assert_eq!(db.slot_state(idem).await.as_deref(), Some("pending"));
+}
+
 async fn after_restart_retry_gets_key_one(point: &str, reaper_first: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (_, token) = create_account(dir.path(), "SYN");
     let u = Uuid::new_v4();
-    crash_during(dir.path(), point, u, "crash-key", &token).await;
+    let req = Req::Put(u, body("Crash me"));
+    crash_during(dir.path(), point, &req, "crash-key", &token).await;
 
     let server = TestServer::start(dir.path(), &["--reaper-interval", "200ms"], &[]);
     let client = Client::new(&server.url, &token);
     if reaper_first {
         let d = dir.path().to_owned();
         eventually(10, "reaper commits the stranded slot", || {
-            slot_state(&d, "crash-key") == "committed"
+            slot_state(&d, "crash-key").as_deref() == Some("committed")
         })
         .await;
     }
-    let (status, replayed, task) = client.put(u, "crash-key", &body("Crash me")).await.unwrap();
+    let (status, replayed, task) = req.send(&client, "crash-key").await.unwrap();
     assert_eq!(status, 201, "{point}: {task}");
     assert_eq!(task["key"], "SYN-1", "{point}");
     assert_eq!(
@@ -108,19 +217,17 @@ async fn crash_inside_the_reaper_then_the_next_reaper_commits() {
     let dir = tempfile::tempdir().unwrap();
     let (_, token) = create_account(dir.path(), "SYN");
     let u = Uuid::new_v4();
-    crash_during(dir.path(), "phase2.after_task_write", u, "k", &token).await;
-    let mut reaping = TestServer::start(
-        dir.path(),
-        &["--reaper-interval", "100ms"],
-        &[("CALLSIGN_CRASH_AT", "reaper.after_task_check")],
-    );
-    assert!(!reaping.wait_for_exit().success());
-    assert_eq!(slot_state(dir.path(), "k"), "pending");
+    let req = Req::Put(u, body("Crash me"));
+    crash_during(dir.path(), "phase2.after_task_write", &req, "k", &token).await;
+    reaper_dies_settling(&Db::Sqlite(dir.path().to_owned()), "k").await;
     let server = TestServer::start(dir.path(), &["--reaper-interval", "100ms"], &[]);
     let d = dir.path().to_owned();
-    eventually(10, "reaper commits", || slot_state(&d, "k") == "committed").await;
+    eventually(10, "reaper commits", || {
+        slot_state(&d, "k").as_deref() == Some("committed")
+    })
+    .await;
     let client = Client::new(&server.url, &token);
-    let (_, replayed, task) = client.put(u, "k", &body("Crash me")).await.unwrap();
+    let (_, replayed, task) = req.send(&client, "k").await.unwrap();
     assert!(replayed);
     assert_eq!(task["key"], "SYN-1");
     assert_eq!(numbers_in_db(dir.path()), vec![1]);
@@ -131,7 +238,8 @@ async fn taskless_slot_fails_after_the_window_and_consumes_no_number() {
     let dir = tempfile::tempdir().unwrap();
     let (_, token) = create_account(dir.path(), "SYN");
     let u = Uuid::new_v4();
-    crash_during(dir.path(), "phase1.after_slot", u, "k", &token).await;
+    let req = Req::Put(u, body("Crash me"));
+    crash_during(dir.path(), "phase1.after_slot", &req, "k", &token).await;
     let server = TestServer::start(
         dir.path(),
         &["--reaper-interval", "200ms", "--idempotency-window", "1s"],
@@ -140,20 +248,14 @@ async fn taskless_slot_fails_after_the_window_and_consumes_no_number() {
     let d = dir.path().to_owned();
     // Failed, then purged past the window (both within a pass or two).
     eventually(10, "reaper fails the slot", || {
-        let c = rusqlite::Connection::open(d.join("callsign.sqlite3")).unwrap();
-        let state: Option<String> = c
-            .query_row("SELECT state FROM slots WHERE idem_key = 'k'", [], |r| {
-                r.get(0)
-            })
-            .ok();
-        state.as_deref().is_none_or(|s| s == "failed")
+        slot_state(&d, "k").as_deref().is_none_or(|s| s == "failed")
     })
     .await;
     assert!(numbers_in_db(dir.path()).is_empty());
     tokio::time::sleep(Duration::from_millis(50)).await;
     // The expired key is treated as new; the UUID is still free.
     let client = Client::new(&server.url, &token);
-    let (status, replayed, task) = client.put(u, "k", &body("Crash me")).await.unwrap();
+    let (status, replayed, task) = req.send(&client, "k").await.unwrap();
     assert_eq!((status, replayed), (201, false));
     assert_eq!(task["key"], "SYN-1");
 }
@@ -187,18 +289,6 @@ mod postgres {
             .collect()
     }
 
-    /// PUT until the answer is not `409 request_in_progress` (a dead node's lease), at most 10 s.
-    async fn put_through_leases(client: &Client, u: Uuid, idem: &str) -> (u16, bool, Value) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let r = client.put(u, idem, &body("Crash me")).await.unwrap();
-            if r.0 != 409 || std::time::Instant::now() > deadline {
-                return r;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
     async fn crash_then_another_node(point: &str, reaper_first: bool) {
         let Some(pg) = callsign_pgtest::shared() else {
             return;
@@ -207,19 +297,16 @@ mod postgres {
         let db = ["--database", url.as_str()];
         let (_, token) = create_account_in(&db, "SYN");
         let u = Uuid::new_v4();
-        let mut dying = TestServer::serve(
+        let req = Req::Put(u, body("Crash me"));
+        crash_on(
             &db,
             &["--claim-lease", "1s"],
-            &[("CALLSIGN_CRASH_AT", point)],
-        );
-        let res = Client::new(&dying.url, &token)
-            .put(u, "crash-key", &body("Crash me"))
-            .await;
-        assert!(
-            res.is_err(),
-            "the node should have died at {point}: {res:?}"
-        );
-        assert!(!dying.wait_for_exit().success());
+            point,
+            &req,
+            "crash-key",
+            &token,
+        )
+        .await;
 
         let node = TestServer::serve(
             &db,
@@ -235,7 +322,7 @@ mod postgres {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        let (status, replayed, task) = put_through_leases(&client, u, "crash-key").await;
+        let (status, replayed, task) = req.send_through_leases(&client, "crash-key").await;
         assert_eq!(status, 201, "{point}: {task}");
         assert_eq!(task["key"], "SYN-1", "{point}");
         // After the task write, the dead node's lease lapses for the retry and the reaper at
