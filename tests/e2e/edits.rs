@@ -12,8 +12,11 @@ fn sync(cli: &Cli) -> Result<()> {
     cli.ok(&["sync", "--timeout", "30"]).map(drop)
 }
 
-/// (description, notes, priority, conflicts as (field, value)).
-fn seen(cli: &Cli, r: &str) -> Result<(Value, Value, Value, Vec<(Value, Value)>)> {
+/// A task's conflicts as (field, value).
+type Conflicts = Vec<(Value, Value)>;
+
+/// (description, notes, priority, conflicts).
+fn seen(cli: &Cli, r: &str) -> Result<(Value, Value, Value, Conflicts)> {
     let t = cli.json(&["show", r])?;
     let conflicts = t["conflicts"]
         .as_array()
