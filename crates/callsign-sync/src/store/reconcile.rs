@@ -29,7 +29,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
         .query_row([&u], |r| r.get(0))
         .optional()?;
     let key = match (&t.key, local.as_ref().and_then(|k| k.as_ref())) {
-        (Some(server), Some(mine)) if server != mine => {
+        // A move gives a task a new key and lists the old one: that is no disagreement.
+        (Some(server), Some(mine)) if server != mine && !t.previous_keys.contains(mine) => {
             tracing::error!(uuid = %u, local = %mine, server = %server,
                 "KEY DISAGREEMENT: the server reports a different key for this task; the server wins");
             Some(server.clone())
