@@ -1,21 +1,23 @@
 //! The campaign: a real `callsign-server` (built with `fault-injection`) behind the fault
-//! proxy, several devices (separate data dirs, one account, two projects) that capture, edit
-//! and complete tasks through the real engine while their sync processes (`callsign watch` or
+//! proxy, several devices (separate data dirs, one account, two projects) that capture tasks
+//! and subtasks (`ops.rs`), edit and complete them and move numbered tasks between the
+//! projects through the real engine while their sync processes (`callsign watch` or
 //! `callsign sync`) are started and SIGKILLed at random; the server is SIGKILLed at random
 //! moments and restarted armed with every `CALLSIGN_CRASH_AT` point in turn. On PostgreSQL the
 //! server is several nodes on one database, the proxy balances connections over them, and each
 //! kill takes one node (at random) while the others serve on. Then everything heals, every
-//! device syncs to quiescence, the reaper runs past its window, and the checker reads all the
-//! databases. One seed fixes the whole schedule.
+//! device syncs to quiescence, the reaper runs past its window, every key ever assigned is
+//! looked up on the server and on each device, and the checker reads all the databases. One
+//! seed fixes the whole schedule.
+mod ops;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_sync::{Engine, NewTaskInput};
-use rand::seq::SliceRandom;
+use callsign_sync::Engine;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -23,7 +25,7 @@ use crate::checker::{self, Expected, Violation, World};
 use crate::procs::{Device, Ended, Server};
 use crate::proxy::{FaultProxy, FaultRates};
 pub use crate::summary::Summary;
-use crate::view::ServerStore;
+use crate::view::{Resolved, ServerStore};
 
 /// The server's crash points (callsign-server's `crash::ALL`).
 pub const CRASH_POINTS: [&str; 4] = [
@@ -124,9 +126,13 @@ struct Run {
     proxy: FaultProxy,
     devices: Vec<Device>,
     engines: Vec<Engine>,
+    account_id: i64,
+    token: String,
     expected: BTreeMap<String, Expected>,
-    /// Per device, the UUIDs it created (the ones it edits).
+    /// Per device, the UUIDs it created (the ones it edits, moves and adds subtasks to).
     own: Vec<Vec<String>>,
+    /// What the server and each device answered for every key, asked after healing.
+    resolved: Option<Resolved>,
     next_point: usize,
     /// Per node, the crash point it was started with.
     armed: Vec<Option<&'static str>>,
@@ -211,6 +217,10 @@ impl Run {
             }
         } else if x < 0.30 && !self.own[d].is_empty() {
             self.edit(d)?;
+        } else if x < 0.40 && !self.own[d].is_empty() {
+            self.subtask(d)?;
+        } else if x < 0.45 {
+            self.move_task(d)?;
         } else {
             self.create(d)?;
         }
@@ -218,74 +228,6 @@ impl Run {
             .rng
             .gen_range(0..=self.cfg.max_pause.as_millis() as u64);
         std::thread::sleep(Duration::from_millis(pause));
-        Ok(())
-    }
-
-    fn create(&mut self, d: usize) -> Result<()> {
-        let project = *PROJECTS.choose(&mut self.rng).expect("two projects");
-        let description = format!("s{} d{d} #{}", self.cfg.seed, self.s.creates + 1);
-        let input = NewTaskInput {
-            description: description.clone(),
-            project: Some(project.to_owned()),
-            ..NewTaskInput::default()
-        };
-        match self.engines[d].create(input) {
-            Ok(t) => {
-                let uuid = t.uuid.to_string();
-                self.s.creates += 1;
-                self.event(format!("d{d} create {uuid} {project} {description:?}"));
-                self.own[d].push(uuid.clone());
-                self.expected.insert(
-                    uuid,
-                    Expected {
-                        device: d,
-                        project: project.to_owned(),
-                        description,
-                        status: "pending".into(),
-                    },
-                );
-            }
-            Err(e) => self.event(format!("d{d} create refused: {e}")),
-        }
-        Ok(())
-    }
-
-    fn edit(&mut self, d: usize) -> Result<()> {
-        let uuid = self.own[d]
-            .choose(&mut self.rng)
-            .expect("checked non-empty")
-            .clone();
-        let complete = self.rng.gen_bool(0.3);
-        let mut e = self.expected[&uuid].clone();
-        let patch = if complete {
-            e.status = "completed".into();
-            TaskPatch {
-                status: Some(TaskStatus::Completed),
-                ..TaskPatch::default()
-            }
-        } else {
-            let base = e.description.split(" edit ").next().unwrap_or_default();
-            e.description = format!("{base} edit {}", self.s.steps);
-            TaskPatch {
-                description: Some(e.description.clone()),
-                ..TaskPatch::default()
-            }
-        };
-        match self.engines[d].edit(&uuid, patch) {
-            Ok(_) => {
-                if complete {
-                    self.s.completions += 1;
-                } else {
-                    self.s.edits += 1;
-                }
-                self.event(format!(
-                    "d{d} edit {uuid} -> {:?} {}",
-                    e.description, e.status
-                ));
-                self.expected.insert(uuid, e);
-            }
-            Err(err) => self.event(format!("d{d} edit {uuid} refused: {err}")),
-        }
         Ok(())
     }
 
@@ -322,6 +264,17 @@ impl Run {
         for dev in &self.devices {
             dev.run(&["sync", "--timeout", "60"])?;
         }
+        let url = self.server.url();
+        let (store, account) = (&self.server.store, self.account_id);
+        let started = Instant::now();
+        let asked = crate::resolve::ask(store, account, &url, &self.token, &self.engines)?;
+        self.event(format!(
+            "asked the server and {} devices for {} keys in {} ms",
+            asked.devices.len(),
+            asked.server.len(),
+            started.elapsed().as_millis()
+        ));
+        self.resolved = Some(asked);
         self.server.kill_all();
         Ok(())
     }
@@ -383,7 +336,10 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         own: vec![Vec::new(); cfg.devices],
         devices,
         engines,
+        account_id,
+        token,
         expected: BTreeMap::new(),
+        resolved: None,
         next_point: 0,
         armed: vec![None; nodes],
         s: Summary {
@@ -423,7 +379,12 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         expected: std::mem::take(&mut r.expected),
     };
     drop(std::mem::take(&mut r.engines));
-    let snapshot = world.snapshot()?;
+    let mut snapshot = world.snapshot()?;
+    snapshot.resolved = r.resolved.take();
+    let keys = &snapshot.server.keys;
+    r.s.keys = keys.len() as u64;
+    r.s.subtask_keys = keys.iter().filter(|k| !k.scope.is_empty()).count() as u64;
+    r.s.old_keys = keys.iter().filter(|k| !k.current).count() as u64;
     let violations = checker::violations(&snapshot, &world.expected);
     r.s.violations = violations.len();
     let mut events = r.proxy.log();

@@ -1,9 +1,12 @@
 //! The invariant checker: after the campaign it reads the server's state and every device's
 //! local database into a [`Snapshot`] (`view.rs`: from the SQLite data dir or from
-//! PostgreSQL) and checks DESIGN.md's G1-G5 over it against what the devices acknowledged.
-//! The checks are pure functions of the snapshot, the same for both backends. A violation
-//! names the invariant, says what is wrong and carries the UUIDs it is about, so the report
-//! can show the smallest evidence.
+//! PostgreSQL) and checks DESIGN.md's G1-G5 over it against what the devices acknowledged,
+//! with subtasks and moves as STRUCTURE.md states them (`structure.rs`). The checks are pure
+//! functions of the snapshot, the same for both backends. A violation names the invariant,
+//! says what is wrong and carries the UUIDs it is about, so the report can show the smallest
+//! evidence.
+mod structure;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
@@ -16,9 +19,14 @@ use crate::view::{self, KeyRow, ServerStore, Snapshot};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expected {
     pub device: usize,
+    /// Where it is: its last move's target, or its parent's (a subtask follows its parent).
     pub project: String,
     pub description: String,
     pub status: String,
+    /// The parent's UUID, for a subtask.
+    pub parent: Option<String>,
+    /// Moves of it the device acknowledged: each may give it a new key, and its subtasks too.
+    pub moves: u32,
 }
 
 /// Where everything is.
@@ -45,34 +53,86 @@ pub struct Violation {
 }
 
 pub const ACKED_ON_SERVER: &str =
-    "G3 acknowledged task on the server exactly once, with its content";
-pub const ONE_KEY: &str = "G1 one current key per UUID, no key names two tasks, no number reused";
-pub const NO_GAPS: &str = "G2 numbers per project are exactly 1..N";
-pub const DEVICES_AGREE: &str = "G4 every device shows the server's key; no outbox row left open";
-pub const SETTLED: &str = "G5 no slot left pending; TaskChampion's key matches the allocation";
+    "G3 acknowledged task on the server exactly once, with its content, project and parent";
+pub const ONE_KEY: &str =
+    "G1 one current key per UUID, one task per key ever, renumbered only by a move";
+pub const NO_GAPS: &str =
+    "G2 numbers per project and parent scope are exactly 1..N, old keys included";
+pub const SUBTASK_KEYS: &str = "G1 a subtask's key is its parent's current key and its own number";
+pub const RESOLVES: &str =
+    "G1 every key ever assigned names its task, on the server and on every device";
+pub const DEVICES_AGREE: &str =
+    "G4 every device shows the server's key, previous keys and parent; no outbox row left open";
+pub const SETTLED: &str =
+    "G5 no slot left pending; TaskChampion's key and project match the allocation";
 
 /// Reads the world and checks every invariant; an empty list means the run is clean.
 pub fn check(world: &World) -> Result<Vec<Violation>> {
     Ok(violations(&world.snapshot()?, &world.expected))
 }
 
-/// Checks every invariant over a snapshot against what was acknowledged.
-pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec<Violation> {
-    let mut v = Vec::new();
-    let mut bad = |invariant, message: String, uuids: Vec<String>| {
-        v.push(Violation {
+/// The violations found so far.
+#[derive(Default)]
+struct Found(Vec<Violation>);
+
+impl Found {
+    fn bad(&mut self, invariant: &'static str, message: String, uuids: Vec<String>) {
+        self.0.push(Violation {
             invariant,
             message,
             uuids,
-        })
-    };
-    let (reserved, keys, replica) = (&snap.server.reserved, &snap.server.keys, &snap.server.store);
+        });
+    }
+}
 
-    // G3: every acknowledged task is on the server once, with its latest content, and the
-    // server has no task nobody acknowledged.
+/// The server's key rows by task, each task's oldest first.
+struct Keys<'a>(HashMap<&'a str, Vec<&'a KeyRow>>);
+
+impl<'a> Keys<'a> {
+    fn of(rows: &'a [KeyRow]) -> Keys<'a> {
+        let mut by_uuid: HashMap<&str, Vec<&KeyRow>> = HashMap::new();
+        for k in rows {
+            by_uuid.entry(&k.uuid).or_default().push(k);
+        }
+        Keys(by_uuid)
+    }
+
+    fn rows(&self, uuid: &str) -> &[&'a KeyRow] {
+        self.0.get(uuid).map_or(&[], |v| &v[..])
+    }
+
+    fn current(&self, uuid: &str) -> Option<&'a KeyRow> {
+        self.rows(uuid).iter().copied().find(|k| k.current)
+    }
+
+    /// Its keys before the current one, oldest first (the API's `previous_keys`).
+    fn previous(&self, uuid: &str) -> Vec<String> {
+        let rows = self.rows(uuid).iter().filter(|k| !k.current);
+        rows.map(|k| k.key()).collect()
+    }
+}
+
+/// Checks every invariant over a snapshot against what was acknowledged.
+pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec<Violation> {
+    let mut f = Found::default();
+    let keys = Keys::of(&snap.server.keys);
+    acknowledged(&mut f, snap, expected);
+    one_key(&mut f, snap, &keys, expected);
+    no_gaps(&mut f, &snap.server.keys);
+    structure::subtask_keys(&mut f, snap, &keys);
+    structure::resolves(&mut f, snap, &keys);
+    settled(&mut f, snap, &keys);
+    devices_agree(&mut f, snap, &keys);
+    f.0
+}
+
+/// G3: every acknowledged task is on the server once, with its latest content, in its project
+/// under its parent, and the server has no task nobody acknowledged.
+fn acknowledged(f: &mut Found, snap: &Snapshot, expected: &BTreeMap<String, Expected>) {
+    let (reserved, replica) = (&snap.server.reserved, &snap.server.store);
     for (uuid, e) in expected {
         match (reserved.get(uuid), replica.get(uuid)) {
-            (None, _) | (_, None) => bad(
+            (None, _) | (_, None) => f.bad(
                 ACKED_ON_SERVER,
                 format!(
                     "{uuid} (device {}, {:?}) is missing on the server (allocation: {}, store: {})",
@@ -83,13 +143,16 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
                 ),
                 vec![uuid.clone()],
             ),
-            (Some(prefix), Some(t)) => {
-                if *prefix != e.project || t.description != e.description || t.status != e.status {
-                    bad(
+            (Some(r), Some(t)) => {
+                let server = (&r.prefix, &r.parent, &t.description, &t.status);
+                if server != (&e.project, &e.parent, &e.description, &e.status) {
+                    f.bad(
                         ACKED_ON_SERVER,
                         format!(
-                            "{uuid}: server has ({prefix}, {:?}, {}), device {} acknowledged ({}, {:?}, {})",
-                            t.description, t.status, e.device, e.project, e.description, e.status
+                            "{uuid}: server has (project, parent, description, status) {server:?}, \
+                             device {} acknowledged {:?}",
+                            e.device,
+                            (&e.project, &e.parent, &e.description, &e.status)
                         ),
                         vec![uuid.clone()],
                     );
@@ -106,7 +169,7 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
         .into_iter()
         .collect();
     if !extra.is_empty() {
-        bad(
+        f.bad(
             ACKED_ON_SERVER,
             format!(
                 "{} task(s) on the server that no device acknowledged",
@@ -121,59 +184,76 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
     }
     for (d, uuids) in by_description {
         if uuids.len() > 1 {
-            bad(
+            f.bad(
                 ACKED_ON_SERVER,
                 format!("{} tasks carry the description {d:?}", uuids.len()),
                 uuids.into_iter().cloned().collect(),
             );
         }
     }
+}
 
-    // G1: one current key per UUID, one key row per UUID (nothing was moved), one task per key.
-    let mut per_uuid: HashMap<&str, Vec<&KeyRow>> = HashMap::new();
-    let mut per_key: HashMap<(&str, i64), Vec<&KeyRow>> = HashMap::new();
-    for k in keys {
-        per_uuid.entry(&k.uuid).or_default().push(k);
-        per_key.entry((&k.prefix, k.number)).or_default().push(k);
-    }
-    for uuid in reserved.keys() {
-        let rows = per_uuid.get(uuid.as_str()).map_or(&[][..], |v| &v[..]);
+/// G1: one current key per UUID; a task has more keys only as often as it or an ancestor was
+/// moved; no key ever names two tasks.
+fn one_key(f: &mut Found, snap: &Snapshot, keys: &Keys, expected: &BTreeMap<String, Expected>) {
+    for uuid in snap.server.reserved.keys() {
+        let rows = keys.rows(uuid);
         let current = rows.iter().filter(|k| k.current).count();
-        if current != 1 || rows.len() != 1 {
+        let moves = moves_with_ancestors(expected, uuid);
+        if current != 1 || rows.len() > 1 + moves as usize {
             let held: Vec<String> = rows
                 .iter()
-                .map(|k| {
-                    format!(
-                        "{}-{}{}",
-                        k.prefix,
-                        k.number,
-                        if k.current { "" } else { " (old)" }
-                    )
-                })
+                .map(|k| format!("{}{}", k.key(), if k.current { "" } else { " (old)" }))
                 .collect();
-            bad(
+            f.bad(
                 ONE_KEY,
-                format!("{uuid} has {current} current key(s) among {held:?}"),
+                format!(
+                    "{uuid} has {current} current key(s) among {held:?}, after {moves} move(s) \
+                     of it or its parents"
+                ),
                 vec![uuid.clone()],
             );
         }
     }
-    for ((prefix, n), rows) in &per_key {
+    let mut per_key: HashMap<String, Vec<&KeyRow>> = HashMap::new();
+    for k in &snap.server.keys {
+        per_key.entry(k.key()).or_default().push(k);
+    }
+    for (key, rows) in &per_key {
         if rows.len() > 1 {
-            bad(
+            f.bad(
                 ONE_KEY,
-                format!("{prefix}-{n} names {} tasks", rows.len()),
+                format!("{key} names {} tasks", rows.len()),
                 rows.iter().map(|k| k.uuid.clone()).collect(),
             );
         }
     }
+}
 
-    // G2: per project, the numbers in use are exactly 1..N.
-    let mut numbers: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for k in keys.iter().filter(|k| k.current) {
-        numbers.entry(&k.prefix).or_default().push(k.number);
+/// The moves acknowledged of `uuid` and of every task above it.
+fn moves_with_ancestors(expected: &BTreeMap<String, Expected>, uuid: &str) -> u32 {
+    let mut moves = 0;
+    let mut at = expected.get(uuid);
+    // Keys are at most 8 numbers deep; the bound also stops a cycle a broken world could have.
+    for _ in 0..callsign_core::MAX_DEPTH {
+        let Some(e) = at else { break };
+        moves += e.moves;
+        at = e.parent.as_ref().and_then(|p| expected.get(p));
     }
-    for (prefix, mut ns) in numbers {
+    moves
+}
+
+/// G2: per project and scope (a project's tasks, or one parent's subtasks), the numbers ever
+/// assigned, old keys included, are exactly 1..N.
+fn no_gaps(f: &mut Found, rows: &[KeyRow]) {
+    let mut numbers: BTreeMap<(&str, &str), Vec<i64>> = BTreeMap::new();
+    for k in rows {
+        numbers
+            .entry((&k.prefix, &k.scope))
+            .or_default()
+            .push(k.number);
+    }
+    for ((prefix, scope), mut ns) in numbers {
         ns.sort_unstable();
         ns.dedup();
         let n = ns.len() as i64;
@@ -182,19 +262,26 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
             .take(10)
             .collect();
         if ns.first() != Some(&1) || ns.last() != Some(&n) {
-            bad(
+            let scope = if scope.is_empty() {
+                format!("{prefix}'s tasks")
+            } else {
+                format!("the subtasks of {prefix}-{scope}")
+            };
+            f.bad(
                 NO_GAPS,
                 format!(
-                    "{prefix}: {n} numbers in use up to {}; missing {missing:?}",
+                    "{scope}: {n} numbers in use up to {}; missing {missing:?}",
                     ns.last().copied().unwrap_or(0)
                 ),
                 Vec::new(),
             );
         }
     }
+}
 
-    // G5: no slot pending after the reaper has run past the window; the store's `key`
-    // property is the allocation's current key.
+/// G5: no slot pending after the reaper has run past the window; the store's `key` and
+/// `project` are the allocation's current key and its prefix.
+fn settled(f: &mut Found, snap: &Snapshot, keys: &Keys) {
     let pending: Vec<_> = snap
         .server
         .slots
@@ -202,7 +289,7 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
         .filter(|s| s.state == "pending")
         .collect();
     if let Some(first) = pending.first() {
-        bad(
+        f.bad(
             SETTLED,
             format!(
                 "{} slot(s) still pending, e.g. {} for {}",
@@ -213,40 +300,55 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
             pending.iter().map(|p| p.uuid.clone()).collect(),
         );
     }
-    let current_key: HashMap<&str, String> = keys
-        .iter()
-        .filter(|k| k.current)
-        .map(|k| (k.uuid.as_str(), format!("{}-{}", k.prefix, k.number)))
-        .collect();
-    for (uuid, t) in replica {
-        let want = current_key.get(uuid.as_str());
-        if t.key.as_ref() != want {
-            bad(
+    for (uuid, t) in &snap.server.store {
+        let want = keys.current(uuid);
+        let key = want.map(|k| k.key());
+        if t.key != key || want.is_some_and(|k| k.prefix != t.project) {
+            f.bad(
                 SETTLED,
-                format!("{uuid}: TaskChampion key {:?}, allocation {want:?}", t.key),
+                format!(
+                    "{uuid}: TaskChampion has key {:?} in {}, the allocation {key:?}",
+                    t.key, t.project
+                ),
                 vec![uuid.clone()],
             );
         }
     }
+}
 
-    // G4: every device holds every task with the server's key, and nothing left to send.
+/// G4: every device holds every task with the server's key, previous keys and parent, and has
+/// nothing left to send.
+fn devices_agree(f: &mut Found, snap: &Snapshot, keys: &Keys) {
+    let numbered: BTreeMap<&str, (String, Vec<String>, Option<&String>)> = snap
+        .server
+        .reserved
+        .iter()
+        .filter_map(|(uuid, r)| {
+            let key = keys.current(uuid)?.key();
+            Some((uuid.as_str(), (key, keys.previous(uuid), r.parent.as_ref())))
+        })
+        .collect();
     for (i, device) in snap.devices.iter().enumerate() {
         let local = &device.tasks;
-        for (uuid, key) in &current_key {
-            match local.get(*uuid) {
-                Some(k) if k.as_ref() == Some(key) => {}
-                other => bad(
+        for (uuid, (key, previous, parent)) in &numbered {
+            let agrees = local.get(*uuid).is_some_and(|t| {
+                (t.key.as_ref(), &t.previous_keys, t.parent.as_ref())
+                    == (Some(key), previous, *parent)
+            });
+            if !agrees {
+                f.bad(
                     DEVICES_AGREE,
-                    format!("device {i} shows {other:?} for {uuid}, the server {key}"),
+                    format!(
+                        "device {i} shows {:?} for {uuid}, the server key {key}, previous keys \
+                         {previous:?}, parent {parent:?}",
+                        local.get(*uuid)
+                    ),
                     vec![(*uuid).to_owned()],
-                ),
+                );
             }
         }
-        for uuid in local
-            .keys()
-            .filter(|u| !current_key.contains_key(u.as_str()))
-        {
-            bad(
+        for uuid in local.keys().filter(|u| !numbered.contains_key(u.as_str())) {
+            f.bad(
                 DEVICES_AGREE,
                 format!("device {i} has {uuid}, which has no key on the server"),
                 vec![uuid.clone()],
@@ -254,7 +356,7 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
         }
         let open_rows: Vec<_> = device.outbox.iter().filter(|r| r.state != "done").collect();
         if let Some(first) = open_rows.first() {
-            bad(
+            f.bad(
                 DEVICES_AGREE,
                 format!(
                     "device {i} has {} outbox row(s) not done, e.g. ({:?}, {:?})",
@@ -266,5 +368,4 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
             );
         }
     }
-    v
 }

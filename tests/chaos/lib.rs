@@ -12,5 +12,6 @@ pub mod pgview;
 pub mod procs;
 pub mod proxy;
 pub mod report;
+pub mod resolve;
 pub mod summary;
 pub mod view;

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use tokio_postgres::NoTls;
 use uuid::Uuid;
 
-use crate::view::{KeyRow, ServerView, SlotRow, StoreTask};
+use crate::view::{KeyRow, Reserved, ServerView, SlotRow, StoreTask};
 
 /// Reads `account`'s state from the schema `url` names.
 pub fn load(url: &str, account: i64) -> Result<ServerView> {
@@ -30,18 +30,26 @@ async fn read(url: &str, account: i64) -> Result<ServerView> {
         .await?;
     let reserved = tx
         .query(
-            "SELECT t.uuid, p.prefix FROM tasks t JOIN projects p ON p.id = t.project_id
-             WHERE t.account_id = $1",
+            "SELECT t.uuid, p.prefix, t.parent_uuid FROM tasks t
+             JOIN projects p ON p.id = t.project_id WHERE t.account_id = $1",
             &[&account],
         )
         .await?
         .iter()
-        .map(|r| (r.get::<_, Uuid>(0).to_string(), r.get(1)))
+        .map(|r| {
+            let reserved = Reserved {
+                prefix: r.get(1),
+                parent: r.get::<_, Option<Uuid>>(2).map(|u| u.to_string()),
+            };
+            (r.get::<_, Uuid>(0).to_string(), reserved)
+        })
         .collect();
+    // In the order the server lists a task's previous keys (`pg::alloc::moves`).
     let keys = tx
         .query(
-            "SELECT k.task_uuid, p.prefix, k.number, k.current, k.in_store FROM keys k
-             JOIN projects p ON p.id = k.project_id WHERE k.account_id = $1 AND k.scope = ''",
+            "SELECT k.task_uuid, p.prefix, k.scope, k.number, k.current, k.in_store FROM keys k
+             JOIN projects p ON p.id = k.project_id WHERE k.account_id = $1
+             ORDER BY k.assigned_at, k.project_id, k.scope, k.number",
             &[&account],
         )
         .await?
@@ -49,9 +57,10 @@ async fn read(url: &str, account: i64) -> Result<ServerView> {
         .map(|r| KeyRow {
             uuid: r.get::<_, Uuid>(0).to_string(),
             prefix: r.get(1),
-            number: r.get(2),
-            current: r.get(3),
-            in_store: r.get(4),
+            scope: r.get(2),
+            number: r.get(3),
+            current: r.get(4),
+            in_store: r.get(5),
         })
         .collect();
     let slots = tx

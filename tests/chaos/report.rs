@@ -50,8 +50,10 @@ pub fn report(
         for k in snap.server.keys.iter().filter(|k| &k.uuid == uuid) {
             let _ = writeln!(
                 out,
-                "  server key: {}-{} current={} in_store={}",
-                k.prefix, k.number, k.current, k.in_store
+                "  server key: {} current={} in_store={}",
+                k.key(),
+                k.current,
+                k.in_store
             );
         }
         for (i, device) in snap.devices.iter().enumerate() {

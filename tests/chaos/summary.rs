@@ -12,6 +12,8 @@ pub struct Summary {
     pub creates: u64,
     pub edits: u64,
     pub completions: u64,
+    pub subtasks: u64,
+    pub moves: u64,
     pub syncs_started: u64,
     /// Server nodes (1 on SQLite).
     pub nodes: usize,
@@ -31,6 +33,10 @@ pub struct Summary {
     pub answered: Vec<u64>,
     pub chaos_secs: f64,
     pub heal_secs: f64,
+    /// Keys the server assigned in all, subtasks' among them, and those a move replaced.
+    pub keys: u64,
+    pub subtask_keys: u64,
+    pub old_keys: u64,
     pub violations: usize,
 }
 
@@ -45,6 +51,8 @@ impl Summary {
         self.creates += o.creates;
         self.edits += o.edits;
         self.completions += o.completions;
+        self.subtasks += o.subtasks;
+        self.moves += o.moves;
         self.syncs_started += o.syncs_started;
         self.nodes = self.nodes.max(o.nodes);
         self.server_sigkills += o.server_sigkills;
@@ -67,6 +75,9 @@ impl Summary {
         }
         self.chaos_secs += o.chaos_secs;
         self.heal_secs += o.heal_secs;
+        self.keys += o.keys;
+        self.subtask_keys += o.subtask_keys;
+        self.old_keys += o.old_keys;
         self.violations += o.violations;
     }
 }
@@ -78,6 +89,8 @@ impl fmt::Display for Summary {
         row("  creates acknowledged", self.creates.to_string())?;
         row("  edits acknowledged", self.edits.to_string())?;
         row("  completions acknowledged", self.completions.to_string())?;
+        row("  subtask creates acknowledged", self.subtasks.to_string())?;
+        row("  moves acknowledged", self.moves.to_string())?;
         row("  sync processes started", self.syncs_started.to_string())?;
         row("server nodes", self.nodes.to_string())?;
         row("server crashes injected", self.server_crashes().to_string())?;
@@ -103,6 +116,9 @@ impl fmt::Display for Summary {
         row("  moved on to the next node", self.failovers.to_string())?;
         let answered: Vec<String> = self.answered.iter().map(u64::to_string).collect();
         row("  answered by each node", answered.join(" / "))?;
+        row("keys assigned", self.keys.to_string())?;
+        row("  subtask keys", self.subtask_keys.to_string())?;
+        row("  old keys (replaced by a move)", self.old_keys.to_string())?;
         row(
             "chaos / heal seconds",
             format!("{:.1} / {:.1}", self.chaos_secs, self.heal_secs),

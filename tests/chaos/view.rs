@@ -2,11 +2,11 @@
 //! device's local database, read once after a campaign into plain values. The server's part
 //! comes from the SQLite data dir (here) or from PostgreSQL (`pgview.rs`); the checks run over
 //! these values alone, so they are the same for both backends.
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rusqlite::types::Value;
+use rusqlite::types::{Type, Value};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::pgview;
@@ -26,6 +26,8 @@ pub struct StoreTask {
     pub description: String,
     pub status: String,
     pub key: Option<String>,
+    /// Its project's prefix (a written key carries its prefix here).
+    pub project: String,
 }
 
 impl StoreTask {
@@ -35,18 +37,47 @@ impl StoreTask {
             description: map.get("description").cloned().unwrap_or_default(),
             status: map.get("status").cloned().unwrap_or_default(),
             key: map.get("key").cloned(),
+            project: map.get("project").cloned().unwrap_or_default(),
         }
     }
 }
 
-/// One row of the `keys` table (top-level scope only: the campaign makes no subtasks).
+/// One row of the `keys` table: a key a task has (`current`) or had (a move renumbered it).
+/// Rows are never deleted.
 #[derive(Debug, Clone)]
 pub struct KeyRow {
     pub uuid: String,
     pub prefix: String,
+    /// The parent's key path for a subtask's key (`42` for SYN-42.1); empty for a task's.
+    pub scope: String,
     pub number: i64,
     pub current: bool,
     pub in_store: bool,
+}
+
+impl KeyRow {
+    /// The key as the API writes it: `SYN-42`, `SYN-42.1`.
+    pub fn key(&self) -> String {
+        format!("{}-{}", self.prefix, self.path())
+    }
+
+    /// The scope this key's subtasks are numbered in (`42.1` for SYN-42.1).
+    pub fn path(&self) -> String {
+        if self.scope.is_empty() {
+            self.number.to_string()
+        } else {
+            format!("{}.{}", self.scope, self.number)
+        }
+    }
+}
+
+/// A task UUID the allocation database has reserved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reserved {
+    /// The prefix of the project it is in now (a move or its parent's changes it).
+    pub prefix: String,
+    /// Its parent's UUID, for a subtask.
+    pub parent: Option<String>,
 }
 
 /// One idempotency slot (settled ones past the window are purged; pending ones never are).
@@ -64,8 +95,9 @@ pub struct SlotRow {
 /// The server's state for one account.
 #[derive(Debug, Default)]
 pub struct ServerView {
-    /// UUID → the prefix of the project it was reserved in (the `tasks` table).
-    pub reserved: HashMap<String, String>,
+    /// UUID → its reservation (the `tasks` table).
+    pub reserved: HashMap<String, Reserved>,
+    /// Every key row, each task's oldest first (the order of its `previous_keys`).
     pub keys: Vec<KeyRow>,
     pub slots: Vec<SlotRow>,
     /// UUID → the task in the task store (TaskChampion's model).
@@ -84,12 +116,32 @@ pub struct OutboxRow {
     pub idem_key: String,
 }
 
-/// A device's local database: its tasks' keys and its outbox.
+/// A task as a device holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceTask {
+    /// The key the device shows (`None` before the server gave one).
+    pub key: Option<String>,
+    /// The keys it had before, oldest first, as the server reported them.
+    pub previous_keys: Vec<String>,
+    pub parent: Option<String>,
+}
+
+/// A device's local database: its tasks and its outbox.
 #[derive(Debug, Default)]
 pub struct DeviceView {
-    /// UUID → the key the device shows (`None` before the server gave one).
-    pub tasks: HashMap<String, Option<String>>,
+    /// UUID → the task.
+    pub tasks: HashMap<String, DeviceTask>,
     pub outbox: Vec<OutboxRow>,
+}
+
+/// Who each key ever assigned names, asked of the running server after healing
+/// (`GET /v1/tasks/{key}`) and of each device's engine (`Engine::get`).
+#[derive(Debug, Default, Clone)]
+pub struct Resolved {
+    /// Key → the UUID and current key the server answered (`None`: not found, or an error).
+    pub server: BTreeMap<String, Option<(String, String)>>,
+    /// Per device, key → the UUID its engine found.
+    pub devices: Vec<BTreeMap<String, Option<String>>>,
 }
 
 /// Everything the checker reads.
@@ -97,6 +149,8 @@ pub struct DeviceView {
 pub struct Snapshot {
     pub server: ServerView,
     pub devices: Vec<DeviceView>,
+    /// `None` when nobody asked (a snapshot of databases whose server no longer runs).
+    pub resolved: Option<Resolved>,
 }
 
 /// Reads the server's state for `account` and each device's database.
@@ -109,7 +163,11 @@ pub fn load(server: &ServerStore, account: i64, devices: &[PathBuf]) -> Result<S
         .iter()
         .map(|d| load_device(d))
         .collect::<Result<_>>()?;
-    Ok(Snapshot { server, devices })
+    Ok(Snapshot {
+        server,
+        devices,
+        resolved: None,
+    })
 }
 
 /// The SQLite allocation database in a server data dir.
@@ -143,7 +201,7 @@ fn uuid_text(v: Value) -> rusqlite::Result<String> {
         other => Err(rusqlite::Error::InvalidColumnType(
             0,
             format!("{other:?}"),
-            rusqlite::types::Type::Text,
+            Type::Text,
         )),
     }
 }
@@ -152,23 +210,33 @@ fn load_sqlite(dir: &Path, account: i64) -> Result<ServerView> {
     let db = open(&sqlite_alloc_db(dir))?;
     let reserved = db
         .prepare(
-            "SELECT t.uuid, p.prefix FROM tasks t JOIN projects p ON p.id = t.project_id
-             WHERE t.account_id = ?1",
+            "SELECT t.uuid, p.prefix, t.parent_uuid FROM tasks t
+             JOIN projects p ON p.id = t.project_id WHERE t.account_id = ?1",
         )?
-        .query_map([account], |r| Ok((uuid_text(r.get(0)?)?, r.get(1)?)))?
+        .query_map([account], |r| {
+            let parent: Option<Value> = r.get(2)?;
+            let reserved = Reserved {
+                prefix: r.get(1)?,
+                parent: parent.map(uuid_text).transpose()?,
+            };
+            Ok((uuid_text(r.get(0)?)?, reserved))
+        })?
         .collect::<rusqlite::Result<_>>()?;
+    // In the order the server lists a task's previous keys (`db::slots::keys_of`).
     let keys = db
         .prepare(
-            "SELECT k.task_uuid, p.prefix, k.number, k.current, k.in_store FROM keys k
-             JOIN projects p ON p.id = k.project_id WHERE k.account_id = ?1 AND k.scope = ''",
+            "SELECT k.task_uuid, p.prefix, k.scope, k.number, k.current, k.in_store FROM keys k
+             JOIN projects p ON p.id = k.project_id WHERE k.account_id = ?1
+             ORDER BY k.assigned_at, k.rowid",
         )?
         .query_map([account], |r| {
             Ok(KeyRow {
                 uuid: uuid_text(r.get(0)?)?,
                 prefix: r.get(1)?,
-                number: r.get(2)?,
-                current: r.get::<_, i64>(3)? == 1,
-                in_store: r.get::<_, i64>(4)? == 1,
+                scope: r.get(2)?,
+                number: r.get(3)?,
+                current: r.get::<_, i64>(4)? == 1,
+                in_store: r.get::<_, i64>(5)? == 1,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -211,8 +279,18 @@ fn load_sqlite(dir: &Path, account: i64) -> Result<ServerView> {
 fn load_device(dir: &Path) -> Result<DeviceView> {
     let c = open(&device_db(dir))?;
     let tasks = c
-        .prepare("SELECT uuid, key FROM tasks")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .prepare("SELECT uuid, key, previous_keys, parent FROM tasks")?
+        .query_map([], |r| {
+            let previous: String = r.get(2)?;
+            let previous_keys = serde_json::from_str(&previous)
+                .map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, Type::Text, e.into()))?;
+            let task = DeviceTask {
+                key: r.get(1)?,
+                previous_keys,
+                parent: r.get(3)?,
+            };
+            Ok((r.get(0)?, task))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let outbox = c
         .prepare(

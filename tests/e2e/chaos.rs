@@ -4,7 +4,10 @@
 //! replays one); `short_campaign_on_three_postgres_nodes_holds_g1_to_g5` runs it on three
 //! nodes of one PostgreSQL (issue 21; skipped where none can be started, outside CI);
 //! `the_checker_catches_broken_databases` takes a clean run's databases and breaks them by
-//! hand the ways a wrong server or engine would, one at a time.
+//! hand the ways a wrong server or engine would, one at a time; `structure.rs` breaks a
+//! hand-made snapshot's subtasks and moves the same way.
+mod structure;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -44,6 +47,10 @@ fn short_campaign_holds_g1_to_g5() -> Result<()> {
     assert!(
         total.server_crashes() > 0 && total.dropped_responses > 0 && total.client_sigkills > 0,
         "faults of every kind were injected:\n{total}"
+    );
+    assert!(
+        total.subtask_keys > 0 && total.old_keys > 0,
+        "subtasks were numbered and moves renumbered tasks:\n{total}"
     );
     Ok(())
 }
@@ -177,12 +184,20 @@ fn sql(path: &Path, sql: &str) -> Result<()> {
 #[test]
 fn the_checker_catches_broken_databases() -> Result<()> {
     let (_dir, world) = clean_world()?;
+    // A task nobody moved (nor anything above it): a second key for it is no move's.
+    let unmoved = world
+        .expected
+        .iter()
+        .find(|(_, e)| e.parent.is_none() && e.moves == 0)
+        .map(|(u, _)| u.replace('-', ""))
+        .expect("a task that was not moved");
     let cases: Vec<(&str, &str, String)> = vec![
         (
             "a second number for one task (numbering in phase 1, then a retry)",
             checker::ONE_KEY,
-            "PRAGMA foreign_keys = OFF; INSERT INTO keys (account_id, project_id, scope, number, task_uuid, current, in_store, assigned_at)
-             SELECT account_id, project_id, scope, number + 1000, task_uuid, 0, 1, assigned_at FROM keys WHERE number = 1 LIMIT 1;".into(),
+            format!("PRAGMA foreign_keys = OFF; INSERT INTO keys (account_id, project_id, scope, number, task_uuid, current, in_store, assigned_at)
+             SELECT account_id, project_id, scope, number + 1000, task_uuid, 0, 1, assigned_at FROM keys
+             WHERE lower(hex(task_uuid)) = '{unmoved}' LIMIT 1;"),
         ),
         (
             "a gap: a number burnt by a failed create",
