@@ -118,6 +118,8 @@ pub struct Inner {
     /// The idempotency window in force (the reaper derives it each pass and stores it in the
     /// allocation database, [`db::window`]).
     window: std::sync::Mutex<window::Window>,
+    /// The order of key writes onto tasks ([`protocol::keys`]).
+    key_writes: protocol::keys::KeyWrites,
 }
 
 /// Shared server state. Cheap to clone.
@@ -228,6 +230,7 @@ impl AppState {
             body_budget: tokio::sync::Semaphore::new(body_budget_kib as usize),
             body_budget_kib,
             window: std::sync::Mutex::new(window),
+            key_writes: protocol::keys::KeyWrites::default(),
             config,
         })))
     }

@@ -12,7 +12,7 @@ mod sync;
 mod tasks;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post, put};
+use axum::routing::{get, patch, post, put};
 use axum::Router;
 
 use crate::AppState;
@@ -26,6 +26,7 @@ pub const SYNC_BODY_LIMIT: usize = 32 * 1024 * 1024;
 pub fn router(state: AppState) -> Router {
     let single = Router::new()
         .route("/v1/projects", get(projects::list).post(projects::create))
+        .route("/v1/projects/{prefix}", patch(projects::update))
         .route(
             "/v1/tasks/{id}",
             put(tasks::create).get(tasks::get).patch(tasks::update),

@@ -76,7 +76,8 @@ pub fn account_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<Ac
         .optional()?)
 }
 
-/// Creates a project; `None` when the account already has that prefix. Its `id` on the wire
+/// Creates a project; `None` when the prefix is one of the account's projects has or ever had
+/// (a prefix names one project forever: its old keys still resolve). Its `id` on the wire
 /// is its number within the account (1, 2, ...), not the row id, so an account cannot count
 /// the projects of others.
 pub fn create_project(
@@ -85,48 +86,56 @@ pub fn create_project(
     name: &str,
     prefix: &Prefix,
 ) -> Result<Option<Project>> {
-    let number: Option<i64> = conn
+    let now = now_ms();
+    let made: Option<(i64, i64)> = conn
         .query_row(
             "INSERT INTO projects (account_id, name, prefix, created_at, number)
-             VALUES (?1, ?2, ?3, ?4,
-                     (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = ?1))
+             SELECT ?1, ?2, ?3, ?4,
+                    (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = ?1)
+             WHERE NOT EXISTS (SELECT 1 FROM prefixes WHERE account_id = ?1 AND prefix = ?3)
              ON CONFLICT (account_id, prefix) DO NOTHING
-             RETURNING number",
-            params![account, name, prefix.as_str(), now_ms()],
-            |r| r.get(0),
+             RETURNING id, number",
+            params![account, name, prefix.as_str(), now],
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()?;
-    let Some(number) = number else {
+    let Some((id, number)) = made else {
         return Ok(None);
     };
+    super::renames::record_prefix(conn, account, id, 0, prefix.as_str(), now)?;
     Ok(Some(Project {
         id: number,
         name: name.to_owned(),
         prefix: prefix.to_string(),
+        previous_prefixes: Vec::new(),
     }))
 }
 
+/// The account's projects by prefix, each with the prefixes it had before, oldest first.
 pub fn list_projects(conn: &Connection, account: AccountId) -> Result<Vec<Project>> {
     let mut st = conn.prepare_cached(
-        "SELECT number, name, prefix FROM projects WHERE account_id = ?1 ORDER BY prefix",
+        "SELECT number, name, prefix, id FROM projects WHERE account_id = ?1 ORDER BY prefix",
     )?;
     let rows = st.query_map([account], |r| {
-        Ok(Project {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            prefix: r.get(2)?,
-        })
+        Ok(((r.get(0)?, r.get(3)?), r.get(1)?, r.get(2)?))
     })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows: Vec<((i64, i64), String, String)> = rows.collect::<rusqlite::Result<_>>()?;
+    let earlier = super::renames::earlier_prefixes(conn, account)?;
+    Ok(rows
+        .into_iter()
+        .map(|(ids, name, prefix)| super::renames::project(ids, name, prefix, &earlier))
+        .collect())
 }
 
+/// The project a prefix names: its current one or one it had before (a create or move that
+/// names an old prefix goes to the project that had it).
 pub fn project_by_prefix(
     conn: &Connection,
     account: AccountId,
     prefix: &Prefix,
 ) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached("SELECT id FROM projects WHERE account_id = ?1 AND prefix = ?2")?
+        .prepare_cached("SELECT project_id FROM prefixes WHERE account_id = ?1 AND prefix = ?2")?
         .query_row(params![account, prefix.as_str()], |r| r.get(0))
         .optional()?)
 }

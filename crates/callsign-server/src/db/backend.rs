@@ -9,12 +9,14 @@ use callsign_core::Prefix;
 use uuid::Uuid;
 
 use super::protocol::{self as sql, Decided};
-use super::{accounts, changes, each_item, meta, slots, window as db_window};
+use super::{accounts, changes, each_item, meta, renames, slots, window as db_window};
 use super::{AccountId, ChangeRow, Db, NewAccount, Result, Slot};
 use crate::error::{ApiError, ApiResult};
 use crate::inflight::InFlight;
 use crate::protocol::Reply;
-use crate::storage::{AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, TaskMeta};
+use crate::storage::{
+    AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, Renamed, TaskMeta,
+};
 use crate::window::{Basis, Setting, Window};
 
 /// The allocation store on one SQLite file.
@@ -91,6 +93,22 @@ impl AllocStore for SqliteAlloc {
         let (name, prefix) = (name.to_owned(), prefix.clone());
         self.db
             .write(move |c| accounts::create_project(c, account, &name, &prefix))
+            .await
+    }
+
+    async fn update_project(
+        &self,
+        account: AccountId,
+        from: &Prefix,
+        prefix: Option<&Prefix>,
+        name: Option<&str>,
+        now: i64,
+    ) -> Result<Renamed> {
+        let (from, prefix, name) = (from.clone(), prefix.cloned(), name.map(str::to_owned));
+        self.db
+            .write(move |c| {
+                renames::update_project(c, account, &from, prefix.as_ref(), name.as_deref(), now)
+            })
             .await
     }
 
@@ -187,11 +205,11 @@ impl AllocStore for SqliteAlloc {
             .await
     }
 
-    async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()> {
+    async fn mark_in_store(&self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()> {
         self.db
             .write(move |c| {
-                for u in &uuids {
-                    slots::mark_in_store(c, account, *u)?;
+                for (u, key) in &keys {
+                    slots::mark_in_store(c, account, *u, key)?;
                 }
                 Ok(())
             })

@@ -18,6 +18,7 @@ pub mod backend;
 pub mod changes;
 pub mod meta;
 pub mod protocol;
+pub mod renames;
 pub mod slots;
 pub mod window;
 
@@ -89,6 +90,7 @@ fn migrations() -> Migrations<'static> {
         )),
         M::up(include_str!("../../migrations/0009_subtasks.sql")),
         M::up(include_str!("../../migrations/0010_moves.sql")),
+        M::up(include_str!("../../migrations/0011_prefix_renames.sql")),
     ])
 }
 

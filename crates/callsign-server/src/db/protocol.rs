@@ -259,9 +259,10 @@ pub fn commit_update(
     // under its new key (`move_tree`).
     let mut moved = Vec::new();
     if let Some(to) = move_target(&slot.request) {
-        if key.as_ref().is_some_and(|k| k.prefix != to) {
-            let project = slots::project_id(conn, account, &to)?
-                .ok_or_else(|| DbError::CommitFailed(format!("no project {to}")))?;
+        // `to` may be an earlier prefix of a project: it names that project.
+        let project = slots::project_id(conn, account, &to)?
+            .ok_or_else(|| DbError::CommitFailed(format!("no project {to}")))?;
+        if key.as_ref().is_some_and(|k| k.project_id != project) {
             moved = move_tree(conn, account, uuid, project, now)?;
             (key, previous) = slots::keys_of(conn, account, uuid)?;
         }

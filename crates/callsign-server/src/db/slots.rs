@@ -295,16 +295,20 @@ pub fn current_key(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<
 }
 
 /// A task's current key and the keys it had before it, oldest first: one read of its rows.
+/// A key row's names are its project's prefixes of the epochs it was in force (a rename gives
+/// a current row a new name; the one before stays a previous key).
 pub fn keys_of(
     conn: &Connection,
     account: AccountId,
     uuid: Uuid,
 ) -> Result<(Option<KeyRow>, Vec<String>)> {
     let mut st = conn.prepare_cached(
-        "SELECT k.project_id, p.prefix, k.number, k.scope, k.current
+        "SELECT k.project_id, h.prefix, k.number, k.scope, k.current AND h.epoch = p.epoch
          FROM keys k JOIN projects p ON p.id = k.project_id
+         JOIN prefix_epochs h ON h.project_id = k.project_id AND h.epoch >= k.epoch
+                             AND h.epoch <= COALESCE(k.until_epoch, p.epoch)
          WHERE k.account_id = ?1 AND k.task_uuid = ?2
-         ORDER BY k.assigned_at, k.rowid",
+         ORDER BY k.assigned_at, k.rowid, h.epoch",
     )?;
     let rows = st.query_map(params![account, uuid], |r| {
         let key = KeyRow {
@@ -322,13 +326,17 @@ pub fn keys_of(
             (key, false) => previous.push(key.key()),
         }
     }
+    // A project that took back an earlier prefix names a row by it twice.
+    let now = current.as_ref().map(KeyRow::key);
+    let mut seen = std::collections::HashSet::new();
+    previous.retain(|k| Some(k) != now.as_ref() && seen.insert(k.clone()));
     Ok((current, previous))
 }
 
-/// The id of the account's project with this prefix.
+/// The id of the project a prefix names (its current prefix or an earlier one).
 pub fn project_id(conn: &Connection, account: AccountId, prefix: &str) -> Result<Option<i64>> {
     Ok(conn
-        .prepare_cached("SELECT id FROM projects WHERE account_id = ?1 AND prefix = ?2")?
+        .prepare_cached("SELECT project_id FROM prefixes WHERE account_id = ?1 AND prefix = ?2")?
         .query_row(params![account, prefix], |r| r.get(0))
         .optional()?)
 }
@@ -343,7 +351,9 @@ pub fn rekey(
     now: i64,
 ) -> Result<()> {
     conn.prepare_cached(
-        "UPDATE keys SET current = 0 WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
+        "UPDATE keys SET current = 0,
+                         until_epoch = (SELECT epoch FROM projects WHERE id = keys.project_id)
+         WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
     )?
     .execute(params![account, uuid])?;
     insert_key(conn, account, project, scope, number, uuid, now)?;
@@ -374,6 +384,7 @@ pub fn bump_counter(conn: &Connection, project: i64, scope: &str) -> Result<i64>
         .query_row(params![project, scope], |r| r.get(0))?)
 }
 
+/// Inserts a current key, in force from its project's present epoch (prefix) on.
 pub fn insert_key(
     conn: &Connection,
     account: AccountId,
@@ -384,15 +395,18 @@ pub fn insert_key(
     now: i64,
 ) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT epoch FROM projects WHERE id = ?2))",
     )?
     .execute(params![account, project, scope, number, uuid, now])?;
     Ok(())
 }
 
-/// Resolves `PREFIX-N` in an account: `Err(false)` for an unknown prefix, `Err(true)` for an
-/// unknown number. Keys that are no longer current still name their task (G1).
+/// Resolves `PREFIX-N` in an account: `Err(false)` for a prefix no project has or had,
+/// `Err(true)` for an unknown number. Keys that are no longer current still name their task
+/// (G1), each by the prefixes its project had while it was in force: after SYN became SYX,
+/// SYN-1 and SYX-1 name the task numbered 1 before the rename, SYN-2 names nothing if 2 came
+/// after it.
 pub fn uuid_for_key(
     conn: &Connection,
     account: AccountId,
@@ -400,19 +414,21 @@ pub fn uuid_for_key(
     scope: &str,
     number: i64,
 ) -> Result<std::result::Result<Uuid, bool>> {
-    let Some(project) = conn
-        .prepare_cached("SELECT id FROM projects WHERE account_id = ?1 AND prefix = ?2")?
-        .query_row(params![account, prefix], |r| r.get::<_, i64>(0))
-        .optional()?
-    else {
+    let Some(project) = project_id(conn, account, prefix)? else {
         return Ok(Err(false));
     };
     let uuid = conn
         .prepare_cached(
-            "SELECT task_uuid FROM keys WHERE account_id = ?1 AND project_id = ?2 AND scope = ?3
-             AND number = ?4",
+            "SELECT k.task_uuid FROM keys k JOIN projects p ON p.id = k.project_id
+             WHERE k.account_id = ?1 AND k.project_id = ?2 AND k.scope = ?3 AND k.number = ?4
+               AND EXISTS (SELECT 1 FROM prefix_epochs h
+                           WHERE h.project_id = k.project_id AND h.prefix = ?5
+                             AND h.epoch >= k.epoch
+                             AND h.epoch <= COALESCE(k.until_epoch, p.epoch))",
         )?
-        .query_row(params![account, project, scope, number], |r| r.get(0))
+        .query_row(params![account, project, scope, number, prefix], |r| {
+            r.get(0)
+        })
         .optional()?;
     Ok(uuid.ok_or(true))
 }
@@ -453,11 +469,19 @@ pub fn keys_not_in_store(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-pub fn mark_in_store(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<()> {
+/// Records that `key` was written onto the task: `in_store` is set if it is still the task's
+/// current key, and cleared if not (a move or rename since made the write stale, and the
+/// task store may now hold the older key: the reaper writes the current one).
+pub fn mark_in_store(conn: &Connection, account: AccountId, uuid: Uuid, key: &str) -> Result<()> {
+    // `in_store` flips where it differs from "the key written is the current one".
     conn.prepare_cached(
-        "UPDATE keys SET in_store = 1 WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
+        "UPDATE keys SET in_store = 1 - in_store
+         WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1
+           AND in_store <> (((SELECT prefix FROM projects WHERE id = keys.project_id) || '-'
+                             || CASE WHEN scope = '' THEN '' ELSE scope || '.' END
+                             || number) = ?3)",
     )?
-    .execute(params![account, uuid])?;
+    .execute(params![account, uuid, key])?;
     Ok(())
 }
 

@@ -34,12 +34,13 @@ use crate::db::{
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{refused_reuse, Reply};
 use crate::storage::{
-    AllocStore, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Reserved, TaskMeta,
+    AllocStore, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Renamed, Reserved, TaskMeta,
 };
 use crate::window::{is_late, Basis, Evidence, Setting, Window};
 
 mod batch;
 mod moves;
+mod renames;
 
 /// How long a node's claim on a slot holds, by default, if the node never releases it (it
 /// died): the longest a retry of that key answers `409 request_in_progress` after a node loss.
@@ -342,16 +343,16 @@ impl AllocStore for PgAlloc {
         let c = self.pool.get().await?;
         let rows = c
             .query(
-                "SELECT number, name, prefix FROM projects WHERE account_id = $1 ORDER BY prefix",
+                "SELECT number, name, prefix, id FROM projects WHERE account_id = $1
+                 ORDER BY prefix",
                 &[&account],
             )
             .await?;
+        let earlier = renames::earlier_prefixes(&c, account).await?;
         Ok(rows
             .iter()
-            .map(|r| Project {
-                id: r.get(0),
-                name: r.get(1),
-                prefix: r.get(2),
+            .map(|r| {
+                crate::db::renames::project((r.get(0), r.get(3)), r.get(1), r.get(2), &earlier)
             })
             .collect())
     }
@@ -367,6 +368,21 @@ impl AllocStore for PgAlloc {
         let made = insert_project(&tx, account, name, prefix).await?;
         tx.commit().await?;
         Ok(made)
+    }
+
+    async fn update_project(
+        &self,
+        account: AccountId,
+        from: &Prefix,
+        prefix: Option<&Prefix>,
+        name: Option<&str>,
+        now: i64,
+    ) -> Result<Renamed> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let out = renames::update_project(&tx, account, from, prefix, name, now).await?;
+        tx.commit().await?;
+        Ok(out)
     }
 
     async fn account_ids(&self) -> Result<Vec<AccountId>> {
@@ -502,15 +518,24 @@ impl AllocStore for PgAlloc {
             .collect())
     }
 
-    async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()> {
+    async fn mark_in_store(&self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()> {
         let c = self.pool.get().await?;
+        // Marked where the key written is still the current one, unmarked where a move or
+        // rename made it stale (the write may have put back an older key): `in_store` flips
+        // where it differs from that.
         let st = c
             .prepare_cached(
-                "UPDATE keys SET in_store = true
-                 WHERE account_id = $1 AND task_uuid = ANY($2) AND current AND NOT in_store",
+                "UPDATE keys k SET in_store = NOT k.in_store
+                 FROM projects p, UNNEST($2::uuid[], $3::text[]) AS t(u, key)
+                 WHERE k.account_id = $1 AND k.task_uuid = t.u AND k.current
+                   AND p.id = k.project_id
+                   AND k.in_store <> (p.prefix || '-'
+                       || CASE WHEN k.scope = '' THEN '' ELSE k.scope || '.' END
+                       || k.number::text = t.key)",
             )
             .await?;
-        c.execute(&st, &[&account, &uuids]).await?;
+        let (uuids, keys): (Vec<Uuid>, Vec<String>) = keys.into_iter().unzip();
+        c.execute(&st, &[&account, &uuids, &keys]).await?;
         Ok(())
     }
 
@@ -527,21 +552,20 @@ impl AllocStore for PgAlloc {
         number: i64,
     ) -> Result<KeyLookup> {
         let c = self.pool.get().await?;
-        let Some(project) = c
-            .query_opt(
-                "SELECT id FROM projects WHERE account_id = $1 AND prefix = $2",
-                &[&account, &prefix],
-            )
-            .await?
-            .map(|r| r.get::<_, i64>(0))
-        else {
+        let Some(project) = moves::project_id(&c, account, prefix).await? else {
             return Ok(Err(false));
         };
+        // A key row names its task by the prefixes its project had while it was in force.
         let uuid = c
             .query_opt(
-                "SELECT task_uuid FROM keys
-                 WHERE account_id = $1 AND project_id = $2 AND scope = $3 AND number = $4",
-                &[&account, &project, &scope, &number],
+                "SELECT k.task_uuid FROM keys k JOIN projects p ON p.id = k.project_id
+                 WHERE k.account_id = $1 AND k.project_id = $2 AND k.scope = $3
+                   AND k.number = $4
+                   AND EXISTS (SELECT 1 FROM prefix_epochs h
+                               WHERE h.project_id = k.project_id AND h.prefix = $5
+                                 AND h.epoch >= k.epoch
+                                 AND h.epoch <= COALESCE(k.until_epoch, p.epoch))",
+                &[&account, &project, &scope, &number, &prefix],
             )
             .await?
             .map(|r| r.get(0));
@@ -799,7 +823,8 @@ impl AllocStore for PgAlloc {
 }
 
 /// Inserts a project numbered next in its account (the account row is locked, so two
-/// projects made at once get different numbers); `None` if the prefix is taken.
+/// projects made at once get different numbers, and no rename runs meanwhile); `None` if the
+/// prefix is one of the account's projects has or ever had.
 async fn insert_project(
     tx: &Transaction<'_>,
     account: AccountId,
@@ -811,21 +836,28 @@ async fn insert_project(
         &[&account],
     )
     .await?;
-    let number = tx
+    let now = now_ms();
+    let made = tx
         .query_opt(
             "INSERT INTO projects (account_id, number, name, prefix, created_at)
-             VALUES ($1, (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = $1),
-                     $2, $3, $4)
+             SELECT $1, (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = $1),
+                    $2, $3, $4
+             WHERE NOT EXISTS (SELECT 1 FROM prefixes WHERE account_id = $1 AND prefix = $3)
              ON CONFLICT (account_id, prefix) DO NOTHING
-             RETURNING number",
-            &[&account, &name, &prefix.as_str(), &now_ms()],
+             RETURNING id, number",
+            &[&account, &name, &prefix.as_str(), &now],
         )
         .await?
-        .map(|r| r.get::<_, i64>(0));
-    Ok(number.map(|id| Project {
-        id,
+        .map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1)));
+    let Some((row, number)) = made else {
+        return Ok(None);
+    };
+    renames::record_prefix(tx, account, row, 0, prefix.as_str(), now).await?;
+    Ok(Some(Project {
+        id: number,
         name: name.to_owned(),
         prefix: prefix.to_string(),
+        previous_prefixes: Vec::new(),
     }))
 }
 

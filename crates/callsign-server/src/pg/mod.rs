@@ -32,6 +32,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0004_moves",
         include_str!("../../migrations/pg/0004_moves.sql"),
     ),
+    (
+        "0005_prefix_renames",
+        include_str!("../../migrations/pg/0005_prefix_renames.sql"),
+    ),
 ];
 
 /// The advisory lock the migrations run under (any fixed number; "CALLSIGN" in ASCII).

@@ -21,6 +21,7 @@
 pub mod coalesce;
 mod commit;
 mod create;
+pub mod keys;
 mod update;
 
 pub use coalesce::Coalescer;
@@ -332,11 +333,37 @@ pub(crate) async fn write_keys(
     account: AccountId,
     keys: Vec<(Uuid, String)>,
 ) -> ApiResult<()> {
-    let uuids: Vec<Uuid> = keys.iter().map(|(u, _)| *u).collect();
-    state.tasks.set_keys(account, keys).await?;
-    state.alloc.mark_in_store(account, uuids).await?;
+    let _order = state.key_writes.shared(account).await;
+    write_and_mark(state, account, keys).await
+}
+
+async fn write_and_mark(
+    state: &AppState,
+    account: AccountId,
+    keys: Vec<(Uuid, String)>,
+) -> ApiResult<()> {
+    state.tasks.set_keys(account, keys.clone()).await?;
+    state.alloc.mark_in_store(account, keys).await?;
     Ok(())
 }
+
+/// [`write_keys`] for keys a move or a rename just changed, alone among the account's key
+/// writes ([`keys::KeyWrites`]), in chunks of [`KEY_WRITE_CHUNK`] (a renamed project may have
+/// many tasks).
+pub(crate) async fn rewrite_keys(
+    state: &AppState,
+    account: AccountId,
+    keys: Vec<(Uuid, String)>,
+) -> ApiResult<()> {
+    let _order = state.key_writes.exclusive(account).await;
+    for chunk in keys.chunks(KEY_WRITE_CHUNK) {
+        write_and_mark(state, account, chunk.to_vec()).await?;
+    }
+    Ok(())
+}
+
+/// Keys written onto tasks in one task-store commit by [`rewrite_keys`].
+pub const KEY_WRITE_CHUNK: usize = 1000;
 
 #[cfg(test)]
 mod tests {

@@ -157,7 +157,8 @@ async fn unmovable(
         .await?;
     let mut refused = HashMap::new();
     for (idem, uuid, to) in moving {
-        let e = if !projects.iter().any(|p| p.prefix == to) {
+        // An earlier prefix names its project still (a move there after a rename).
+        let e = if !projects.iter().any(|p| p.is_named(&to)) {
             ApiError::new(
                 ErrorCode::ProjectNotFound,
                 format!("no project with prefix {to} to move the task to"),
@@ -190,7 +191,7 @@ async fn write_moved_keys(state: &AppState, account: AccountId, tasks: Vec<Uuid>
         .into_iter()
         .filter_map(|(u, m)| Some((u, m.key?.key())))
         .collect();
-    super::write_keys(state, account, keys).await
+    super::rewrite_keys(state, account, keys).await
 }
 
 /// `409 task_blocked` for each completion (idempotency key, task) whose task has open

@@ -53,6 +53,7 @@ macro_rules! storage_conformance {
             concurrent_edits_merge_field_by_field_and_keep_conflicts,
             subtasks_number_under_their_parent_without_gaps,
             a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys,
+            a_rename_moves_the_prefix_and_every_old_key_still_resolves,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -695,7 +696,10 @@ pub async fn keys_not_in_store_until_marked(b: Backend) {
     create(&b, a, "k", u, &new_task("SYN", "x")).await.reply();
     let missing = b.alloc.keys_not_in_store(now_ms() + 1, 100).await.unwrap();
     assert_eq!(missing, vec![(a, u, "SYN-1".to_owned())]);
-    b.alloc.mark_in_store(a, vec![u]).await.unwrap();
+    b.alloc
+        .mark_in_store(a, vec![(u, "SYN-1".to_owned())])
+        .await
+        .unwrap();
     assert!(b
         .alloc
         .keys_not_in_store(now_ms() + 1, 100)
@@ -902,29 +906,52 @@ pub async fn due_and_priority_are_kept_set_and_cleared(b: Backend) {
 pub async fn concurrent_edits_merge_field_by_field_and_keep_conflicts(b: Backend) {
     let a = account(&b, "SYN").await;
     let u = Uuid::new_v4();
-    let s = b.tasks.create(a, vec![(u, new_task("SYN", "Ship it"))]).await.unwrap();
+    let s = b
+        .tasks
+        .create(a, vec![(u, new_task("SYN", "Ship it"))])
+        .await
+        .unwrap();
     assert!(s[0].conflicts.is_empty());
     let patch = |v: serde_json::Value| serde_json::from_value::<TaskPatch>(v).unwrap();
     // Both devices saw "Ship it" and tags [t]. A: description and +a; B: notes, description, +b.
-    let from_a = patch(serde_json::json!({"description": "Ship it today", "tags": ["t", "a"],
-        "base": {"description": "Ship it", "tags": ["t"]}}));
-    let from_b = patch(serde_json::json!({"notes": "after review", "description": "Ship it Monday",
-        "tags": ["t", "b"], "base": {"notes": "", "description": "Ship it", "tags": ["t"]}}));
+    let from_a = patch(
+        serde_json::json!({"description": "Ship it today", "tags": ["t", "a"],
+        "base": {"description": "Ship it", "tags": ["t"]}}),
+    );
+    let from_b = patch(
+        serde_json::json!({"notes": "after review", "description": "Ship it Monday",
+        "tags": ["t", "b"], "base": {"notes": "", "description": "Ship it", "tags": ["t"]}}),
+    );
     let update = |p: TaskPatch| {
         let tasks = b.tasks.clone();
-        async move { tasks.update(a, vec![(u, p)]).await.unwrap()[0].clone().unwrap() }
+        async move {
+            tasks.update(a, vec![(u, p)]).await.unwrap()[0]
+                .clone()
+                .unwrap()
+        }
     };
     update(from_a).await;
     let s = update(from_b.clone()).await;
     assert_eq!(
         (s.description.as_str(), s.notes.as_str(), s.tags.clone()),
-        ("Ship it Monday", "after review", vec!["a".to_owned(), "b".into(), "t".into()]),
+        (
+            "Ship it Monday",
+            "after review",
+            vec!["a".to_owned(), "b".into(), "t".into()]
+        ),
         "the later description wins, the notes and both tags survive"
     );
-    let recorded: Vec<_> = s.conflicts.iter().map(|c| (c.field, c.value.clone())).collect();
+    let recorded: Vec<_> = s
+        .conflicts
+        .iter()
+        .map(|c| (c.field, c.value.clone()))
+        .collect();
     assert_eq!(
         recorded,
-        [(callsign_core::merge::Field::Description, serde_json::json!("Ship it today"))]
+        [(
+            callsign_core::merge::Field::Description,
+            serde_json::json!("Ship it today")
+        )]
     );
     assert!(s.reflects(&from_b));
     // Again (a resumed slot): the same task, one conflict.
@@ -936,7 +963,10 @@ pub async fn concurrent_edits_merge_field_by_field_and_keep_conflicts(b: Backend
     let restore = patch(serde_json::json!({"description": "Ship it today",
         "base": {"description": "Ship it Monday"}}));
     let s = update(restore).await;
-    assert_eq!((s.description.as_str(), s.conflicts.len()), ("Ship it today", 0));
+    assert_eq!(
+        (s.description.as_str(), s.conflicts.len()),
+        ("Ship it today", 0)
+    );
     // A new conflict, then resolved by keeping what is there.
     let late = patch(serde_json::json!({"notes": "n2", "base": {"notes": "stale"}}));
     let s = update(late).await;
@@ -1209,9 +1239,13 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
         .unwrap()
         .unwrap();
     let [t1, s1, t2] = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
-    create(&b, a, "t1", t1, &new_task("SYN", "t1")).await.reply();
+    create(&b, a, "t1", t1, &new_task("SYN", "t1"))
+        .await
+        .reply();
     create_batch(&b, a, &[("s1", s1, new_task("SYN", "s1"), Some(t1))]).await;
-    create(&b, a, "t2", t2, &new_task("SYN", "t2")).await.reply();
+    create(&b, a, "t2", t2, &new_task("SYN", "t2"))
+        .await
+        .reply();
     let to = |prefix: &str| TaskPatch {
         project: Some(prefix.into()),
         ..TaskPatch::default()
@@ -1223,7 +1257,11 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
     b.alloc
         .mark_in_store(
             a,
-            vec![(t1, "SYN-1".into()), (s1, "SYN-1.1".into()), (t2, "OPS-1".into())],
+            vec![
+                (t1, "SYN-1".into()),
+                (s1, "SYN-1.1".into()),
+                (t2, "OPS-1".into()),
+            ],
         )
         .await
         .unwrap();
@@ -1304,14 +1342,21 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
 
     // The counter goes on; the old prefix still names the project for a create and a move.
     let [t3, t4] = [Uuid::new_v4(), Uuid::new_v4()];
-    let r = create(&b, a, "t3", t3, &new_task("SYX", "t3")).await.reply();
-    assert_eq!((key_of(&r), task_of(&r).previous_keys), ("SYX-3".into(), vec![]));
+    let r = create(&b, a, "t3", t3, &new_task("SYX", "t3"))
+        .await
+        .reply();
+    assert_eq!(
+        (key_of(&r), task_of(&r).previous_keys),
+        ("SYX-3".into(), vec![])
+    );
     assert_eq!(
         b.alloc.uuid_for_key(a, "SYN", "", 3).await.unwrap(),
         Err(true),
         "numbered after the rename: never SYN-3"
     );
-    let r = create(&b, a, "t4", t4, &new_task("SYN", "t4")).await.reply();
+    let r = create(&b, a, "t4", t4, &new_task("SYN", "t4"))
+        .await
+        .reply();
     assert_eq!(
         (key_of(&r), task_of(&r).project),
         ("SYX-4".into(), "SYX".into())
@@ -1322,7 +1367,11 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
         ("SYX-5".into(), vec!["SYN-2".into(), "OPS-1".into()])
     );
     let r = update_one(&b, a, "t2-stays", t2, &to("SYN")).await;
-    assert_eq!(key_of(&r), "SYX-5", "an old prefix of its own project: no move");
+    assert_eq!(
+        key_of(&r),
+        "SYX-5",
+        "an old prefix of its own project: no move"
+    );
 
     // Refusals: a prefix that a project has or had belongs to it.
     assert_eq!(
@@ -1363,5 +1412,8 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
     assert_eq!((project.name.as_str(), keys.len()), ("Sync", 0));
     let listed = b.alloc.list_projects(a).await.unwrap();
     let syn = listed.iter().find(|p| p.prefix == "SYN").unwrap();
-    assert_eq!((syn.name.as_str(), syn.previous_prefixes.clone()), ("Sync", vec!["SYX".into()]));
+    assert_eq!(
+        (syn.name.as_str(), syn.previous_prefixes.clone()),
+        ("Sync", vec!["SYX".into()])
+    );
 }

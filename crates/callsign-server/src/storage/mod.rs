@@ -176,6 +176,23 @@ pub type TaskMeta = HashMap<Uuid, Meta>;
 /// such number.
 pub type KeyLookup = std::result::Result<Uuid, bool>;
 
+/// What a project update ([`AllocStore::update_project`]) came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Renamed {
+    /// Done: the project as it is now, and, if its prefix changed, the current key of each of
+    /// its tasks, to be written onto them (their `in_store` is cleared in the same
+    /// transaction, so the reaper writes any a crash leaves out).
+    Done {
+        project: Project,
+        keys: Vec<(Uuid, String)>,
+    },
+    /// No project has this prefix now; `Some`: the project that had it, by its prefix now.
+    NotFound(Option<String>),
+    /// The new prefix is, or was, another project's (named by its prefix now): its keys name
+    /// that project's tasks forever.
+    Taken(String),
+}
+
 /// The allocation store. Every method is one transaction; a write returns after it is durable.
 #[async_trait]
 pub trait AllocStore: Send + Sync + 'static {
@@ -205,6 +222,19 @@ pub trait AllocStore: Send + Sync + 'static {
         name: &str,
         prefix: &Prefix,
     ) -> Result<Option<Project>>;
+    /// Renames the project whose prefix is `from` to `prefix` (a move of the prefix, one
+    /// transaction): its numbers stay, its current keys take the new prefix, every key it had
+    /// keeps naming its task, and each of its tasks gets a change-feed entry. `prefix` may be
+    /// none of the account's prefixes, current or earlier, but this project's own earlier
+    /// ones. `name` renames it too (or alone).
+    async fn update_project(
+        &self,
+        account: AccountId,
+        from: &Prefix,
+        prefix: Option<&Prefix>,
+        name: Option<&str>,
+        now: i64,
+    ) -> Result<Renamed>;
     async fn account_ids(&self) -> Result<Vec<AccountId>>;
     /// Random bytes made with the store: what replicas and cursors are bound to.
     async fn instance_id(&self) -> Result<InstanceId>;
@@ -236,8 +266,10 @@ pub trait AllocStore: Send + Sync + 'static {
     ) -> Result<Vec<Result<Reply>>>;
     /// The prefix and current key of each reserved task among `uuids`.
     async fn task_meta(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<TaskMeta>;
-    /// Records that the keys of `uuids` are written onto their tasks in the task store.
-    async fn mark_in_store(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<()>;
+    /// Records that these keys were written onto their tasks in the task store: a task whose
+    /// current key is the one written is marked; one whose key changed meanwhile (a move, a
+    /// rename) is unmarked, as the write may have put back an older key.
+    async fn mark_in_store(&self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()>;
     /// Whether the account reserved `uuid`.
     async fn task_reserved(&self, account: AccountId, uuid: Uuid) -> Result<bool>;
     /// The task of a key: `scope` is `""` for a task, the parent's key path for a subtask.

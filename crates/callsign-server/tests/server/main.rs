@@ -12,6 +12,7 @@ mod hardening;
 mod limits;
 mod memory;
 mod nodes;
+mod renames;
 mod replicas;
 mod routes;
 mod startup;

@@ -33,9 +33,10 @@ pub(super) const SLOT_ROW: &str =
 
 /// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
 const ROWS: [&str; 4] = [
-    "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
-     SELECT $1, p, s, n, u, $5
-     FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[], $6::text[]) AS t(p, n, u, s)",
+    "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
+     SELECT $1, t.p, t.s, t.n, t.u, $5, pr.epoch
+     FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[], $6::text[]) AS t(p, n, u, s)
+     JOIN projects pr ON pr.id = t.p",
     "UPDATE slots s SET state = 'committed', number = t.n, response_status = t.st,
                         response_body = t.b, settled_at = $5,
                         claimed_by = NULL, claimed_until = NULL
@@ -372,6 +373,10 @@ impl PgAlloc {
                 *step = Step::Done(Err(failed("the project to move to vanished")));
                 continue;
             };
+            if current.get(&uuid).is_some_and(|k| k.project_id == project) {
+                // An earlier prefix of the project the task is in: no move.
+                continue;
+            }
             let subtasks = moves::move_tree(tx, account, uuid, project, now).await?;
             if let Some(k) = current_key(tx, account, uuid).await? {
                 current.insert(uuid, k);
@@ -580,7 +585,8 @@ async fn reserve(
         .query(
             &stmt(
                 tx,
-                "SELECT prefix, id FROM projects WHERE account_id = $1 AND prefix = ANY($2)",
+                "SELECT prefix, project_id FROM prefixes WHERE account_id = $1
+                 AND prefix = ANY($2)",
             )
             .await?,
             &[&account, &prefixes],

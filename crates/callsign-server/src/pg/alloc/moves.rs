@@ -10,14 +10,14 @@ use uuid::Uuid;
 use super::current_key;
 use crate::db::{AccountId, DbError, KeyRow, Result};
 
-/// The id of the account's project with this prefix.
+/// The id of the project a prefix names (its current prefix or an earlier one).
 pub(super) async fn project_id(
     c: &impl GenericClient,
     account: AccountId,
     prefix: &str,
 ) -> Result<Option<i64>> {
     Ok(c.query_opt(
-        "SELECT id FROM projects WHERE account_id = $1 AND prefix = $2",
+        "SELECT project_id FROM prefixes WHERE account_id = $1 AND prefix = $2",
         &[&account, &prefix],
     )
     .await?
@@ -25,12 +25,16 @@ pub(super) async fn project_id(
 }
 
 /// The keys tasks `$2` had before their current ones, oldest first (read by
-/// [`previous_rows`]).
-pub(super) const PREVIOUS_KEYS: &str = "SELECT k.task_uuid, k.project_id, p.prefix, k.number,
+/// [`previous_rows`]): each key row by every prefix its project had while it was in force
+/// (`epoch ..= until_epoch`), but the current row by its present prefix.
+pub(super) const PREVIOUS_KEYS: &str = "SELECT k.task_uuid, k.project_id, h.prefix, k.number,
             k.scope
      FROM keys k JOIN projects p ON p.id = k.project_id
-     WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND NOT k.current
-     ORDER BY k.assigned_at, k.project_id, k.scope, k.number";
+     JOIN prefix_epochs h ON h.project_id = k.project_id AND h.epoch >= k.epoch
+                         AND h.epoch <= COALESCE(k.until_epoch, p.epoch)
+     WHERE k.account_id = $1 AND k.task_uuid = ANY($2)
+       AND NOT (k.current AND h.prefix = p.prefix)
+     ORDER BY k.assigned_at, k.project_id, k.scope, k.number, h.epoch";
 
 /// The keys each of `uuids` had before its current one, oldest first (tasks with none are
 /// absent).
@@ -53,7 +57,12 @@ pub(super) fn previous_rows(rows: &[Row]) -> HashMap<Uuid, Vec<String>> {
             number: r.get(3),
             scope: r.get(4),
         };
-        out.entry(r.get(0)).or_default().push(key.key());
+        // A project that took back an earlier prefix names a row by it twice.
+        let keys = out.entry(r.get(0)).or_default();
+        let key = key.key();
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
     }
     out
 }
@@ -77,13 +86,15 @@ async fn rekey(
         .await?
         .get(0);
     tx.execute(
-        "UPDATE keys SET current = false WHERE account_id = $1 AND task_uuid = $2 AND current",
+        "UPDATE keys SET current = false, until_epoch = p.epoch FROM projects p
+         WHERE keys.account_id = $1 AND keys.task_uuid = $2 AND keys.current
+           AND p.id = keys.project_id",
         &[&account, &uuid],
     )
     .await?;
     tx.execute(
-        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
+         SELECT $1, $2, $3, $4, $5, $6, epoch FROM projects WHERE id = $2",
         &[&account, &project, &scope, &n, &uuid, &now],
     )
     .await?;
