@@ -10,7 +10,7 @@ use callsign_sync::reason::sync_problem;
 use callsign_sync::{Engine, NewTaskInput, SyncState, TaskQuery, Token};
 
 use crate::render::{self, Out};
-use crate::{Cli, Command};
+use crate::{Cli, Command, ProjectCommand};
 
 pub async fn run(cli: Cli) -> Result<()> {
     let dir = match cli.data_dir {
@@ -178,6 +178,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             let n = engine.send_inbox(&project)?;
             out.inbox_sent(n, &project)
         }
+        Command::Project {
+            command: ProjectCommand::Rename { from, to },
+        } => {
+            let project = engine
+                .rename_project(&from, &to)
+                .await
+                .map_err(|e| rename_refused(&from, &to, e))?;
+            out.project_renamed(&from, &project)
+        }
         Command::Sync { timeout } => {
             let status = engine
                 .sync_until_drained(Duration::from_secs(timeout))
@@ -232,6 +241,41 @@ fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
         msg.push_str(&format!("\n  detail: {}", plain.detail));
     }
     anyhow!(msg)
+}
+
+/// Why `project rename` did nothing, in plain words for each refusal.
+fn rename_refused(from: &str, to: &str, e: callsign_sync::Error) -> anyhow::Error {
+    use callsign_core::ErrorCode;
+    use callsign_sync::Error;
+    let (from, to) = (
+        from.trim().to_ascii_uppercase(),
+        to.trim().to_ascii_uppercase(),
+    );
+    let p = match e {
+        Error::Server(p) => p,
+        Error::Unreachable { url, reason } => {
+            return anyhow!(
+                "cannot rename {from} now: the server at {url} cannot be reached ({reason}); a \
+                 rename needs the server, and nothing was changed"
+            )
+        }
+        other => return other.into(),
+    };
+    let detail = render::safe(&p.detail);
+    match p.code {
+        ErrorCode::PrefixTaken => anyhow!(
+            "cannot rename {from} to {to}: {detail}\n  a prefix names one project for good (its \
+             keys keep finding their tasks): choose another"
+        ),
+        ErrorCode::InvalidPrefix => anyhow!("cannot rename {from} to {to}: {detail}"),
+        ErrorCode::ProjectNotFound => anyhow!(
+            "no project {from} on the server: {detail}\n  `callsign login` lists the projects"
+        ),
+        _ => anyhow!(
+            "cannot rename {from} to {to}: {}",
+            render::safe(&p.to_string())
+        ),
+    }
 }
 
 /// Runs the loop until Ctrl-C / SIGTERM, printing each status change (JSON lines with --json).

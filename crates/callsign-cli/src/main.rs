@@ -172,6 +172,11 @@ pub enum Command {
         #[arg(long, value_name = "PFX")]
         send_to: Option<String>,
     },
+    /// The account's projects on the server.
+    Project {
+        #[command(subcommand)]
+        command: ProjectCommand,
+    },
     /// Push the outbox and pull changes; exit 0 once nothing is pending.
     Sync {
         /// Give up waiting for retried requests after this many seconds.
@@ -182,6 +187,19 @@ pub enum Command {
     Status,
     /// Run the sync loop in the foreground until interrupted (what the desktop app does).
     Watch,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// Give a project a new prefix (needs the server): SYN-42 becomes SYX-42 on every device
+    /// at its next sync, and SYN-42 still finds the task. No prefix a project had before can be
+    /// taken by another (but a project may take back its own).
+    Rename {
+        /// The project's prefix now.
+        from: String,
+        /// Its new prefix (2-10 letters or digits, a letter first).
+        to: String,
+    },
 }
 
 fn main() -> ExitCode {

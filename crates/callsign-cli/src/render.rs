@@ -329,6 +329,22 @@ impl Out {
         Ok(())
     }
 
+    /// `project rename`: the project as the server has it now.
+    pub fn project_renamed(&self, from: &str, p: &callsign_core::dto::Project) -> Result<()> {
+        if self.json {
+            return print_json(&serde_json::to_value(p)?);
+        }
+        println!(
+            "{} is now {} ({}): its tasks get their new keys at the next sync, and {}-N keys \
+             still find them",
+            from.trim().to_ascii_uppercase(),
+            safe(&p.prefix),
+            safe(&p.name),
+            from.trim().to_ascii_uppercase()
+        );
+        Ok(())
+    }
+
     pub fn synced(&self, s: &SyncStatus) -> Result<()> {
         if self.json {
             return print_json(&serde_json::to_value(s)?);
@@ -419,7 +435,10 @@ fn conflict_value(v: &serde_json::Value) -> String {
         serde_json::Value::Array(a) if a.is_empty() => "no tags".into(),
         serde_json::Value::Array(a) => a
             .iter()
-            .map(|t| t.as_str().map_or_else(|| t.to_string(), |s| format!("+{s}")))
+            .map(|t| {
+                t.as_str()
+                    .map_or_else(|| t.to_string(), |s| format!("+{s}"))
+            })
             .collect::<Vec<_>>()
             .join(" "),
         other => other.to_string(),

@@ -1,5 +1,5 @@
-//! The HTTP side: `POST /v1/sync`, `GET /v1/changes`, `GET /v1/projects`, with the bearer token,
-//! and the reconnect probe `GET /healthz`.
+//! The HTTP side: `POST /v1/sync`, `GET /v1/changes`, `GET`/`POST /v1/projects`,
+//! `PATCH /v1/projects/{prefix}`, with the bearer token, and the reconnect probe `GET /healthz`.
 //!
 //! Every failure comes back as a [`CallError`] that says whether to retry and honours the
 //! server's `Retry-After`. No request waits longer than [`REQUEST_TIMEOUT`]; connecting gives up
@@ -131,6 +131,21 @@ impl Client {
             .http
             .post(format!("{}/v1/projects", self.base))
             .json(&body);
+        self.send(rb).await
+    }
+
+    /// Renames a project (`prefix` is its prefix now): `PATCH /v1/projects/{prefix}`. The
+    /// server answers `409 prefix_taken` for a prefix any other project of the account has or
+    /// had, `404 project_not_found` for no such project.
+    pub async fn update_project(
+        &self,
+        prefix: &str,
+        patch: &callsign_core::dto::ProjectPatch,
+    ) -> Result<callsign_core::dto::Project, CallError> {
+        let rb = self
+            .http
+            .patch(format!("{}/v1/projects/{prefix}", self.base))
+            .json(patch);
         self.send(rb).await
     }
 

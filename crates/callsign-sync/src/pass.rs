@@ -94,10 +94,13 @@ impl Syncer {
 
     async fn push_and_pull(&self, force: bool) -> Result<PassReport, CallError> {
         let mut untrusted = Vec::new();
-        let report = self.push(force, &mut untrusted).await?;
-        let report = self.pull(report, &mut untrusted).await?;
+        let mut listed = false;
+        let report = self.push(force, &mut untrusted, &mut listed).await?;
+        let report = self.pull(report, &mut untrusted, &mut listed).await?;
         if untrusted.is_empty() {
-            self.learn_default_project().await;
+            if !listed {
+                self.learn_default_project().await;
+            }
             return Ok(report);
         }
         let n = untrusted.len();
@@ -116,6 +119,11 @@ impl Syncer {
             Ok(s) if s.project.is_none() => {}
             _ => return,
         }
+        self.list_projects().await;
+    }
+
+    /// Lists the account's projects and remembers them (a failure is logged: the pass goes on).
+    async fn list_projects(&self) {
         let list = match self.client.projects().await {
             Ok(list) => list.projects,
             Err(e) => {
@@ -129,12 +137,36 @@ impl Syncer {
         }
     }
 
+    /// Tasks the server sent in a project this device does not know by any of its prefixes
+    /// (renamed, or made on another device, since the list was last read): list the projects
+    /// again, at most once a pass (`listed`), so a renamed project's new prefix is known
+    /// before answers in it are checked, and the default project follows the rename.
+    async fn learn_projects<'t>(
+        &self,
+        tasks: impl IntoIterator<Item = &'t callsign_core::dto::Task>,
+        listed: &mut bool,
+    ) {
+        if *listed {
+            return;
+        }
+        let known = crate::projects::cached(&lock(&self.store)).unwrap_or_default();
+        let unknown = tasks.into_iter().any(|t| {
+            t.project != callsign_core::LOCAL_PROJECT
+                && !known.iter().any(|p| p.is_named(&t.project))
+        });
+        if unknown {
+            *listed = true;
+            self.list_projects().await;
+        }
+    }
+
     /// Pushes the outbox in planned batches (see the module doc). Answers that do not match
     /// their requests leave their rows queued and are added to `untrusted`.
     async fn push(
         &self,
         force: bool,
         untrusted: &mut Vec<String>,
+        listed: &mut bool,
     ) -> Result<PassReport, CallError> {
         let mut report = PassReport::default();
         let mut batch = self.batch.clamp(1, MAX_BATCH);
@@ -248,6 +280,12 @@ impl Syncer {
                     (row, o)
                 })
                 .collect();
+            let answered = answers.iter().filter_map(|(_, o)| match o {
+                Outcome::Done(Some(t)) => Some(t),
+                _ => None,
+            });
+            self.learn_projects(answered.chain(&resp.page.changes), listed)
+                .await;
             let answers = self.verified(answers, untrusted).map_err(local)?;
             let changes = checked(&resp.page, untrusted);
             let all_done = answers.iter().all(|(_, o)| matches!(o, Outcome::Done(_)));
@@ -303,13 +341,14 @@ impl Syncer {
             _ => None,
         }));
         let store = lock(&self.store);
+        let projects = crate::projects::cached(&store)?;
         let mut out = Vec::with_capacity(answers.len());
         for (row, o) in answers {
             let Outcome::Done(task) = &o else {
                 out.push((row, o));
                 continue;
             };
-            let mut why = verify::answer(&row, task.as_ref()).err();
+            let mut why = verify::answer(&by_prefix_now(&row, &projects), task.as_ref()).err();
             if let (None, Some(k)) = (&why, task.as_ref().and_then(|t| t.key.as_ref())) {
                 if shared.contains(k) {
                     why = Some(format!("key {k} was answered for more than one task"));
@@ -409,6 +448,7 @@ impl Syncer {
         &self,
         mut report: PassReport,
         untrusted: &mut Vec<String>,
+        listed: &mut bool,
     ) -> Result<PassReport, CallError> {
         let mut limit = PULL_LIMIT;
         let mut pages = 0;
@@ -432,6 +472,7 @@ impl Syncer {
                 ))));
             }
             let changes = checked(&page, untrusted);
+            self.learn_projects(&changes, listed).await;
             let changed = lock(&self.store)
                 .apply_changes(&changes, &page.cursor)
                 .map_err(local)?;
@@ -474,6 +515,23 @@ impl Syncer {
 struct Claimed {
     row: OutboxRow,
     before: OutboxRow,
+}
+
+/// `row` as the server reads it now: a project it names by an earlier prefix (renamed since
+/// the row was queued) by the project's prefix now, so its answer in that project matches.
+fn by_prefix_now<'r>(
+    row: &'r OutboxRow,
+    projects: &[callsign_core::dto::Project],
+) -> std::borrow::Cow<'r, OutboxRow> {
+    let asked = row.body.get("project").and_then(|p| p.as_str());
+    match asked.and_then(|a| Some((a, crate::projects::current_prefix(projects, a)?))) {
+        Some((a, now)) if !a.eq_ignore_ascii_case(&now) => {
+            let mut row = row.clone();
+            row.body["project"] = serde_json::Value::String(now);
+            std::borrow::Cow::Owned(row)
+        }
+        _ => std::borrow::Cow::Borrowed(row),
+    }
 }
 
 fn before(rows: &[Claimed]) -> Vec<OutboxRow> {

@@ -6,6 +6,7 @@
 //! loop notices its rows within a tick.
 mod control;
 mod drain;
+mod rename;
 
 pub use drain::LoginReport;
 use std::path::{Path, PathBuf};

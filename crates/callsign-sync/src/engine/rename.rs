@@ -1,0 +1,50 @@
+//! Renaming a project's prefix: a request to the server, not a queued change (the server
+//! decides whether the prefix is free, and every device learns the new keys from the change
+//! feed). The local list of projects and the default project follow at once; the tasks' keys
+//! with the next sync, and until then, as after it, a lookup by an old key finds its task.
+use callsign_core::dto::{Project, ProjectPatch};
+use callsign_core::{Prefix, LOCAL_PROJECT};
+
+use super::Engine;
+use crate::error::{Error, Result};
+use crate::projects;
+
+impl Engine {
+    /// Renames the project `from` (its prefix now, any case) to `to`. Refusals come back as
+    /// the server gave them ([`Error::Server`]: `prefix_taken`, `invalid_prefix`,
+    /// `project_not_found`); the local inbox cannot be renamed or taken.
+    pub async fn rename_project(&self, from: &str, to: &str) -> Result<Project> {
+        let parse = |what: &str, p: &str| {
+            Prefix::parse(p.trim()).map_err(|e| Error::Invalid(format!("{what}: {e}")))
+        };
+        let (from, to) = (parse("project", from)?, parse("new prefix", to)?);
+        if from.is_local() || to.is_local() {
+            return Err(Error::Invalid(format!(
+                "{LOCAL_PROJECT} is this device's inbox, not a server project: it cannot be \
+                 renamed, and no project can take its name"
+            )));
+        }
+        let client = self.client()?;
+        let patch = ProjectPatch {
+            prefix: Some(to.to_string()),
+            name: None,
+        };
+        let project = client.update_project(from.as_str(), &patch).await?;
+        // The list as the server has it now; if it cannot be read, the one we had with this
+        // project renamed.
+        let list = match client.projects().await {
+            Ok(list) => list.projects,
+            Err(_) => {
+                let mut list = projects::cached(&self.store())?;
+                list.retain(|p| p.id != project.id);
+                list.push(project.clone());
+                list.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+                list
+            }
+        };
+        projects::remember(&self.store(), &list)?;
+        // A running loop pulls the new keys now.
+        self.inner.wake.notify_one();
+        Ok(project)
+    }
+}
