@@ -24,5 +24,6 @@ mod offline;
 mod proxy;
 mod reconnect;
 mod refusal;
+mod renames;
 mod server_crash;
 mod subtasks;
