@@ -1,7 +1,6 @@
 //! Renaming a project's prefix (`PATCH /v1/projects/{prefix}`, `callsign-server project
 //! rename`): route tests through `router(state)` in the style of `routes.rs`, and the admin
 //! command against the real binary, whose keys the reaper writes onto the tasks.
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -11,7 +10,9 @@ use callsign_server::reaper;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::common::{add_account, create_account, task, Client, TestApp, TestServer, BIN};
+use crate::common::{
+    add_account, create_account, store_task, task, Client, TestApp, TestServer, BIN,
+};
 
 fn code(a: &crate::common::Answer) -> &str {
     a.body["code"].as_str().unwrap_or("")
@@ -344,7 +345,7 @@ async fn the_admin_command_renames_and_the_server_writes_the_keys_later() {
     assert_eq!((status, got["key"].as_str()), (200, Some("SYX-1")));
     let mut written = None;
     for _ in 0..100 {
-        written = store_key(dir.path(), u);
+        written = store_task(dir.path(), u).and_then(|t| t["key"].as_str().map(str::to_owned));
         if written.as_deref() == Some("SYX-1") {
             break;
         }
@@ -355,18 +356,4 @@ async fn the_admin_command_renames_and_the_server_writes_the_keys_later() {
         Some("SYX-1"),
         "the reaper wrote the new key"
     );
-}
-
-/// The `key` property of a task in account 1's TaskChampion replica, read from the file.
-fn store_key(dir: &Path, uuid: Uuid) -> Option<String> {
-    let c = rusqlite::Connection::open(dir.join("accounts/1/taskchampion.sqlite3")).ok()?;
-    let data: String = c
-        .query_row(
-            "SELECT data FROM tasks WHERE uuid = ?1",
-            [uuid.to_string()],
-            |r| r.get(0),
-        )
-        .ok()?;
-    let v: Value = serde_json::from_str(&data).ok()?;
-    v["key"].as_str().map(str::to_owned)
 }
