@@ -221,6 +221,8 @@ impl Run {
             self.subtask(d)?;
         } else if x < 0.45 {
             self.move_task(d)?;
+        } else if x < 0.53 && !self.expected.is_empty() {
+            self.note(d)?;
         } else {
             self.create(d)?;
         }
@@ -385,6 +387,12 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
     r.s.keys = keys.len() as u64;
     r.s.subtask_keys = keys.iter().filter(|k| !k.scope.is_empty()).count() as u64;
     r.s.old_keys = keys.iter().filter(|k| !k.current).count() as u64;
+    r.s.conflicts = snapshot
+        .server
+        .store
+        .values()
+        .map(|t| t.conflicts.len() as u64)
+        .sum();
     let violations = checker::violations(&snapshot, &world.expected);
     r.s.violations = violations.len();
     let mut events = r.proxy.log();

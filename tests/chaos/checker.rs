@@ -1,10 +1,12 @@
 //! The invariant checker: after the campaign it reads the server's state and every device's
 //! local database into a [`Snapshot`] (`view.rs`: from the SQLite data dir or from
 //! PostgreSQL) and checks DESIGN.md's G1-G5 over it against what the devices acknowledged,
-//! with subtasks and moves as STRUCTURE.md states them (`structure.rs`). The checks are pure
+//! with subtasks and moves as STRUCTURE.md states them (`structure.rs`) and concurrent edits
+//! merged by field with conflicts recorded (`edits.rs`). The checks are pure
 //! functions of the snapshot, the same for both backends. A violation names the invariant,
 //! says what is wrong and carries the UUIDs it is about, so the report can show the smallest
 //! evidence.
+mod edits;
 mod structure;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -63,6 +65,8 @@ pub const RESOLVES: &str =
     "G1 every key ever assigned names its task, on the server and on every device";
 pub const DEVICES_AGREE: &str =
     "G4 every device shows the server's key, previous keys and parent; no outbox row left open";
+pub const EDITS_KEPT: &str =
+    "G3 every acknowledged edit is the task's value, a recorded conflict, or knowingly replaced";
 pub const SETTLED: &str =
     "G5 no slot left pending; TaskChampion's key and project match the allocation";
 
@@ -123,6 +127,8 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
     structure::resolves(&mut f, snap, &keys);
     settled(&mut f, snap, &keys);
     devices_agree(&mut f, snap, &keys);
+    edits::kept(&mut f, snap);
+    edits::agree(&mut f, snap);
     f.0
 }
 

@@ -14,6 +14,8 @@ pub struct Summary {
     pub completions: u64,
     pub subtasks: u64,
     pub moves: u64,
+    /// Notes rewritten, of any device's task (concurrent with other devices' at times).
+    pub notes: u64,
     pub syncs_started: u64,
     /// Server nodes (1 on SQLite).
     pub nodes: usize,
@@ -37,6 +39,8 @@ pub struct Summary {
     pub keys: u64,
     pub subtask_keys: u64,
     pub old_keys: u64,
+    /// Conflicts the server recorded (a later edit replaced a value its device had not seen).
+    pub conflicts: u64,
     pub violations: usize,
 }
 
@@ -53,6 +57,7 @@ impl Summary {
         self.completions += o.completions;
         self.subtasks += o.subtasks;
         self.moves += o.moves;
+        self.notes += o.notes;
         self.syncs_started += o.syncs_started;
         self.nodes = self.nodes.max(o.nodes);
         self.server_sigkills += o.server_sigkills;
@@ -78,6 +83,7 @@ impl Summary {
         self.keys += o.keys;
         self.subtask_keys += o.subtask_keys;
         self.old_keys += o.old_keys;
+        self.conflicts += o.conflicts;
         self.violations += o.violations;
     }
 }
@@ -91,6 +97,10 @@ impl fmt::Display for Summary {
         row("  completions acknowledged", self.completions.to_string())?;
         row("  subtask creates acknowledged", self.subtasks.to_string())?;
         row("  moves acknowledged", self.moves.to_string())?;
+        row(
+            "  notes rewritten (any device's task)",
+            self.notes.to_string(),
+        )?;
         row("  sync processes started", self.syncs_started.to_string())?;
         row("server nodes", self.nodes.to_string())?;
         row("server crashes injected", self.server_crashes().to_string())?;
@@ -119,6 +129,10 @@ impl fmt::Display for Summary {
         row("keys assigned", self.keys.to_string())?;
         row("  subtask keys", self.subtask_keys.to_string())?;
         row("  old keys (replaced by a move)", self.old_keys.to_string())?;
+        row(
+            "conflicts recorded (same field edited)",
+            self.conflicts.to_string(),
+        )?;
         row(
             "chaos / heal seconds",
             format!("{:.1} / {:.1}", self.chaos_secs, self.heal_secs),

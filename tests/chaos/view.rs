@@ -20,14 +20,33 @@ pub enum ServerStore {
     Postgres(String),
 }
 
+/// A task's conflicts as (field, replaced value as compact JSON), oldest first.
+pub type Conflicts = Vec<(String, String)>;
+
+/// The conflicts in a task's `conflicts` JSON (the store's property, a device's column).
+pub fn conflicts_of(json: Option<&str>) -> Conflicts {
+    let list: Vec<serde_json::Value> = json
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default();
+    list.iter()
+        .map(|c| {
+            let field = c["field"].as_str().unwrap_or_default().to_owned();
+            (field, c["value"].to_string())
+        })
+        .collect()
+}
+
 /// A task as the server's task store holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoreTask {
     pub description: String,
+    pub notes: String,
     pub status: String,
     pub key: Option<String>,
     /// Its project's prefix (a written key carries its prefix here).
     pub project: String,
+    /// Values concurrent edits of the same field replaced.
+    pub conflicts: Conflicts,
 }
 
 impl StoreTask {
@@ -35,9 +54,11 @@ impl StoreTask {
     pub fn from_map(map: &HashMap<String, String>) -> StoreTask {
         StoreTask {
             description: map.get("description").cloned().unwrap_or_default(),
+            notes: map.get("notes").cloned().unwrap_or_default(),
             status: map.get("status").cloned().unwrap_or_default(),
             key: map.get("key").cloned(),
             project: map.get("project").cloned().unwrap_or_default(),
+            conflicts: conflicts_of(map.get("conflicts").map(String::as_str)),
         }
     }
 }
@@ -114,6 +135,8 @@ pub struct OutboxRow {
     pub tries: i64,
     pub error: Option<String>,
     pub idem_key: String,
+    /// The request body (an update's patch, with its `base`).
+    pub body: String,
 }
 
 /// A task as a device holds it.
@@ -124,6 +147,8 @@ pub struct DeviceTask {
     /// The keys it had before, oldest first, as the server reported them.
     pub previous_keys: Vec<String>,
     pub parent: Option<String>,
+    pub notes: String,
+    pub conflicts: Conflicts,
 }
 
 /// A device's local database: its tasks and its outbox.
@@ -279,7 +304,7 @@ fn load_sqlite(dir: &Path, account: i64) -> Result<ServerView> {
 fn load_device(dir: &Path) -> Result<DeviceView> {
     let c = open(&device_db(dir))?;
     let tasks = c
-        .prepare("SELECT uuid, key, previous_keys, parent FROM tasks")?
+        .prepare("SELECT uuid, key, previous_keys, parent, notes, conflicts FROM tasks")?
         .query_map([], |r| {
             let previous: String = r.get(2)?;
             let previous_keys = serde_json::from_str(&previous)
@@ -288,13 +313,15 @@ fn load_device(dir: &Path) -> Result<DeviceView> {
                 key: r.get(1)?,
                 previous_keys,
                 parent: r.get(3)?,
+                notes: r.get(4)?,
+                conflicts: conflicts_of(r.get::<_, Option<String>>(5)?.as_deref()),
             };
             Ok((r.get(0)?, task))
         })?
         .collect::<rusqlite::Result<_>>()?;
     let outbox = c
         .prepare(
-            "SELECT uuid, op, state, sent, try_count, last_error, idempotency_key
+            "SELECT uuid, op, state, sent, try_count, last_error, idempotency_key, body
              FROM outbox ORDER BY id",
         )?
         .query_map([], |r| {
@@ -306,6 +333,7 @@ fn load_device(dir: &Path) -> Result<DeviceView> {
                 tries: r.get(4)?,
                 error: r.get(5)?,
                 idem_key: r.get(6)?,
+                body: r.get(7)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

@@ -5,7 +5,8 @@
 //! nodes of one PostgreSQL (issue 21; skipped where none can be started, outside CI);
 //! `the_checker_catches_broken_databases` takes a clean run's databases and breaks them by
 //! hand the ways a wrong server or engine would, one at a time; `structure.rs` breaks a
-//! hand-made snapshot's subtasks and moves the same way.
+//! hand-made snapshot's subtasks and moves the same way, `edits.rs` its concurrent edits.
+mod edits;
 mod structure;
 
 use std::path::Path;
@@ -51,6 +52,10 @@ fn short_campaign_holds_g1_to_g5() -> Result<()> {
     assert!(
         total.subtask_keys > 0 && total.old_keys > 0,
         "subtasks were numbered and moves renumbered tasks:\n{total}"
+    );
+    assert!(
+        total.notes > 0 && total.conflicts > 0,
+        "devices edited one field concurrently and the server recorded conflicts:\n{total}"
     );
     Ok(())
 }

@@ -1,7 +1,10 @@
 //! What a device does in a step, through its engine, and what it then expects of the server:
 //! capture a task, capture a subtask under one of its own tasks (numbered or not), edit or
-//! complete one, move a numbered task of its own to the other project. A device touches only
-//! its own tasks, so what it acknowledged is what the server must end with.
+//! complete one, move a numbered task of its own to the other project, and rewrite the notes of
+//! any task it knows, so devices edit one field of one task concurrently. Descriptions, status,
+//! projects and parents are touched only by the task's own device, so what it acknowledged is
+//! what the server must end with; notes are checked by the conflict rule instead (an
+//! acknowledged value is the task's, or recorded as a conflict, or knowingly replaced).
 use anyhow::Result;
 use callsign_core::dto::TaskPatch;
 use callsign_sync::NewTaskInput;
@@ -158,6 +161,34 @@ impl Run {
                 self.expected.get_mut(&uuid).expect("its own task").moves += 1;
             }
             Err(err) => self.event(format!("d{d} move {uuid} refused: {err}")),
+        }
+        Ok(())
+    }
+
+    /// Rewrites the notes of a task device `d` has (anyone's) with a value no other edit has:
+    /// other devices may be rewriting them too, unseen, so some of these are concurrent.
+    pub(super) fn note(&mut self, d: usize) -> Result<()> {
+        let uuid = self
+            .expected
+            .keys()
+            .nth(self.rng.gen_range(0..self.expected.len()))
+            .expect("checked non-empty")
+            .clone();
+        if let Err(e) = self.engines[d].get(&uuid) {
+            self.event(format!("d{d} notes {uuid}: not here yet ({e})"));
+            return Ok(());
+        }
+        let notes = format!("s{} d{d} note at step {}", self.cfg.seed, self.s.steps);
+        let patch = TaskPatch {
+            notes: Some(notes.clone()),
+            ..TaskPatch::default()
+        };
+        match self.engines[d].edit(&uuid, patch) {
+            Ok(_) => {
+                self.s.notes += 1;
+                self.event(format!("d{d} notes {uuid} -> {notes:?}"));
+            }
+            Err(err) => self.event(format!("d{d} notes {uuid} refused: {err}")),
         }
         Ok(())
     }

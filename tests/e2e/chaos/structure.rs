@@ -8,7 +8,7 @@ use callsign_chaos::view::{
     DeviceTask, DeviceView, KeyRow, Reserved, Resolved, ServerView, Snapshot, StoreTask,
 };
 
-type Acked = BTreeMap<String, Expected>;
+pub(super) type Acked = BTreeMap<String, Expected>;
 
 /// A task's keys as (prefix, scope, number), oldest first; the last is current.
 type Keys = &'static [(&'static str, &'static str, i64)];
@@ -28,7 +28,7 @@ const TASKS: [(&str, Option<&str>, Keys, u32); 4] = [
 
 /// CHA-1 moved to OS (OS-1, its subtask CHA-1.1 now OS-1.1), CHA-2 and CHA-2.1 stayed; one
 /// device agrees, and every key names its task on the server and on the device.
-fn clean() -> (Snapshot, Acked) {
+pub(super) fn clean() -> (Snapshot, Acked) {
     let mut snap = Snapshot {
         server: ServerView::default(),
         devices: vec![DeviceView::default()],
@@ -66,6 +66,7 @@ fn clean() -> (Snapshot, Acked) {
                 key: Some(now.key()),
                 previous_keys: previous,
                 parent: parent.clone(),
+                ..DeviceTask::default()
             },
         );
         snap.server.store.insert(
@@ -75,6 +76,7 @@ fn clean() -> (Snapshot, Acked) {
                 status: "pending".into(),
                 key: Some(now.key()),
                 project: now.prefix.clone(),
+                ..StoreTask::default()
             },
         );
         snap.server.reserved.insert(
