@@ -1211,11 +1211,14 @@ pub async fn a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys(b
         &[("late", late, new_task("OPS", "late"), Some(parent))],
     )
     .await;
-    let late = task_of(&r[0]);
+    let late_task = task_of(&r[0]);
     assert_eq!(
-        (late.key.as_deref(), late.project.as_str()),
+        (late_task.key.as_deref(), late_task.project.as_str()),
         (Some("SYN-3.3"), "SYN")
     );
+    // Its reservation follows too (the project a rename or a move of the tree looks at).
+    let meta = b.alloc.task_meta(a, vec![late]).await.unwrap();
+    assert_eq!(meta[&late].prefix, "SYN");
     // The project counters went on without gaps: SYN 1..3, OPS 1..2.
     let next = create(&b, a, "next", Uuid::new_v4(), &t("next"))
         .await

@@ -80,6 +80,8 @@ const RESERVATIONS: &str = "SELECT t.uuid, t.project_id, t.parent_uuid, pk.scope
 struct Reservation {
     /// Its project; a subtask's is its parent's (where the parent is now, if it moved).
     project: i64,
+    /// The project phase 1 reserved it in (a subtask's parent may have moved since).
+    reserved_in: i64,
     parent: Option<Uuid>,
     /// The counter scope it numbers in: `""` for a task, its parent's key path for a
     /// subtask; `None` while the parent has no key.
@@ -99,6 +101,7 @@ fn reservations(rows: &[Row]) -> HashMap<Uuid, Reservation> {
             };
             let at = Reservation {
                 project: r.get::<_, Option<i64>>(5).unwrap_or(r.get(1)),
+                reserved_in: r.get(1),
                 parent,
                 scope,
             };
@@ -295,6 +298,7 @@ impl PgAlloc {
         // What each item needs: an answer stored already, or a commit (with a number?).
         let mut plan: Vec<Step> = Vec::with_capacity(work.len());
         let mut wants: BTreeMap<(i64, String), Vec<Uuid>> = BTreeMap::new();
+        let mut reprojected: Vec<(Uuid, i64)> = Vec::new();
         let mut parent_of: HashMap<Uuid, Uuid> = HashMap::new();
         let mut planned: HashSet<Uuid> = HashSet::new();
         // Updates that move their task: the project each moves to.
@@ -347,6 +351,10 @@ impl PgAlloc {
                     Some(_) => at.project,
                     None => w.at.project.unwrap_or(at.project),
                 };
+                if project != at.reserved_in {
+                    // A subtask whose parent moved after phase 1 goes where the parent is.
+                    reprojected.push((uuid, project));
+                }
                 wants.entry((project, scope)).or_default().push(uuid);
             }
             if op == Op::Update {
@@ -386,6 +394,21 @@ impl PgAlloc {
         if !moved.is_empty() {
             // The moves left old keys: read them again.
             previous = moves::previous_keys(tx, account, &uuids).await?;
+        }
+
+        if !reprojected.is_empty() {
+            let (ids, projects): (Vec<Uuid>, Vec<i64>) = reprojected.into_iter().unzip();
+            tx.execute(
+                &stmt(
+                    tx,
+                    "UPDATE tasks t SET project_id = u.project
+                     FROM UNNEST($2::uuid[], $3::bigint[]) AS u(uuid, project)
+                     WHERE t.account_id = $1 AND t.uuid = u.uuid",
+                )
+                .await?,
+                &[&account, &ids, &projects],
+            )
+            .await?;
         }
 
         // One bump per counter (a project's, or a parent's); its tasks take the numbers in
