@@ -131,6 +131,8 @@ struct Run {
     expected: BTreeMap<String, Expected>,
     /// Per device, the UUIDs it created (the ones it edits, moves and adds subtasks to).
     own: Vec<Vec<String>>,
+    /// The run's first few tasks: most notes rewrites go to them, so devices collide.
+    hot: Vec<String>,
     /// What the server and each device answered for every key, asked after healing.
     resolved: Option<Resolved>,
     next_point: usize,
@@ -336,6 +338,7 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         server,
         proxy,
         own: vec![Vec::new(); cfg.devices],
+        hot: Vec::new(),
         devices,
         engines,
         account_id,

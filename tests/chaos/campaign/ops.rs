@@ -71,6 +71,9 @@ impl Run {
                     "d{d} create {uuid} {project}{under} {description:?}"
                 ));
                 self.own[d].push(uuid.clone());
+                if self.hot.len() < 3 {
+                    self.hot.push(uuid.clone());
+                }
                 let expected = Expected {
                     device: d,
                     project,
@@ -168,12 +171,21 @@ impl Run {
     /// Rewrites the notes of a task device `d` has (anyone's) with a value no other edit has:
     /// other devices may be rewriting them too, unseen, so some of these are concurrent.
     pub(super) fn note(&mut self, d: usize) -> Result<()> {
-        let uuid = self
-            .expected
-            .keys()
-            .nth(self.rng.gen_range(0..self.expected.len()))
-            .expect("checked non-empty")
-            .clone();
+        // Mostly one of the run's first tasks, which every device soon has: two devices then
+        // often rewrite the same notes between their syncs.
+        let uuid = if self.rng.gen_bool(0.7) {
+            self.hot.choose(&mut self.rng).cloned()
+        } else {
+            None
+        };
+        let uuid = uuid.unwrap_or_else(|| {
+            let i = self.rng.gen_range(0..self.expected.len());
+            self.expected
+                .keys()
+                .nth(i)
+                .expect("checked non-empty")
+                .clone()
+        });
         if let Err(e) = self.engines[d].get(&uuid) {
             self.event(format!("d{d} notes {uuid}: not here yet ({e})"));
             return Ok(());
