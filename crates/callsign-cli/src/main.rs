@@ -152,12 +152,15 @@ pub enum Command {
     },
     /// Settle a conflict that `show` lists (two devices changed one field; the server kept the
     /// later value): `--restore` brings the other value back, `--keep` keeps what is there.
+    #[command(group(clap::ArgGroup::new("how").required(true).args(["restore", "keep"])))]
     Resolve {
         task: String,
         /// The conflict's number as `show` lists it (may be left out when there is one).
         n: Option<usize>,
-        #[arg(long, conflicts_with = "keep", required_unless_present = "keep")]
+        /// Bring the other value back.
+        #[arg(long)]
         restore: bool,
+        /// Keep the current value; the field's conflicts go.
         #[arg(long)]
         keep: bool,
     },
