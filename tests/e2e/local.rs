@@ -99,3 +99,42 @@ fn a_refused_task_is_fixed_with_another_project_or_discarded() -> Result<()> {
     assert_eq!(server_tasks(&server.url, &account.token)?.len(), 1);
     Ok(())
 }
+
+/// `reopen` and `annotate` with no server: a completed task is pending again (a pending one is
+/// refused in words), and each annotation is a stamped line appended to the notes.
+#[test]
+fn reopen_and_annotate_work_offline() -> Result<()> {
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    let t = cli.add("call the bank", &[])?;
+    cli.ok(&["done", &t])?;
+    assert_eq!(cli.json(&["show", &t])?["status"], "completed");
+    assert_eq!(cli.json(&["reopen", &t])?["status"], "pending");
+    let out = cli.output(&["reopen", &t])?;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8(out.stderr)?.contains("is already pending"),
+        "a pending task is refused in words"
+    );
+    cli.ok(&["annotate", &t, "asked", "for", "the", "form"])?;
+    let notes = cli.json(&["annotate", &t, "form sent"])?["notes"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let lines: Vec<&str> = notes.lines().collect();
+    assert_eq!(lines.len(), 2, "{notes}");
+    let stamped = |l: &str, text: &str| {
+        // `2026-11-26 09:30 asked for the form`
+        let (date, rest) = l.split_at(16);
+        chrono::NaiveDateTime::parse_from_str(date, "%Y-%m-%d %H:%M").is_ok()
+            && rest == format!(" {text}")
+    };
+    assert!(stamped(lines[0], "asked for the form"), "{notes}");
+    assert!(stamped(lines[1], "form sent"), "{notes}");
+    assert_eq!(
+        cli.output(&["annotate", &t])?.status.code(),
+        Some(2),
+        "no text: usage"
+    );
+    Ok(())
+}

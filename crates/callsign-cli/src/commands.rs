@@ -98,6 +98,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Show { task } => out.task(&engine, &engine.get(&task)?),
         Command::Done { task } => out.task(&engine, &engine.complete(&task)?),
         Command::Delete { task } => out.task(&engine, &engine.delete(&task)?),
+        Command::Reopen { task } => out.task(&engine, &engine.reopen(&task)?),
+        Command::Annotate { task, text } => {
+            out.task(&engine, &engine.annotate(&task, &text.join(" "))?)
+        }
         Command::Edit {
             task,
             description,

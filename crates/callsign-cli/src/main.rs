@@ -125,6 +125,14 @@ pub enum Command {
     Done { task: String },
     /// Mark a task deleted (its key stays taken: keys are never reused).
     Delete { task: String },
+    /// Make a completed or deleted task pending again.
+    Reopen { task: String },
+    /// Append a line to a task's notes, stamped with the local date and time.
+    Annotate {
+        task: String,
+        #[arg(required = true, num_args = 1..)]
+        text: Vec<String>,
+    },
     /// Change a task's description, notes, due date, priority or project. A task the server
     /// refused is sent again with the change.
     Edit {

@@ -408,6 +408,39 @@ impl Engine {
         self.set_status(task_ref, TaskStatus::Deleted)
     }
 
+    /// Makes a completed or deleted task pending again; a pending one is refused, saying so.
+    pub fn reopen(&self, task_ref: &str) -> Result<LocalTask> {
+        let task = self.get(task_ref)?;
+        if task.status == TaskStatus::Pending {
+            return Err(Error::Invalid(format!(
+                "{} is already pending",
+                task.label()
+            )));
+        }
+        self.set_status(&task.uuid.to_string(), TaskStatus::Pending)
+    }
+
+    /// Appends a line to the task's notes, stamped with the local date and time at the
+    /// engine's clock (`2026-11-26 09:30 called the bank`). Sent like any edit of the notes.
+    pub fn annotate(&self, task_ref: &str, text: &str) -> Result<LocalTask> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Error::Invalid("nothing to add to the notes".into()));
+        }
+        let task = self.get(task_ref)?;
+        let now = self.inner.opts.clock.now().with_timezone(&chrono::Local);
+        let line = format!("{} {text}", now.format("%Y-%m-%d %H:%M"));
+        let notes = match task.notes.trim_end() {
+            "" => line,
+            before => format!("{before}\n{line}"),
+        };
+        let patch = TaskPatch {
+            notes: Some(notes),
+            ..TaskPatch::default()
+        };
+        self.edit(&task.uuid.to_string(), patch)
+    }
+
     fn set_status(&self, task_ref: &str, status: TaskStatus) -> Result<LocalTask> {
         let patch = TaskPatch {
             status: Some(status),
