@@ -50,16 +50,30 @@ async fn four_at_once(client: &Client, pid: u32, round: usize) -> u64 {
         .map(|body| {
             let client = client.clone();
             tokio::spawn(async move {
-                let res = client
-                    .http
-                    .post(format!("{}/v1/sync", client.url))
-                    .bearer_auth(&client.token)
-                    .header("content-type", "application/json")
-                    .timeout(Duration::from_secs(300))
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
+                // What is measured is the server's memory, not the transport: on a loaded
+                // 2-core machine a connection has timed out before the server read it, so a
+                // transport error is retried (the same mutations: a replay, no new task).
+                let mut attempt = 0;
+                let res = loop {
+                    attempt += 1;
+                    let sent = client
+                        .http
+                        .post(format!("{}/v1/sync", client.url))
+                        .bearer_auth(&client.token)
+                        .header("content-type", "application/json")
+                        .timeout(Duration::from_secs(300))
+                        .body(body.clone())
+                        .send()
+                        .await;
+                    match sent {
+                        Ok(res) => break res,
+                        Err(e) if attempt < 3 => {
+                            eprintln!("sync body: transport error, sent again: {e}");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                        Err(e) => panic!("sync body: {e}"),
+                    }
+                };
                 let status = res.status().as_u16();
                 (status, res.json::<Value>().await.unwrap_or(Value::Null))
             })
