@@ -141,6 +141,7 @@ impl TestServer {
                 "--reaper-interval",
                 "1s",
             ])
+            .args(self.taskwarrior_key_args())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -163,6 +164,46 @@ impl TestServer {
             .ok_or_else(|| anyhow!("unexpected first line {line:?}"))?;
         self.url = url.to_owned();
         Ok(())
+    }
+
+    /// Where `account taskwarrior` keeps the server key of this server.
+    fn taskwarrior_key(&self) -> std::path::PathBuf {
+        self._dir.path().join("taskwarrior.key")
+    }
+
+    /// `--taskwarrior-key-file` once a link made the key.
+    fn taskwarrior_key_args(&self) -> Vec<String> {
+        let key = self.taskwarrior_key();
+        if key.exists() {
+            vec!["--taskwarrior-key-file".into(), key.display().to_string()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Links `account` to Taskwarrior (`account taskwarrior`): its client id and secret. The
+    /// server picks the key up at its next start.
+    pub fn link_taskwarrior(&self, account: &Account) -> Result<(uuid::Uuid, String)> {
+        let v = run_json(
+            Command::new(server_bin())
+                .args(["account", "taskwarrior"])
+                .args(&self.store)
+                .args([
+                    "--account",
+                    &account.id.to_string(),
+                    "--taskwarrior-key-file",
+                ])
+                .arg(self.taskwarrior_key()),
+        )?;
+        let client = v["client_id"]
+            .as_str()
+            .and_then(|c| uuid::Uuid::parse_str(c).ok())
+            .ok_or_else(|| anyhow!("no client_id in {v}"))?;
+        let secret = v["encryption_secret"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no encryption_secret in {v}"))?
+            .to_owned();
+        Ok((client, secret))
     }
 
     /// The port the server listens on.

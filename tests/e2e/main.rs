@@ -27,3 +27,4 @@ mod refusal;
 mod renames;
 mod server_crash;
 mod subtasks;
+mod taskwarrior;

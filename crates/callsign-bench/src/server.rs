@@ -211,17 +211,7 @@ impl Server {
 }
 
 pub fn new_task(description: String) -> NewTask {
-    NewTask {
-        project: PREFIX.into(),
-        description,
-        notes: String::new(),
-        status: None,
-        tags: Vec::new(),
-        due: None,
-        priority: None,
-        parent: None,
-        created_at: None,
-    }
+    NewTask::new(PREFIX, description)
 }
 
 /// One `PUT /v1/tasks/{uuid}` create; the assigned number.

@@ -110,6 +110,23 @@ pub struct NewTask {
     pub created_at: Option<DateTime<Utc>>,
 }
 
+impl NewTask {
+    /// A task with only a project and a description.
+    pub fn new(project: impl Into<String>, description: impl Into<String>) -> NewTask {
+        NewTask {
+            project: project.into(),
+            description: description.into(),
+            notes: String::new(),
+            status: None,
+            tags: Vec::new(),
+            due: None,
+            priority: None,
+            parent: None,
+            created_at: None,
+        }
+    }
+}
+
 /// Body of `PATCH /v1/tasks/{ref}` and of an `update` mutation: only the fields present change.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -59,6 +59,16 @@ pub enum ErrorCode {
     HeadersTooLarge,
     /// The request body did not arrive within the server's body-read timeout.
     RequestTimeout,
+    /// Taskwarrior sync: no `X-Client-Id` header, or not a UUID.
+    InvalidClientId,
+    /// Taskwarrior sync: a client id the server never issued (or replaced since).
+    UnknownClient,
+    /// Taskwarrior sync: the version asked for is no longer in the chain.
+    VersionGone,
+    /// A body of a content type the route does not take.
+    UnsupportedMediaType,
+    /// The server cannot do this with its configuration (the message says what is missing).
+    NotImplemented,
 }
 
 impl ErrorCode {
@@ -94,6 +104,11 @@ impl ErrorCode {
             ErrorCode::UriTooLong => "uri_too_long",
             ErrorCode::HeadersTooLarge => "headers_too_large",
             ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::InvalidClientId => "invalid_client_id",
+            ErrorCode::UnknownClient => "unknown_client",
+            ErrorCode::VersionGone => "version_gone",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ErrorCode::NotImplemented => "not_implemented",
         }
     }
 
@@ -106,7 +121,12 @@ impl ErrorCode {
             | ErrorCode::IdempotencyKeyInvalid
             | ErrorCode::InvalidCursor
             | ErrorCode::InvalidQuery
-            | ErrorCode::DuplicateHeader => 400,
+            | ErrorCode::DuplicateHeader
+            | ErrorCode::InvalidClientId => 400,
+            ErrorCode::UnknownClient => 403,
+            ErrorCode::VersionGone => 410,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::NotImplemented => 501,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::RequestTimeout => 408,
             ErrorCode::UriTooLong => 414,
@@ -163,6 +183,11 @@ impl ErrorCode {
             ErrorCode::UriTooLong => "Request line too long",
             ErrorCode::HeadersTooLarge => "Request headers too large",
             ErrorCode::RequestTimeout => "Request body too slow",
+            ErrorCode::InvalidClientId => "Missing or malformed X-Client-Id",
+            ErrorCode::UnknownClient => "Unknown Taskwarrior client id",
+            ErrorCode::VersionGone => "Version no longer kept",
+            ErrorCode::UnsupportedMediaType => "Unsupported content type",
+            ErrorCode::NotImplemented => "Not available on this server",
         }
     }
 
@@ -236,6 +261,11 @@ mod tests {
             ErrorCode::UriTooLong,
             ErrorCode::HeadersTooLarge,
             ErrorCode::RequestTimeout,
+            ErrorCode::InvalidClientId,
+            ErrorCode::UnknownClient,
+            ErrorCode::VersionGone,
+            ErrorCode::UnsupportedMediaType,
+            ErrorCode::NotImplemented,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));

@@ -11,6 +11,12 @@ pub const PHASE2_AFTER_COMMIT: &str = "phase2.after_commit";
 /// The reaper found the task of a pending slot; it has not committed it.
 pub const REAPER_AFTER_TASK_CHECK: &str = "reaper.after_task_check";
 
+/// Taskwarrior's version is in the chain; the server's replica has not applied it.
+pub const TASKWARRIOR_AFTER_VERSION: &str = "taskwarrior.after_version";
+/// Taskwarrior's new tasks are numbered and their keys written onto them; the keys are not in
+/// the chain yet and the link's `applied_op` has not moved.
+pub const TASKWARRIOR_AFTER_KEYS: &str = "taskwarrior.after_keys";
+
 pub const ALL: [&str; 4] = [
     PHASE1_AFTER_SLOT,
     PHASE2_AFTER_TASK_WRITE,

@@ -22,6 +22,7 @@ pub mod reaper;
 pub mod serve;
 pub mod storage;
 pub mod store;
+pub mod taskwarrior;
 pub mod throttle;
 pub mod wal;
 pub mod window;
@@ -63,6 +64,9 @@ pub struct Config {
     pub coalesce_requests: bool,
     /// With coalescing: most batches of one account (and kind) running at once on a node.
     pub coalesce_batches: usize,
+    /// The key that seals the accounts' Taskwarrior secrets (`--taskwarrior-key-file`);
+    /// Taskwarrior sync is off without it.
+    pub taskwarrior_key: Option<String>,
 }
 
 /// Batches of one account's coalesced requests in flight at once on a node, by default.
@@ -90,6 +94,7 @@ impl Config {
             claim_lease: pg::alloc::LEASE,
             coalesce_requests: true,
             coalesce_batches: usize::from(DEFAULT_COALESCE_BATCHES),
+            taskwarrior_key: None,
         }
     }
 
@@ -120,6 +125,8 @@ pub struct Inner {
     window: std::sync::Mutex<window::Window>,
     /// The order of key writes onto tasks ([`protocol::keys`]).
     key_writes: protocol::keys::KeyWrites,
+    /// Taskwarrior sync ([`taskwarrior`]): on SQLite with a server key.
+    pub taskwarrior: Option<Arc<taskwarrior::Taskwarrior>>,
 }
 
 /// Shared server state. Cheap to clone.
@@ -147,6 +154,8 @@ pub enum StartError {
     Checkpointer(std::io::Error),
     #[error("cannot open the database {0}: {1}")]
     Database(String, db::DbError),
+    #[error("Taskwarrior sync: {0}")]
+    Taskwarrior(String),
 }
 
 impl AppState {
@@ -216,6 +225,16 @@ impl AppState {
             }
         };
         metrics.window(&window);
+        let taskwarrior = match (&config.database, &config.taskwarrior_key) {
+            (storage::Database::Sqlite(dir), Some(key)) => {
+                let key = taskwarrior::envelope::ServerKey::parse(key)
+                    .map_err(|e| StartError::Taskwarrior(e.to_string()))?;
+                let sync = taskwarrior::sqlite::SqliteSync::open(dir)
+                    .map_err(|e| StartError::Taskwarrior(format!("{e:#}")))?;
+                Some(Arc::new(taskwarrior::Taskwarrior::new(sync, Some(key))))
+            }
+            _ => None,
+        };
         let coalesce = (config.coalesce_requests && alloc.wants_coalescing())
             .then(|| protocol::Coalescers::new(config.coalesce_batches));
         Ok(AppState(Arc::new(Inner {
@@ -231,6 +250,7 @@ impl AppState {
             body_budget_kib,
             window: std::sync::Mutex::new(window),
             key_writes: protocol::keys::KeyWrites::default(),
+            taskwarrior,
             config,
         })))
     }

@@ -6,6 +6,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use callsign_core::Prefix;
 use callsign_server::storage::{AllocStore, Database, Renamed};
+use callsign_server::taskwarrior::envelope::ServerKey;
+use callsign_server::taskwarrior::sqlite::SqliteSync;
+use callsign_server::taskwarrior::Taskwarrior;
 use callsign_server::{files, reaper, router, serve, store, window, AppState, Config};
 use clap::{Args, Parser, Subcommand};
 
@@ -93,6 +96,10 @@ enum Cmd {
         #[arg(long, env = "CALLSIGN_COALESCE_BATCHES", default_value_t = callsign_server::DEFAULT_COALESCE_BATCHES,
               value_parser = clap::value_parser!(u16).range(1..=8))]
         coalesce_batches: u16,
+        /// The server key (64 hex digits) that seals each account's Taskwarrior secret;
+        /// Taskwarrior sync (`/v1/client/...`) is off without it (docs/TASKWARRIOR.md).
+        #[arg(long, env = "CALLSIGN_TASKWARRIOR_KEY_FILE")]
+        taskwarrior_key_file: Option<std::path::PathBuf>,
     },
     /// Manage accounts.
     Account {
@@ -145,6 +152,18 @@ enum AccountCmd {
         /// The first project's name (default: the prefix).
         #[arg(long)]
         project_name: Option<String>,
+    },
+    /// Link an account to Taskwarrior 3: makes a new TaskChampion client id and encryption
+    /// secret and prints them once as JSON (a new link replaces the old one). The secret is
+    /// kept sealed under the server key, made in --taskwarrior-key-file if that file does not
+    /// exist yet. Works while the server runs.
+    Taskwarrior {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        account: i64,
+        #[arg(long, env = "CALLSIGN_TASKWARRIOR_KEY_FILE")]
+        taskwarrior_key_file: std::path::PathBuf,
     },
 }
 
@@ -245,6 +264,7 @@ async fn main() -> anyhow::Result<()> {
             claim_lease,
             coalesce_requests,
             coalesce_batches,
+            taskwarrior_key_file,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -291,6 +311,9 @@ async fn main() -> anyhow::Result<()> {
                 claim_lease,
                 coalesce_requests,
                 coalesce_batches: usize::from(coalesce_batches),
+                taskwarrior_key: taskwarrior_key_file
+                    .map(|f| read_key_file(&f))
+                    .transpose()?,
             };
             let state = AppState::open(config).await?;
             reaper::spawn(state.clone());
@@ -325,6 +348,44 @@ async fn main() -> anyhow::Result<()> {
             let alloc = open_alloc(&database.get()?).await?;
             let made = alloc.create_account(&name, &prefix, &project_name).await?;
             println!("{}", serde_json::to_string(&made)?);
+        }
+        Cmd::Account {
+            cmd:
+                AccountCmd::Taskwarrior {
+                    database,
+                    account,
+                    taskwarrior_key_file,
+                },
+        } => {
+            let database = database.get()?;
+            let Some(dir) = database.data_dir() else {
+                bail!("Taskwarrior sync is not available on PostgreSQL yet");
+            };
+            let alloc = open_alloc(&database).await?;
+            if !alloc.account_ids().await?.contains(&account) {
+                bail!("no account {account}");
+            }
+            if !taskwarrior_key_file.exists() {
+                write_key_file(&taskwarrior_key_file)?;
+                eprintln!(
+                    "made a new server key in {} (start the server with \
+                     --taskwarrior-key-file {0}; keep a copy: without it no linked \
+                     Taskwarrior can sync)",
+                    taskwarrior_key_file.display()
+                );
+            }
+            let key = ServerKey::parse(&read_key_file(&taskwarrior_key_file)?)
+                .with_context(|| taskwarrior_key_file.display().to_string())?;
+            let tw = Taskwarrior::new(SqliteSync::open(dir)?, Some(key));
+            let made = tw.link(account)?;
+            println!("{}", serde_json::to_string(&made)?);
+            eprintln!(
+                "In Taskwarrior 3 (shown once; docs/TASKWARRIOR.md):\n  \
+                 task config sync.server.url http://HOST:PORT\n  \
+                 task config sync.server.client_id {}\n  \
+                 task config sync.encryption_secret {}",
+                made.client_id, made.encryption_secret
+            );
         }
         Cmd::Token {
             cmd:
@@ -376,6 +437,32 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The server key in `path` (its text; checked when the server opens it).
+fn read_key_file(path: &std::path::Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "reading the Taskwarrior server key {} (`callsign-server account taskwarrior` \
+             makes one)",
+            path.display()
+        )
+    })
+}
+
+/// Writes a new server key to `path`, readable by its owner only, never over an existing file.
+fn write_key_file(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    writeln!(f, "{}", ServerKey::generate()?)?;
+    f.sync_all()?;
     Ok(())
 }
 

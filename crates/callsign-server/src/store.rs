@@ -90,6 +90,8 @@ pub enum StoreError {
         replicas: usize,
         closed: usize,
     },
+    #[error("{0}")]
+    Unsupported(&'static str),
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -233,6 +235,12 @@ enum Cmd {
         AccountId,
         Vec<Uuid>,
         oneshot::Sender<Result<Vec<Option<Snapshot>>>>,
+    ),
+    /// Runs after the group it arrived in has committed, alone.
+    SyncReplica(
+        AccountId,
+        crate::storage::ReplicaSyncJob,
+        oneshot::Sender<Result<crate::storage::ReplicaSynced>>,
     ),
     /// Tests: the worker tells `.0` it is applying this command, then waits for `.1`.
     #[cfg(test)]
@@ -388,6 +396,14 @@ impl crate::storage::TaskStore for TaskStore {
         self.call(|tx| Cmd::SetKeys(account, keys, tx)).await
     }
 
+    async fn sync_replica(
+        &self,
+        account: AccountId,
+        job: crate::storage::ReplicaSyncJob,
+    ) -> Result<crate::storage::ReplicaSynced> {
+        self.call(|tx| Cmd::SyncReplica(account, job, tx)).await
+    }
+
     async fn get(&self, account: AccountId, uuids: Vec<Uuid>) -> Result<Vec<Option<Snapshot>>> {
         self.call(|tx| Cmd::Get(account, uuids, tx)).await
     }
@@ -508,6 +524,12 @@ struct Worker {
     stats: ReplicaStats,
     checkpointer: Checkpointer,
     failing: Failing,
+    /// Replica syncs taken with the current group, run after its commit.
+    syncs: Vec<(
+        AccountId,
+        crate::storage::ReplicaSyncJob,
+        oneshot::Sender<Result<crate::storage::ReplicaSynced>>,
+    )>,
 }
 
 impl Worker {
@@ -532,6 +554,7 @@ impl Worker {
             stats: ReplicaStats::default(),
             checkpointer,
             failing: Failing::default(),
+            syncs: Vec::new(),
         }
     }
 
@@ -614,6 +637,11 @@ impl Worker {
             }
             for account in committed {
                 self.compact_working_set(account);
+            }
+            for (account, job, tx) in std::mem::take(&mut self.syncs) {
+                let res = self.sync_replica(account, job).await;
+                self.failing.record(account, &res);
+                let _ = tx.send(res);
             }
             self.trim_some();
         }
@@ -829,10 +857,14 @@ impl Worker {
         groups: &mut HashMap<AccountId, Group>,
         cmd: Cmd,
     ) -> Option<(AccountId, Finish)> {
-        let account = match &cmd {
-            Cmd::Create(a, ..) | Cmd::Update(a, ..) | Cmd::SetKeys(a, ..) | Cmd::Get(a, ..) => *a,
+        let account = match cmd {
+            Cmd::SyncReplica(account, job, tx) => {
+                self.syncs.push((account, job, tx));
+                return None;
+            }
+            Cmd::Create(a, ..) | Cmd::Update(a, ..) | Cmd::SetKeys(a, ..) | Cmd::Get(a, ..) => a,
             #[cfg(test)]
-            Cmd::Hold(applying, release) => {
+            Cmd::Hold(ref applying, ref release) => {
                 let _ = applying.send(());
                 let _ = release.recv();
                 return None;
@@ -848,6 +880,7 @@ impl Worker {
             }
             #[cfg(test)]
             Cmd::Hold(..) => None,
+            Cmd::SyncReplica(..) => unreachable!("taken above"),
             Cmd::Create(_, tasks, tx) => {
                 let uuids: Vec<Uuid> = tasks.iter().map(|(u, _)| *u).collect();
                 match self.load(account, &mut group, &uuids).await {
@@ -884,6 +917,34 @@ impl Worker {
         };
         groups.insert(account, group);
         out.map(|f| (account, f))
+    }
+
+    /// Syncs the replica with its Taskwarrior chain (see [`crate::taskwarrior`]); no group is
+    /// open, so nothing uncommitted of this account is in memory meanwhile.
+    async fn sync_replica(
+        &mut self,
+        account: AccountId,
+        job: crate::storage::ReplicaSyncJob,
+    ) -> Result<crate::storage::ReplicaSynced> {
+        let replica = self.replica(account).await?;
+        let mut after = job.after;
+        if job.restate {
+            after = replica.restate_operations(Utc::now()).map_err(backend)?;
+        }
+        let base = replica.base_version().map_err(backend)?;
+        let idle = replica.unsynced_operations().map_err(backend)? == 0
+            && base.unwrap_or_else(Uuid::nil) == job.latest;
+        if !idle {
+            let mut server: Box<dyn taskchampion::Server> = job.server;
+            let mut synced = taskchampion::Replica::new(&mut *replica);
+            synced.sync(&mut server, false).await.map_err(backend)?;
+        }
+        let touched = replica.operations_after(after).map_err(backend)?;
+        self.hand_off(account);
+        Ok(crate::storage::ReplicaSynced {
+            touched: touched.uuids,
+            last_op: touched.last,
+        })
     }
 
     async fn get(&mut self, account: AccountId, uuids: Vec<Uuid>) -> Result<Vec<Option<Snapshot>>> {
@@ -1093,17 +1154,7 @@ mod tests {
     use crate::storage::TaskStore as _;
 
     fn new_task(description: &str) -> NewTask {
-        NewTask {
-            project: "SYN".into(),
-            description: description.into(),
-            notes: String::new(),
-            status: None,
-            tags: Vec::new(),
-            due: None,
-            priority: None,
-            parent: None,
-            created_at: None,
-        }
+        NewTask::new("SYN", description)
     }
 
     /// `due` and `priority` are written as Taskwarrior writes them: Unix seconds and `H`/`M`/`L`;

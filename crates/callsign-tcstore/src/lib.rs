@@ -35,10 +35,12 @@ const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 type WorkingSet = Vec<Option<Uuid>>;
 
 mod direct;
+mod sync;
 mod trim;
 mod working;
 
 pub use direct::task_data;
+pub use sync::Touched;
 
 /// A read-write TaskChampion storage on one SQLite connection used from the owner's thread.
 pub struct InlineStorage {
@@ -85,6 +87,20 @@ impl InlineStorage {
     pub fn set_wal_autocheckpoint(&self, pages: u32) -> Result<()> {
         self.con.pragma_update(None, "wal_autocheckpoint", pages)?;
         Ok(())
+    }
+
+    /// Runs `work` in one write transaction of its own: committed if it succeeds, rolled back
+    /// if not.
+    fn in_transaction<T>(&mut self, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.begin()?;
+        let res = work(&self.con).and_then(|v| {
+            self.con.execute_batch("COMMIT")?;
+            Ok(v)
+        });
+        if res.is_err() {
+            let _ = self.con.execute_batch("ROLLBACK");
+        }
+        res
     }
 
     /// `BEGIN IMMEDIATE`; drops the cached working set if another connection has committed

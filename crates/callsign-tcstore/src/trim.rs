@@ -9,7 +9,8 @@
 //! of the log: up to the last `Update` older than the cutoff that comes before the first one at
 //! or after it. The `Create` (and `Delete`, `UndoPoint`) operations in that prefix go with it;
 //! those after it stay, even if old, so a task created just before the cutoff keeps its
-//! `Create` with its first updates. Tasks themselves are never touched.
+//! `Create` with its first updates. Tasks themselves are never touched. A replica that syncs
+//! with a server (Taskwarrior sync) keeps every operation not yet sent.
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 use taskchampion::Operation;
@@ -24,25 +25,30 @@ impl InlineStorage {
         if max == 0 {
             return Ok(0);
         }
-        self.begin()?;
-        let res = trim(&self.con, before, max);
-        let res = res.and_then(|n| {
-            self.con.execute_batch("COMMIT")?;
-            Ok(n)
-        });
-        if res.is_err() {
-            let _ = self.con.execute_batch("ROLLBACK");
-        }
-        res
+        self.in_transaction(|con| {
+            let base = super::sync::base_version(con)?;
+            trim(con, before, max, base.is_some())
+        })
     }
 }
 
-fn trim(con: &rusqlite::Connection, before: DateTime<Utc>, max: usize) -> Result<usize> {
-    let mut q = con.prepare_cached("SELECT id, data FROM operations ORDER BY id LIMIT ?")?;
+/// `synced_only`: the replica syncs with a server (it has a base version), so an operation not
+/// yet sent must stay, and the trim stops before the first one.
+fn trim(
+    con: &rusqlite::Connection,
+    before: DateTime<Utc>,
+    max: usize,
+    synced_only: bool,
+) -> Result<usize> {
+    let mut q =
+        con.prepare_cached("SELECT id, data, synced FROM operations ORDER BY id LIMIT ?")?;
     let mut rows = q.query([max as i64])?;
     let mut last_old = None;
     while let Some(r) = rows.next()? {
         let id: i64 = r.get(0)?;
+        if synced_only && !r.get::<_, bool>(2)? {
+            break;
+        }
         match parse_op(text(r, 1)?)? {
             Operation::Update { timestamp, .. } if timestamp < before => last_old = Some(id),
             Operation::Update { .. } => break,

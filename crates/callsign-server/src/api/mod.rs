@@ -10,6 +10,7 @@ pub mod projects;
 pub mod resolve;
 mod sync;
 mod tasks;
+pub mod taskwarrior;
 
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, patch, post, put};
@@ -35,6 +36,19 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
     let batch = Router::new()
         .route("/v1/sync", post(sync::sync))
+        .route(
+            "/v1/client/get-child-version/{parent}",
+            get(taskwarrior::get_child_version),
+        )
+        .route(
+            "/v1/client/add-version/{parent}",
+            post(taskwarrior::add_version),
+        )
+        .route("/v1/client/snapshot", get(taskwarrior::get_snapshot))
+        .route(
+            "/v1/client/add-snapshot/{version}",
+            post(taskwarrior::add_snapshot),
+        )
         .layer(DefaultBodyLimit::max(SYNC_BODY_LIMIT));
     Router::new()
         .route("/healthz", get(ops::healthz))

@@ -216,6 +216,22 @@ impl AllocStore for SqliteAlloc {
             .await
     }
 
+    async fn touch(&self, account: AccountId, uuids: Vec<Uuid>, now: i64) -> Result<()> {
+        self.db
+            .write(move |c| {
+                let mut keyed = c.prepare_cached(
+                    "SELECT 1 FROM keys WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
+                )?;
+                for u in &uuids {
+                    if keyed.exists(rusqlite::params![account, u])? {
+                        changes::append(c, account, *u, now)?;
+                    }
+                }
+                Ok(())
+            })
+            .await
+    }
+
     async fn task_reserved(&self, account: AccountId, uuid: Uuid) -> Result<bool> {
         self.db
             .read(move |c| Ok(slots::task_row(c, account, uuid)?.is_some()))

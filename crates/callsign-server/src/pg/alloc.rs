@@ -158,6 +158,18 @@ fn in_progress() -> Decided {
     Decided::Done(Err(ApiError::in_progress()))
 }
 
+/// Locks the account row, as phase 2's commit does first, and returns the last feed number:
+/// an account's feed entries are numbered under this lock, so they commit in order.
+pub(super) async fn lock_feed(tx: &Transaction<'_>, account: AccountId) -> Result<i64> {
+    Ok(tx
+        .query_one(
+            "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
+            &[&account],
+        )
+        .await?
+        .get(0))
+}
+
 async fn window_in_force(c: &impl GenericClient) -> Result<Option<i64>> {
     Ok(
         c.query_opt("SELECT window_ms FROM idempotency_window WHERE id = 1", &[])
@@ -536,6 +548,33 @@ impl AllocStore for PgAlloc {
             .await?;
         let (uuids, keys): (Vec<Uuid>, Vec<String>) = keys.into_iter().unzip();
         c.execute(&st, &[&account, &uuids, &keys]).await?;
+        Ok(())
+    }
+
+    async fn touch(&self, account: AccountId, uuids: Vec<Uuid>, now: i64) -> Result<()> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let feed_last = lock_feed(&tx, account).await?;
+        let n = tx
+            .execute(
+                "WITH n AS (
+                     SELECT k.task_uuid, row_number() OVER (ORDER BY t.ord) AS i
+                     FROM UNNEST($2::uuid[]) WITH ORDINALITY AS t (u, ord)
+                     JOIN keys k ON k.account_id = $1 AND k.task_uuid = t.u AND k.current)
+                 INSERT INTO changes (account_id, task_uuid, seq, at)
+                 SELECT $1, task_uuid, $3 + i, $4 FROM n
+                 ON CONFLICT (account_id, task_uuid)
+                     DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
+                &[&account, &uuids, &feed_last, &now],
+            )
+            .await?;
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        tx.execute(
+            "UPDATE accounts SET feed_last = feed_last + $2 WHERE id = $1",
+            &[&account, &n],
+        )
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -369,17 +369,7 @@ mod tests {
     }
 
     fn new_task(description: &str) -> NewTask {
-        NewTask {
-            project: "syn".into(),
-            description: description.into(),
-            notes: String::new(),
-            status: None,
-            tags: Vec::new(),
-            due: None,
-            priority: None,
-            parent: None,
-            created_at: None,
-        }
+        NewTask::new("syn", description)
     }
 
     /// Everything of an account's replica a TaskChampion reader sees.

@@ -270,6 +270,9 @@ pub trait AllocStore: Send + Sync + 'static {
     /// current key is the one written is marked; one whose key changed meanwhile (a move, a
     /// rename) is unmarked, as the write may have put back an older key.
     async fn mark_in_store(&self, account: AccountId, keys: Vec<(Uuid, String)>) -> Result<()>;
+    /// Appends a change-feed entry for each of `uuids` that has a key (tasks changed outside
+    /// the key protocol: by a Taskwarrior sync), so every device pulls them again.
+    async fn touch(&self, account: AccountId, uuids: Vec<Uuid>, now: i64) -> Result<()>;
     /// Whether the account reserved `uuid`.
     async fn task_reserved(&self, account: AccountId, uuid: Uuid) -> Result<bool>;
     /// The task of a key: `scope` is `""` for a task, the parent's key path for a subtask.
@@ -359,6 +362,40 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> std::result::Result<Vec<Option<Snapshot>>, StoreError>;
     /// Whether the store runs, and the accounts whose data failed its last use.
     fn health(&self) -> (bool, Vec<(AccountId, String)>);
+    /// Syncs the account's replica with its Taskwarrior chain ([`crate::taskwarrior`]): pulls
+    /// and applies the versions it has not seen, sends its own operations as a new version.
+    async fn sync_replica(
+        &self,
+        account: AccountId,
+        job: ReplicaSyncJob,
+    ) -> std::result::Result<ReplicaSynced, StoreError> {
+        let _ = (account, job);
+        Err(StoreError::Unsupported(
+            "Taskwarrior sync is not available on this storage backend yet",
+        ))
+    }
+}
+
+/// One sync of an account's replica with its Taskwarrior chain.
+pub struct ReplicaSyncJob {
+    /// The chain, in this process: TaskChampion's client side of the sync protocol.
+    pub server: Box<dyn taskchampion::Server + Send>,
+    /// Restate the operations log first: the replica joins this chain for the first time.
+    pub restate: bool,
+    /// Report the tasks of the operations after this id of the replica's log.
+    pub after: i64,
+    /// The chain's latest version: a replica based on it with nothing to send skips the sync.
+    pub latest: Uuid,
+}
+
+/// What a [`ReplicaSyncJob`] came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplicaSynced {
+    /// The tasks of the log's operations after the job's `after` (restated ones excepted),
+    /// each once.
+    pub touched: Vec<Uuid>,
+    /// The id of the log's last operation.
+    pub last_op: i64,
 }
 
 #[cfg(test)]

@@ -386,3 +386,59 @@ async fn a_failed_direct_commit_keeps_nothing() -> Result<()> {
     assert_eq!(reader.num_local_operations().await?, 4);
     Ok(())
 }
+
+/// A replica whose log was trimmed, restated for a sync server: its unsynced operations alone
+/// rebuild every task as it is, and [`InlineStorage::operations_after`] names the tasks of the
+/// operations after a point. Once it has a base version, a trim keeps what is not sent yet.
+#[tokio::test]
+async fn a_restated_log_rebuilds_every_task_and_a_syncing_replica_keeps_unsent_operations(
+) -> Result<()> {
+    let (ours_dir, fresh_dir) = (TempDir::new()?, TempDir::new()?);
+    let mut ours = inline(ours_dir.path()).await?;
+    let (mut rng, mut uuids) = (Rng(7), Vec::new());
+    for _ in 0..20 {
+        let ops = batch(&mut ours, &mut uuids, &mut rng).await?;
+        ours.commit_operations(ops).await?;
+    }
+    let want: HashMap<Uuid, Vec<(String, String)>> = view(&mut ours).await?.tasks;
+    drop(ours);
+    let mut storage = InlineStorage::open(ours_dir.path()).await?;
+    let future = chrono::Utc::now() + chrono::Duration::days(1);
+    storage.trim_operations(future, 100_000)?;
+    let last = storage.restate_operations(chrono::Utc::now())?;
+    assert_eq!(storage.last_operation()?, last);
+    assert_eq!(storage.base_version()?, None);
+    let unsent = storage.unsynced_operations()?;
+    let ops = {
+        let mut txn = storage.txn().await?;
+        txn.unsynced_operations().await?
+    };
+    assert_eq!(ops.len() as i64, unsent);
+    assert!(ops.len() > want.len(), "a Create and updates per task");
+    let mut fresh = sqlite(fresh_dir.path()).await?;
+    let mut all = Operations::new();
+    for op in ops {
+        all.push(op);
+    }
+    fresh.commit_operations(all).await?;
+    assert_eq!(view(&mut fresh).await?.tasks, want);
+
+    let touched = storage.operations_after(0)?;
+    assert_eq!(touched.last, last);
+    let mut named: Vec<Uuid> = touched.uuids.clone();
+    named.sort();
+    let mut tasks: Vec<Uuid> = want.keys().copied().collect();
+    tasks.sort();
+    assert_eq!(named, tasks, "each task once");
+    assert_eq!(storage.operations_after(last)?.uuids, Vec::<Uuid>::new());
+
+    // With a base version nothing unsent is trimmed, however old.
+    {
+        let mut txn = storage.txn().await?;
+        txn.set_base_version(Uuid::new_v4()).await?;
+        txn.commit().await?;
+    }
+    assert_eq!(storage.trim_operations(future, 100_000)?, 0);
+    assert_eq!(storage.unsynced_operations()?, unsent);
+    Ok(())
+}

@@ -83,13 +83,7 @@ pub(super) async fn update_project(
     name: Option<&str>,
     now: i64,
 ) -> Result<Renamed> {
-    let feed_last: i64 = tx
-        .query_one(
-            "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
-            &[&account],
-        )
-        .await?
-        .get(0);
+    let feed_last = super::lock_feed(tx, account).await?;
     let found = tx
         .query_opt(
             "SELECT id, number, name, epoch FROM projects WHERE account_id = $1 AND prefix = $2",

@@ -1,0 +1,297 @@
+//! Taskwarrior 3 syncing with the real server: the Taskwarrior side is TaskChampion's own
+//! `Replica` with its remote sync client (the library and protocol `task sync` uses), the
+//! Callsign side the real `callsign` CLI.
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use taskchampion::storage::AccessMode;
+use taskchampion::{Operations, Replica, ServerConfig, SqliteStorage, Status};
+use uuid::Uuid;
+
+use crate::cli::Cli;
+use crate::fixture::{server_tasks, Account, TestServer};
+
+/// A Taskwarrior replica (TaskChampion's SQLite storage in a dir of its own) set up to sync
+/// with one server.
+struct Taskwarrior {
+    rt: tokio::runtime::Runtime,
+    replica: Replica<SqliteStorage>,
+    url: String,
+    client_id: Uuid,
+    secret: String,
+}
+
+impl Taskwarrior {
+    fn open(dir: &Path, url: &str, client_id: Uuid, secret: &str) -> Result<Taskwarrior> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let storage = rt.block_on(SqliteStorage::new(dir, AccessMode::ReadWrite, true))?;
+        Ok(Taskwarrior {
+            rt,
+            replica: Replica::new(storage),
+            url: url.to_owned(),
+            client_id,
+            secret: secret.to_owned(),
+        })
+    }
+
+    /// One `task sync`.
+    fn sync(&mut self) -> Result<()> {
+        let config = ServerConfig::Remote {
+            url: self.url.clone(),
+            client_id: self.client_id,
+            encryption_secret: self.secret.as_bytes().to_vec(),
+        };
+        let (rt, replica) = (&self.rt, &mut self.replica);
+        rt.block_on(async {
+            let mut server = config.into_server().await?;
+            replica.sync(&mut server, false).await
+        })
+        .context("task sync")
+    }
+
+    /// `task add DESCRIPTION [project:P]`; returns the new task's UUID.
+    fn add(&mut self, description: &str, project: Option<&str>) -> Result<Uuid> {
+        let uuid = Uuid::new_v4();
+        let (rt, replica) = (&self.rt, &mut self.replica);
+        rt.block_on(async {
+            let mut ops = Operations::new();
+            let mut t = replica.create_task(uuid, &mut ops).await?;
+            t.set_description(description.to_owned(), &mut ops)?;
+            t.set_status(Status::Pending, &mut ops)?;
+            t.set_entry(Some(chrono::Utc::now()), &mut ops)?;
+            if let Some(p) = project {
+                t.set_value("project", Some(p.to_owned()), &mut ops)?;
+            }
+            replica.commit_operations(ops).await
+        })?;
+        Ok(uuid)
+    }
+
+    /// Sets one property of a task (`task UUID modify …`).
+    fn set(&mut self, uuid: Uuid, property: &str, value: Option<&str>) -> Result<()> {
+        let (rt, replica) = (&self.rt, &mut self.replica);
+        rt.block_on(async {
+            let mut ops = Operations::new();
+            let mut t = replica
+                .get_task(uuid)
+                .await?
+                .ok_or_else(|| taskchampion::Error::Usage(format!("no task {uuid}")))?;
+            t.set_value(property, value.map(str::to_owned), &mut ops)?;
+            replica.commit_operations(ops).await
+        })?;
+        Ok(())
+    }
+
+    /// Every task, by UUID.
+    fn tasks(&mut self) -> Result<HashMap<Uuid, TwTask>> {
+        let (rt, replica) = (&self.rt, &mut self.replica);
+        let all = rt.block_on(replica.all_task_data())?;
+        Ok(all
+            .into_iter()
+            .map(|(u, t)| {
+                let get = |p: &str| t.get(p).map(str::to_owned);
+                (
+                    u,
+                    TwTask {
+                        description: get("description").unwrap_or_default(),
+                        status: get("status").unwrap_or_default(),
+                        key: get("key"),
+                    },
+                )
+            })
+            .collect())
+    }
+
+    fn key(&mut self, uuid: Uuid) -> Result<Option<String>> {
+        Ok(self.tasks()?.remove(&uuid).and_then(|t| t.key))
+    }
+}
+
+/// A task as the Taskwarrior side holds it.
+struct TwTask {
+    description: String,
+    status: String,
+    key: Option<String>,
+}
+
+/// A server with one linked account (prefix `prefix`) and a Taskwarrior set up for it.
+fn linked(prefix: &str, tw_dir: &Path) -> Result<(TestServer, Account, Taskwarrior)> {
+    let (mut server, account) = TestServer::prepare(prefix)?;
+    let (client_id, secret) = server.link_taskwarrior(&account)?;
+    server.serve(0)?;
+    let tw = Taskwarrior::open(tw_dir, &server.url, client_id, &secret)?;
+    Ok((server, account, tw))
+}
+
+/// Numbers of the keys with `prefix`, checked distinct.
+fn numbers(keys: impl IntoIterator<Item = String>, prefix: &str) -> Result<BTreeSet<u64>> {
+    let mut out = BTreeSet::new();
+    for k in keys {
+        let n = k
+            .strip_prefix(&format!("{prefix}-"))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| anyhow!("{k} is not a {prefix} key"))?;
+        if !out.insert(n) {
+            bail!("key {k} given twice");
+        }
+    }
+    Ok(out)
+}
+
+#[test]
+fn taskwarrior_tasks_get_keys_in_one_sync_and_edits_flow_both_ways() -> Result<()> {
+    let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
+    let (server, account, mut tw) = linked("SYN", dirs[0].path())?;
+    let cli = Cli::new(dirs[1].path());
+    cli.login(&server.url, &account.token)?;
+
+    // Created in Taskwarrior, keyed by one `task sync`.
+    let a = tw.add("Write the release notes", Some("SYN"))?;
+    let b = tw.add("Book the venue", None)?;
+    tw.sync()?;
+    let (ka, kb) = (tw.key(a)?, tw.key(b)?);
+    let keys: Vec<String> = [ka.clone(), kb.clone()].into_iter().flatten().collect();
+    assert_eq!(
+        keys.len(),
+        2,
+        "both tasks keyed after one sync: {ka:?} {kb:?}"
+    );
+    assert_eq!(numbers(keys, "SYN")?, BTreeSet::from([1, 2]));
+    let (ka, kb) = (ka.unwrap_or_default(), kb.unwrap_or_default());
+
+    // The CLI sees them with the same keys.
+    cli.ok(&["sync"])?;
+    let shown = cli.json(&["show", &ka])?;
+    assert_eq!(shown["description"], "Write the release notes");
+    assert_eq!(shown["uuid"], a.to_string());
+
+    // Created by the CLI, it reaches Taskwarrior with its key.
+    let c: Uuid = cli.add("Send the invoices", &[])?.parse()?;
+    cli.ok(&["sync"])?;
+    let kc = cli.json(&["show", &c.to_string()])?["key"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(kc, "SYN-3");
+    tw.sync()?;
+    let tasks = tw.tasks()?;
+    let t = tasks
+        .get(&c)
+        .ok_or_else(|| anyhow!("the CLI's task is not in Taskwarrior"))?;
+    assert_eq!(
+        (t.description.as_str(), t.key.as_deref()),
+        ("Send the invoices", Some("SYN-3"))
+    );
+
+    // An edit on each side reaches the other.
+    tw.set(a, "description", Some("Write the release notes for 2.0"))?;
+    tw.sync()?;
+    cli.ok(&["sync"])?;
+    assert_eq!(
+        cli.json(&["show", &ka])?["description"],
+        "Write the release notes for 2.0"
+    );
+    cli.ok(&["done", &kc])?;
+    cli.ok(&["sync"])?;
+    tw.sync()?;
+    assert_eq!(tw.tasks()?[&c].status, "completed");
+
+    // `key` is the server's: a Taskwarrior edit of it is put back.
+    tw.set(b, "key", Some("HACK-1"))?;
+    tw.sync()?;
+    assert_eq!(tw.key(b)?.as_deref(), Some(kb.as_str()));
+    let on_server = server_tasks(&server.url, &account.token)?;
+    assert_eq!(on_server.len(), 3);
+    assert!(on_server
+        .iter()
+        .any(|t| t.uuid == b && t.key.as_deref() == Some(kb.as_str())));
+    Ok(())
+}
+
+#[test]
+fn five_hundred_offline_taskwarrior_tasks_and_concurrent_cli_creates_are_numbered_without_gaps(
+) -> Result<()> {
+    let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
+    let (server, account, mut tw) = linked("OPS", dirs[0].path())?;
+    let mut made = Vec::new();
+    for i in 0..500 {
+        made.push(tw.add(&format!("Offline task {i}"), None)?);
+    }
+    // A Callsign device creates while Taskwarrior syncs.
+    let cli = Cli::new(dirs[1].path());
+    cli.login(&server.url, &account.token)?;
+    let creator = std::thread::spawn(move || -> Result<usize> {
+        for i in 0..20 {
+            cli.add(&format!("From the CLI {i}"), &[])?;
+        }
+        cli.ok(&["sync"])?;
+        Ok(20)
+    });
+    tw.sync()?;
+    let from_cli = creator
+        .join()
+        .map_err(|_| anyhow!("CLI thread panicked"))??;
+    tw.sync()?;
+
+    let tasks = tw.tasks()?;
+    let keys: Vec<String> = made
+        .iter()
+        .map(|u| {
+            tasks
+                .get(u)
+                .and_then(|t| t.key.clone())
+                .ok_or_else(|| anyhow!("{u} has no key"))
+        })
+        .collect::<Result<_>>()?;
+    assert_eq!(numbers(keys, "OPS")?.len(), 500);
+    let on_server = server_tasks(&server.url, &account.token)?;
+    assert_eq!(on_server.len(), 500 + from_cli);
+    let all = numbers(on_server.iter().filter_map(|t| t.key.clone()), "OPS")?;
+    let want: BTreeSet<u64> = (1..=(500 + from_cli) as u64).collect();
+    assert_eq!(
+        all, want,
+        "gap-free and distinct across Taskwarrior and the CLI"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_sync_killed_mid_request_and_repeated_gives_no_second_task_or_number() -> Result<()> {
+    for point in ["taskwarrior.after_version", "taskwarrior.after_keys"] {
+        let dirs = [tempfile::tempdir()?];
+        let (mut server, account, mut tw) = linked("DEV", dirs[0].path())?;
+        let port = server.port();
+        let made: Vec<Uuid> = (0..5)
+            .map(|i| tw.add(&format!("Task {i}"), None))
+            .collect::<Result<_>>()?;
+        server.serve_crashing(port, Some(point))?;
+        tw.url = server.url.clone();
+        assert!(tw.sync().is_err(), "{point}: the sync should have failed");
+        crate::cli::wait_for(
+            std::time::Duration::from_secs(10),
+            "the server to die",
+            || Ok(server.exited()),
+        )?;
+        server.serve(port)?;
+        tw.sync()?;
+        tw.sync()?;
+        let tasks = tw.tasks()?;
+        assert_eq!(tasks.len(), 5, "{point}: no task twice in Taskwarrior");
+        let keys: Vec<String> = made
+            .iter()
+            .map(|u| {
+                tasks[u]
+                    .key
+                    .clone()
+                    .ok_or_else(|| anyhow!("{point}: {u} has no key"))
+            })
+            .collect::<Result<_>>()?;
+        assert_eq!(numbers(keys, "DEV")?, (1..=5).collect(), "{point}");
+        let on_server = server_tasks(&server.url, &account.token)?;
+        assert_eq!(on_server.len(), 5, "{point}: no task twice on the server");
+    }
+    Ok(())
+}
