@@ -206,6 +206,23 @@ impl TestServer {
         Ok((client, secret))
     }
 
+    /// Another node on the same database, started (PostgreSQL only: a data dir takes one
+    /// process). It has the Taskwarrior key this one has.
+    pub fn node(&self) -> Result<TestServer> {
+        let dir = tempfile::tempdir()?;
+        if self.taskwarrior_key().exists() {
+            std::fs::copy(self.taskwarrior_key(), dir.path().join("taskwarrior.key"))?;
+        }
+        let mut s = TestServer {
+            _dir: dir,
+            url: String::new(),
+            store: self.store.clone(),
+            child: None,
+        };
+        s.serve(0)?;
+        Ok(s)
+    }
+
     /// The port the server listens on.
     pub fn port(&self) -> u16 {
         self.url

@@ -10,7 +10,7 @@ use taskchampion::{Operations, Replica, ServerConfig, SqliteStorage, Status};
 use uuid::Uuid;
 
 use crate::cli::Cli;
-use crate::fixture::{server_tasks, Account, TestServer};
+use crate::fixture::{server_tasks, Account, TestServer, DATABASE_ENV};
 
 /// A Taskwarrior replica (TaskChampion's SQLite storage in a dir of its own) set up to sync
 /// with one server.
@@ -292,6 +292,52 @@ fn a_sync_killed_mid_request_and_repeated_gives_no_second_task_or_number() -> Re
         assert_eq!(numbers(keys, "DEV")?, (1..=5).collect(), "{point}");
         let on_server = server_tasks(&server.url, &account.token)?;
         assert_eq!(on_server.len(), 5, "{point}: no task twice on the server");
+    }
+    Ok(())
+}
+
+#[test]
+fn two_nodes_syncing_one_account_at_once_give_every_task_one_key() -> Result<()> {
+    if std::env::var(DATABASE_ENV).as_deref() != Ok("postgres") {
+        eprintln!("two nodes need PostgreSQL ({DATABASE_ENV}=postgres); skipped");
+        return Ok(());
+    }
+    let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
+    let (first, account, mut tw1) = linked("WEB", dirs[0].path())?;
+    let second = first.node()?;
+    let mut tw2 = Taskwarrior::open(dirs[1].path(), &second.url, tw1.client_id, &tw1.secret)?;
+    for i in 0..40 {
+        tw1.add(&format!("Node A task {i}"), None)?;
+        tw2.add(&format!("Node B task {i}"), None)?;
+    }
+    let other = std::thread::spawn(move || -> Result<Taskwarrior> {
+        tw2.sync()?;
+        Ok(tw2)
+    });
+    tw1.sync()?;
+    let mut tw2 = other
+        .join()
+        .map_err(|_| anyhow!("sync thread panicked"))??;
+    for _ in 0..2 {
+        tw1.sync()?;
+        tw2.sync()?;
+    }
+    let on_server = server_tasks(&first.url, &account.token)?;
+    assert_eq!(on_server.len(), 80);
+    let want: BTreeSet<u64> = (1..=80).collect();
+    assert_eq!(
+        numbers(on_server.iter().filter_map(|t| t.key.clone()), "WEB")?,
+        want
+    );
+    for tw in [&mut tw1, &mut tw2] {
+        let tasks = tw.tasks()?;
+        assert_eq!(tasks.len(), 80);
+        let keys = tasks.values().filter_map(|t| t.key.clone());
+        assert_eq!(
+            numbers(keys, "WEB")?,
+            want,
+            "each replica has every key once"
+        );
     }
     Ok(())
 }

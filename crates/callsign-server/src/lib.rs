@@ -164,6 +164,7 @@ impl AppState {
     /// not know its replicas, see [`datadir`]) and the task store worker.
     pub async fn open(config: Config) -> Result<AppState, StartError> {
         let mut metrics = metrics::Metrics::default();
+        let mut pg_pool = None;
         let (alloc, tasks, sqlite): (Arc<dyn storage::AllocStore>, Arc<dyn storage::TaskStore>, _) =
             match &config.database {
                 storage::Database::Sqlite(dir) => {
@@ -201,6 +202,7 @@ impl AppState {
                     let (alloc, tasks) = pg::open(url, config.pool_size, config.claim_lease)
                         .await
                         .map_err(|e| StartError::Database(config.database.to_string(), e))?;
+                    pg_pool = Some(tasks.pool().clone());
                     (Arc::new(alloc), Arc::new(tasks), None)
                 }
             };
@@ -225,15 +227,17 @@ impl AppState {
             }
         };
         metrics.window(&window);
-        let taskwarrior = match (&config.database, &config.taskwarrior_key) {
-            (storage::Database::Sqlite(dir), Some(key)) => {
+        let taskwarrior = match &config.taskwarrior_key {
+            None => None,
+            Some(key) => {
                 let key = taskwarrior::envelope::ServerKey::parse(key)
                     .map_err(|e| StartError::Taskwarrior(e.to_string()))?;
-                let sync = taskwarrior::sqlite::SqliteSync::open(dir)
-                    .map_err(|e| StartError::Taskwarrior(format!("{e:#}")))?;
-                Some(Arc::new(taskwarrior::Taskwarrior::new(sync, Some(key))))
+                Some(Arc::new(taskwarrior::open(
+                    &config.database,
+                    pg_pool,
+                    Some(key),
+                )?))
             }
-            _ => None,
         };
         let coalesce = (config.coalesce_requests && alloc.wants_coalescing())
             .then(|| protocol::Coalescers::new(config.coalesce_batches));

@@ -6,9 +6,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use callsign_core::Prefix;
 use callsign_server::storage::{AllocStore, Database, Renamed};
+use callsign_server::taskwarrior;
 use callsign_server::taskwarrior::envelope::ServerKey;
-use callsign_server::taskwarrior::sqlite::SqliteSync;
-use callsign_server::taskwarrior::Taskwarrior;
 use callsign_server::{files, reaper, router, serve, store, window, AppState, Config};
 use clap::{Args, Parser, Subcommand};
 
@@ -358,9 +357,6 @@ async fn main() -> anyhow::Result<()> {
                 },
         } => {
             let database = database.get()?;
-            let Some(dir) = database.data_dir() else {
-                bail!("Taskwarrior sync is not available on PostgreSQL yet");
-            };
             let alloc = open_alloc(&database).await?;
             if !alloc.account_ids().await?.contains(&account) {
                 bail!("no account {account}");
@@ -376,8 +372,12 @@ async fn main() -> anyhow::Result<()> {
             }
             let key = ServerKey::parse(&read_key_file(&taskwarrior_key_file)?)
                 .with_context(|| taskwarrior_key_file.display().to_string())?;
-            let tw = Taskwarrior::new(SqliteSync::open(dir)?, Some(key));
-            let made = tw.link(account)?;
+            let pool = match &database {
+                Database::Postgres(url) => Some(callsign_server::pg::pool(url, 2)?),
+                Database::Sqlite(_) => None,
+            };
+            let tw = taskwarrior::open(&database, pool, Some(key))?;
+            let made = tw.link(account).await?;
             println!("{}", serde_json::to_string(&made)?);
             eprintln!(
                 "In Taskwarrior 3 (shown once; docs/TASKWARRIOR.md):\n  \

@@ -27,10 +27,10 @@ pub const HISTORY_SEGMENT: &str = "application/vnd.taskchampion.history-segment"
 pub const SNAPSHOT: &str = "application/vnd.taskchampion.snapshot";
 
 /// The account's service and link for this request's `X-Client-Id`.
-fn linked(
+async fn linked(
     state: &AppState,
     headers: &HeaderMap,
-) -> ApiResult<(Arc<Taskwarrior>, taskwarrior::sqlite::Link)> {
+) -> ApiResult<(Arc<Taskwarrior>, taskwarrior::Link)> {
     let tw = state.taskwarrior.clone().ok_or_else(|| {
         ApiError::new(
             ErrorCode::NotImplemented,
@@ -57,7 +57,7 @@ fn linked(
              taskwarrior` (Taskwarrior's sync.server.client_id)",
         )
     })?;
-    let link = tw.link_by_client(id)?;
+    let link = tw.link_by_client(id).await?;
     Ok((tw, link))
 }
 
@@ -117,7 +117,14 @@ fn uuid_header(name: &'static str, v: Uuid) -> (&'static str, HeaderValue) {
 /// left to the next sync (what Taskwarrior sent is in the chain already).
 async fn settle_now(state: &AppState, tw: &Taskwarrior, account: crate::db::AccountId) {
     let _one = tw.settling(account).await;
-    let link = match tw.sync.link_of(account) {
+    let _alone = match tw.links.exclusive(account).await {
+        Ok(g) => g,
+        Err(e) => {
+            tracing::warn!(account, error = %e, "locking a Taskwarrior settle");
+            return;
+        }
+    };
+    let link = match tw.links.link_of(account).await {
         Ok(Some(l)) => l,
         Ok(None) => return,
         Err(e) => {
@@ -140,7 +147,7 @@ pub async fn get_child_version(
     Path(parent): Path<Uuid>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let (tw, link) = linked(&state, &headers)?;
+    let (tw, link) = linked(&state, &headers).await?;
     blocking(move || async move {
         let client = link.client_id;
         let mut got = tw
@@ -197,7 +204,7 @@ pub async fn add_version(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let (tw, link) = linked(&state, &headers)?;
+    let (tw, link) = linked(&state, &headers).await?;
     content_type_is(&headers, HISTORY_SEGMENT)?;
     non_empty(&body)?;
     blocking(move || async move {
@@ -237,7 +244,7 @@ pub async fn get_snapshot(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let (tw, link) = linked(&state, &headers)?;
+    let (tw, link) = linked(&state, &headers).await?;
     blocking(move || async move {
         let snap = tw
             .core()
@@ -269,7 +276,7 @@ pub async fn add_snapshot(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let (tw, link) = linked(&state, &headers)?;
+    let (tw, link) = linked(&state, &headers).await?;
     content_type_is(&headers, SNAPSHOT)?;
     non_empty(&body)?;
     blocking(move || async move {

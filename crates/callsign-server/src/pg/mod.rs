@@ -7,6 +7,7 @@
 //! per-account feed counter are bumped with row locks held to COMMIT, which is all the
 //! ordering the key protocol needs.
 pub mod alloc;
+mod replica;
 pub mod tasks;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -35,6 +36,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0005_prefix_renames",
         include_str!("../../migrations/pg/0005_prefix_renames.sql"),
+    ),
+    (
+        "0006_taskwarrior",
+        include_str!("../../migrations/pg/0006_taskwarrior.sql"),
     ),
 ];
 

@@ -45,9 +45,9 @@ type Result<T> = std::result::Result<T, StoreError>;
 /// The advisory-lock class of task-store writes, "TC" in ASCII. The two-key form's keys never
 /// meet the single-key locks (migrations, the window); the second key is the account's low 32
 /// bits, so accounts 2^32 apart share a lock, which only serializes their writes.
-const TASKS_LOCK: i32 = 0x5443;
+pub(super) const TASKS_LOCK: i32 = 0x5443;
 
-const LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, $2::int4)";
+pub(super) const LOCK: &str = "SELECT pg_advisory_xact_lock($1::int4, $2::int4)";
 const LOAD: &str = "SELECT uuid, data FROM tc_tasks WHERE account_id = $1 AND uuid = ANY($2)";
 const UPSERT: &str = "INSERT INTO tc_tasks (account_id, uuid, data)
      SELECT $1, t.uuid, t.data FROM unnest($2::uuid[], $3::jsonb[]) AS t (uuid, data)
@@ -97,6 +97,11 @@ impl PgTasks {
             pool,
             failing: Failing::default(),
         }
+    }
+
+    /// The connection pool it runs on.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// One write: under the account's lock, reads `uuids` into a `Group`, lets `build` add
@@ -341,6 +346,16 @@ impl TaskStore for PgTasks {
     /// The pool is open (a broken database shows as accounts whose last call failed).
     fn health(&self) -> (bool, Vec<(AccountId, String)>) {
         (!self.pool.is_closed(), self.failing.list())
+    }
+
+    async fn sync_replica(
+        &self,
+        account: AccountId,
+        job: crate::storage::ReplicaSyncJob,
+    ) -> Result<crate::storage::ReplicaSynced> {
+        let res = self.sync_replica_pg(account, job).await;
+        self.failing.record(account, &res);
+        res
     }
 }
 

@@ -48,10 +48,48 @@ use crate::storage::ReplicaSyncJob;
 use crate::AppState;
 
 pub mod envelope;
+pub mod pg;
 pub mod sqlite;
 
 use envelope::{Cryptor, ServerKey};
-use sqlite::{Link, SqliteSync};
+
+/// An account's link to Taskwarrior.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub account: AccountId,
+    pub client_id: Uuid,
+    /// The secret, sealed under the server key.
+    pub sealed_secret: Vec<u8>,
+    /// The last operation of the account's replica that the server has settled (keys, feed);
+    /// `None` until its replica first joins the chain.
+    pub applied_op: Option<i64>,
+}
+
+/// Where the links live, beside the chains (`taskwarrior.sqlite3`, or PostgreSQL's `tw_*`
+/// tables).
+#[async_trait]
+pub trait Links: Send + Sync + 'static {
+    /// Links `account` to a new client id with `sealed_secret`, replacing any earlier link and
+    /// forgetting its chain (a Taskwarrior still set up with the old id gets `403`).
+    async fn relink(
+        &self,
+        account: AccountId,
+        client_id: Uuid,
+        sealed_secret: &[u8],
+        now: i64,
+    ) -> anyhow::Result<()>;
+    /// The link whose client id this is.
+    async fn link_by_client(&self, client_id: Uuid) -> anyhow::Result<Option<Link>>;
+    /// The account's link.
+    async fn link_of(&self, account: AccountId) -> anyhow::Result<Option<Link>>;
+    /// Records how far the server has settled the account's replica, for the link with
+    /// `client_id` (a relink meanwhile is left alone).
+    async fn set_applied(&self, client_id: Uuid, op: i64) -> anyhow::Result<()>;
+    /// The latest version of the client's chain (`None`: no such client).
+    async fn latest_version(&self, client_id: Uuid) -> anyhow::Result<Option<Uuid>>;
+    /// Held while the account settles: no other node settles it meanwhile.
+    async fn exclusive(&self, account: AccountId) -> anyhow::Result<Box<dyn Send>>;
+}
 
 /// What a user sets in Taskwarrior, shown once.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -62,7 +100,7 @@ pub struct Credentials {
 
 /// The Taskwarrior side of a server.
 pub struct Taskwarrior {
-    pub sync: SqliteSync,
+    pub links: Arc<dyn Links>,
     core: Arc<core::Server>,
     key: Option<ServerKey>,
     cryptors: Mutex<HashMap<Uuid, Arc<Cryptor>>>,
@@ -70,13 +108,15 @@ pub struct Taskwarrior {
 }
 
 impl Taskwarrior {
-    pub fn new(sync: SqliteSync, key: Option<ServerKey>) -> Taskwarrior {
+    /// The service on `links` and the chains in `chains` (the same database).
+    pub fn new(
+        links: Arc<dyn Links>,
+        chains: impl core::Storage + 'static,
+        key: Option<ServerKey>,
+    ) -> Taskwarrior {
         Taskwarrior {
-            core: Arc::new(core::Server::new(
-                core::ServerConfig::default(),
-                sync.clone(),
-            )),
-            sync,
+            core: Arc::new(core::Server::new(core::ServerConfig::default(), chains)),
+            links,
             key,
             cryptors: Mutex::default(),
             settling: Mutex::default(),
@@ -100,12 +140,14 @@ impl Taskwarrior {
 
     /// Links `account` to a new client id and secret (replacing any earlier link: a
     /// Taskwarrior set up with the old one is refused from now on).
-    pub fn link(&self, account: AccountId) -> anyhow::Result<Credentials> {
+    pub async fn link(&self, account: AccountId) -> anyhow::Result<Credentials> {
         let key = self.key().map_err(|e| anyhow::anyhow!("{}", e.detail))?;
         let client_id = Uuid::new_v4();
         let secret = hex::encode(envelope::random_bytes()?);
         let sealed = key.seal(client_id, secret.as_bytes())?;
-        self.sync.relink(account, client_id, &sealed, now_ms())?;
+        self.links
+            .relink(account, client_id, &sealed, now_ms())
+            .await?;
         Ok(Credentials {
             client_id,
             encryption_secret: secret,
@@ -113,10 +155,11 @@ impl Taskwarrior {
     }
 
     /// The link of a Taskwarrior's `X-Client-Id` (`403 unknown_client` for none).
-    pub fn link_by_client(&self, client_id: Uuid) -> ApiResult<Link> {
+    pub async fn link_by_client(&self, client_id: Uuid) -> ApiResult<Link> {
         self.key()?;
-        self.sync
+        self.links
             .link_by_client(client_id)
+            .await
             .map_err(internal)?
             .ok_or_else(|| {
                 ApiError::new(
@@ -154,6 +197,32 @@ impl Taskwarrior {
         let m = lock(&self.settling).entry(account).or_default().clone();
         m.lock_owned().await
     }
+}
+
+/// The service on the server's database: `taskwarrior.sqlite3` in a data dir, the `tw_*`
+/// tables on PostgreSQL (through `pool`).
+pub fn open(
+    database: &crate::storage::Database,
+    pool: Option<deadpool_postgres::Pool>,
+    key: Option<ServerKey>,
+) -> Result<Taskwarrior, crate::StartError> {
+    use crate::storage::Database;
+    Ok(match (database, pool) {
+        (Database::Sqlite(dir), _) => {
+            let s = sqlite::SqliteSync::open(dir)
+                .map_err(|e| crate::StartError::Taskwarrior(format!("{e:#}")))?;
+            Taskwarrior::new(Arc::new(s.clone()), s, key)
+        }
+        (Database::Postgres(_), Some(pool)) => {
+            let s = pg::PgSync::new(pool);
+            Taskwarrior::new(Arc::new(s.clone()), s, key)
+        }
+        (Database::Postgres(url), None) => {
+            return Err(crate::StartError::Taskwarrior(format!(
+                "no connection pool for {url}"
+            )))
+        }
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -287,8 +356,9 @@ pub async fn settle(state: &AppState, tw: &Taskwarrior, link: &Link) -> ApiResul
         // Sends the keys to the chain now, so Taskwarrior gets them in this `task sync`.
         last = sync_once(state, tw, link, Some(last)).await?.last_op;
     }
-    tw.sync
+    tw.links
         .set_applied(link.client_id, last)
+        .await
         .map_err(internal)?;
     Ok(out)
 }
@@ -308,8 +378,9 @@ async fn sync_once(
         restate: after.is_none(),
         after: after.unwrap_or(0),
         latest: tw
-            .sync
+            .links
             .latest_version(link.client_id)
+            .await
             .map_err(internal)?
             .unwrap_or_else(Uuid::nil),
     };

@@ -18,6 +18,7 @@ use rusqlite_migration::{Migrations, M};
 use taskchampion_sync_server_core::{Client, Snapshot, Storage, StorageTxn, Version};
 use uuid::Uuid;
 
+use super::{Link, Links};
 use crate::db::AccountId;
 
 /// The file, inside the data dir.
@@ -48,18 +49,6 @@ CREATE TABLE versions (
 );
 ";
 
-/// An account's link to Taskwarrior.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Link {
-    pub account: AccountId,
-    pub client_id: Uuid,
-    /// The secret, sealed under the server key.
-    pub sealed_secret: Vec<u8>,
-    /// The last operation of the account's replica that the server has settled (keys, feed);
-    /// `None` until its replica first joins the chain.
-    pub applied_op: Option<i64>,
-}
-
 /// The Taskwarrior sync data of one data dir. Cheap to clone.
 #[derive(Clone)]
 pub struct SqliteSync {
@@ -89,9 +78,7 @@ impl SqliteSync {
         })
     }
 
-    /// Links `account` to a new client id with `sealed_secret`, replacing any earlier link and
-    /// forgetting its chain (a Taskwarrior still set up with the old id gets `403`).
-    pub fn relink(
+    fn relink_now(
         &self,
         account: AccountId,
         client_id: Uuid,
@@ -124,16 +111,6 @@ impl SqliteSync {
         Ok(())
     }
 
-    /// The link whose client id this is.
-    pub fn link_by_client(&self, client_id: Uuid) -> anyhow::Result<Option<Link>> {
-        self.link_where("client_id = ?1", client_id.to_string())
-    }
-
-    /// The account's link.
-    pub fn link_of(&self, account: AccountId) -> anyhow::Result<Option<Link>> {
-        self.link_where("account_id = ?1", account.to_string())
-    }
-
     fn link_where(&self, cond: &str, arg: String) -> anyhow::Result<Option<Link>> {
         let con = lock(&self.con);
         let sql =
@@ -160,18 +137,7 @@ impl SqliteSync {
             .transpose()
     }
 
-    /// Records how far the server has settled the account's replica, for the link with
-    /// `client_id` (a relink meanwhile is left alone).
-    pub fn set_applied(&self, client_id: Uuid, op: i64) -> anyhow::Result<()> {
-        lock(&self.con).execute(
-            "UPDATE links SET applied_op = ?2 WHERE client_id = ?1",
-            params![client_id.to_string(), op],
-        )?;
-        Ok(())
-    }
-
-    /// The latest version of the client's chain (nil when it has none).
-    pub fn latest_version(&self, client_id: Uuid) -> anyhow::Result<Option<Uuid>> {
+    fn latest_version_now(&self, client_id: Uuid) -> anyhow::Result<Option<Uuid>> {
         let con = lock(&self.con);
         let v: Option<String> = con
             .query_row(
@@ -183,14 +149,44 @@ impl SqliteSync {
         v.map(|v| Uuid::parse_str(&v).map_err(Into::into))
             .transpose()
     }
+}
 
-    /// Versions in the client's chain (for tests and operations).
-    pub fn version_count(&self, client_id: Uuid) -> anyhow::Result<i64> {
-        Ok(lock(&self.con).query_row(
-            "SELECT count(*) FROM versions WHERE client_id = ?1",
-            [client_id.to_string()],
-            |r| r.get(0),
-        )?)
+/// The data dir has one server process (its lock), so a settle needs no lock beyond the
+/// process's own ([`super::Taskwarrior::settling`]).
+#[async_trait::async_trait]
+impl Links for SqliteSync {
+    async fn relink(
+        &self,
+        account: AccountId,
+        client_id: Uuid,
+        sealed_secret: &[u8],
+        now: i64,
+    ) -> anyhow::Result<()> {
+        self.relink_now(account, client_id, sealed_secret, now)
+    }
+
+    async fn link_by_client(&self, client_id: Uuid) -> anyhow::Result<Option<Link>> {
+        self.link_where("client_id = ?1", client_id.to_string())
+    }
+
+    async fn link_of(&self, account: AccountId) -> anyhow::Result<Option<Link>> {
+        self.link_where("account_id = ?1", account.to_string())
+    }
+
+    async fn set_applied(&self, client_id: Uuid, op: i64) -> anyhow::Result<()> {
+        lock(&self.con).execute(
+            "UPDATE links SET applied_op = ?2 WHERE client_id = ?1",
+            params![client_id.to_string(), op],
+        )?;
+        Ok(())
+    }
+
+    async fn latest_version(&self, client_id: Uuid) -> anyhow::Result<Option<Uuid>> {
+        self.latest_version_now(client_id)
+    }
+
+    async fn exclusive(&self, _account: AccountId) -> anyhow::Result<Box<dyn Send>> {
+        Ok(Box::new(()))
     }
 }
 
