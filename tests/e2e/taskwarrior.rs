@@ -105,6 +105,18 @@ impl Taskwarrior {
             .collect())
     }
 
+    /// One task's properties as TaskChampion stores them.
+    fn properties(&mut self, uuid: Uuid) -> Result<HashMap<String, String>> {
+        let (rt, replica) = (&self.rt, &mut self.replica);
+        let data = rt
+            .block_on(replica.get_task_data(uuid))?
+            .ok_or_else(|| anyhow!("no task {uuid} in Taskwarrior"))?;
+        Ok(data
+            .properties()
+            .map(|p| (p.clone(), data.get(p).unwrap_or_default().to_owned()))
+            .collect())
+    }
+
     fn key(&mut self, uuid: Uuid) -> Result<Option<String>> {
         Ok(self.tasks()?.remove(&uuid).and_then(|t| t.key))
     }
@@ -124,6 +136,26 @@ fn linked(prefix: &str, tw_dir: &Path) -> Result<(TestServer, Account, Taskwarri
     server.serve(0)?;
     let tw = Taskwarrior::open(tw_dir, &server.url, client_id, &secret)?;
     Ok((server, account, tw))
+}
+
+/// `PATCH /v1/tasks/{key}` as a Callsign device sends it.
+fn patch(url: &str, token: &str, key: &str, body: serde_json::Value) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let res = reqwest::Client::new()
+            .patch(format!("{url}/v1/tasks/{key}"))
+            .bearer_auth(token)
+            .header("Idempotency-Key", Uuid::new_v4().to_string())
+            .json(&body)
+            .send()
+            .await?;
+        if !res.status().is_success() {
+            bail!("PATCH {key}: {} {}", res.status(), res.text().await?);
+        }
+        Ok(())
+    })
 }
 
 /// Numbers of the keys with `prefix`, checked distinct.
@@ -198,6 +230,33 @@ fn taskwarrior_tasks_get_keys_in_one_sync_and_edits_flow_both_ways() -> Result<(
     cli.ok(&["sync"])?;
     tw.sync()?;
     assert_eq!(tw.tasks()?[&c].status, "completed");
+
+    // Tags, priority and due: set in Taskwarrior, seen by the CLI ...
+    let due = 1_796_112_000_i64; // 2026-12-01T08:00:00Z
+    tw.set(b, "tag_home", Some(""))?;
+    tw.set(b, "priority", Some("M"))?;
+    tw.set(b, "due", Some(&due.to_string()))?;
+    tw.sync()?;
+    cli.ok(&["sync"])?;
+    let shown = cli.json(&["show", &kb])?;
+    assert_eq!(shown["tags"], serde_json::json!(["home"]));
+    assert_eq!(shown["priority"], "M");
+    assert_eq!(shown["due"], "2026-12-01T08:00:00Z");
+    // ... and set by a Callsign device, seen by Taskwarrior.
+    patch(
+        &server.url,
+        &account.token,
+        &ka,
+        serde_json::json!({"tags": ["ops"], "priority": "H", "due": "2026-12-02T08:00:00Z"}),
+    )?;
+    tw.sync()?;
+    let props = tw.properties(a)?;
+    assert_eq!(props.get("tag_ops").map(String::as_str), Some(""));
+    assert_eq!(props.get("priority").map(String::as_str), Some("H"));
+    assert_eq!(
+        props.get("due").map(String::as_str),
+        Some((due + 86_400).to_string().as_str())
+    );
 
     // `key` is the server's: a Taskwarrior edit of it is put back.
     tw.set(b, "key", Some("HACK-1"))?;
