@@ -400,3 +400,36 @@ fn two_nodes_syncing_one_account_at_once_give_every_task_one_key() -> Result<()>
     }
     Ok(())
 }
+
+#[test]
+fn a_wrong_secret_or_client_id_is_refused_and_the_chain_stays_usable() -> Result<()> {
+    let dirs = [
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+    ];
+    let (server, account, mut tw) = linked("ACC", dirs[0].path())?;
+    let mut wrong = Taskwarrior::open(dirs[1].path(), &server.url, tw.client_id, "guessed")?;
+    wrong.add("Pushed with the wrong secret", None)?;
+    let err = format!(
+        "{:#}",
+        wrong.sync().expect_err("a wrong secret syncs nothing")
+    );
+    assert!(err.contains("422"), "{err}");
+    let mut stranger = Taskwarrior::open(dirs[2].path(), &server.url, Uuid::new_v4(), "x")?;
+    stranger.add("From nobody", None)?;
+    let err = format!(
+        "{:#}",
+        stranger
+            .sync()
+            .expect_err("an unknown client syncs nothing")
+    );
+    assert!(err.contains("403"), "{err}");
+
+    let a = tw.add("The real one", None)?;
+    tw.sync()?;
+    assert_eq!(tw.key(a)?.as_deref(), Some("ACC-1"));
+    let on_server = server_tasks(&server.url, &account.token)?;
+    assert_eq!(on_server.len(), 1, "nothing of the refused pushes landed");
+    Ok(())
+}

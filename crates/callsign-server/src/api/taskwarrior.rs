@@ -208,6 +208,7 @@ pub async fn add_version(
     content_type_is(&headers, HISTORY_SEGMENT)?;
     non_empty(&body)?;
     blocking(move || async move {
+        tw.check_version(&link, parent, &body)?;
         let (res, urgency) = tw
             .core()
             .add_version(link.client_id, parent, body.to_vec())
@@ -280,6 +281,7 @@ pub async fn add_snapshot(
     content_type_is(&headers, SNAPSHOT)?;
     non_empty(&body)?;
     blocking(move || async move {
+        tw.check_snapshot(&link, version, &body)?;
         tw.core()
             .add_snapshot(link.client_id, version, body.to_vec())
             .await

@@ -192,6 +192,37 @@ impl Taskwarrior {
         Ok(c)
     }
 
+    /// Refuses a version that does not open with the account's key or is not a list of
+    /// TaskChampion's operations: taken into the chain, it would stop every replica of the
+    /// account at its next sync (TaskChampion's clients do not expect one).
+    pub fn check_version(&self, link: &Link, parent: Uuid, sealed: &[u8]) -> ApiResult<()> {
+        let plain = self.open_sealed(link, parent, sealed)?;
+        serde_json::from_slice::<VersionShape>(&plain).map_err(|e| {
+            ApiError::new(
+                ErrorCode::InvalidBody,
+                format!("the version is not a list of TaskChampion operations: {e}"),
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Refuses a snapshot that does not open with the account's key.
+    pub fn check_snapshot(&self, link: &Link, version: Uuid, sealed: &[u8]) -> ApiResult<()> {
+        self.open_sealed(link, version, sealed).map(drop)
+    }
+
+    fn open_sealed(&self, link: &Link, id: Uuid, sealed: &[u8]) -> ApiResult<Vec<u8>> {
+        self.cryptor(link)?.open(id, sealed).map_err(|e| {
+            ApiError::new(
+                ErrorCode::InvalidBody,
+                format!(
+                    "{e}: check Taskwarrior's sync.encryption_secret (the one \
+                     `callsign-server account taskwarrior` printed for this client id)"
+                ),
+            )
+        })
+    }
+
     /// Serializes the settles of one account in this process.
     pub async fn settling(&self, account: AccountId) -> tokio::sync::OwnedMutexGuard<()> {
         let m = lock(&self.settling).entry(account).or_default().clone();
@@ -223,6 +254,32 @@ pub fn open(
             )))
         }
     })
+}
+
+/// What TaskChampion's clients read from a version: `{"operations": [SyncOp, ...]}` with its
+/// serde encoding. Parsed only to check the shape.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VersionShape {
+    #[allow(dead_code)]
+    operations: Vec<OpShape>,
+}
+
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+enum OpShape {
+    Create {
+        uuid: Uuid,
+    },
+    Delete {
+        uuid: Uuid,
+    },
+    Update {
+        uuid: Uuid,
+        property: String,
+        value: Option<String>,
+        timestamp: chrono::DateTime<chrono::Utc>,
+    },
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
