@@ -158,6 +158,13 @@ fn patch(url: &str, token: &str, key: &str, body: serde_json::Value) -> Result<(
     })
 }
 
+fn get_text(url: &str) -> Result<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async { Ok(reqwest::get(url).await?.text().await?) })
+}
+
 /// Numbers of the keys with `prefix`, checked distinct.
 fn numbers(keys: impl IntoIterator<Item = String>, prefix: &str) -> Result<BTreeSet<u64>> {
     let mut out = BTreeSet::new();
@@ -264,6 +271,13 @@ fn taskwarrior_tasks_get_keys_in_one_sync_and_edits_flow_both_ways() -> Result<(
     assert_eq!(tw.key(b)?.as_deref(), Some(kb.as_str()));
     let on_server = server_tasks(&server.url, &account.token)?;
     assert_eq!(on_server.len(), 3);
+    let metrics = get_text(&format!("{}/metrics", server.url))?;
+    for line in [
+        "callsign_taskwarrior_total{event=\"keyed\"} 2",
+        "callsign_taskwarrior_total{event=\"restored\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} not in /metrics:\n{metrics}");
+    }
     assert!(on_server
         .iter()
         .any(|t| t.uuid == b && t.key.as_deref() == Some(kb.as_str())));

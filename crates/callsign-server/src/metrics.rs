@@ -32,6 +32,8 @@ pub struct Metrics {
     create_stages: [Histogram; 3],
     /// Mutations per coalesced batch of single requests (PostgreSQL), creates then updates.
     coalesced: [Histogram; 2],
+    /// Taskwarrior settles by outcome, and what they did.
+    taskwarrior: Family<Labels, Counter>,
 }
 
 /// The idempotency window in force and why.
@@ -125,6 +127,12 @@ impl Default for Metrics {
             "Creates committed, by whether a new number was assigned",
             creates.clone(),
         );
+        let taskwarrior = Family::<Labels, Counter>::default();
+        registry.register(
+            "taskwarrior",
+            "Taskwarrior sync: settles by outcome (ok, failed), and tasks keyed, restored (key put back) and fed to devices",
+            taskwarrior.clone(),
+        );
         let replays = Counter::default();
         registry.register(
             "replays",
@@ -213,6 +221,7 @@ impl Default for Metrics {
         Metrics {
             registry,
             coalesced,
+            taskwarrior,
             creates,
             replays,
             reaper,
@@ -291,6 +300,24 @@ impl Metrics {
             Op::Update => 1,
         };
         self.coalesced[i].observe(n as f64);
+    }
+
+    /// One Taskwarrior settle: its outcome and, if it ran, what it did.
+    pub fn taskwarrior_settled(&self, done: Option<&crate::taskwarrior::Settled>) {
+        let count = |what: &str, n: usize| {
+            self.taskwarrior
+                .get_or_create(&label("event", what))
+                .inc_by(n as u64);
+        };
+        match done {
+            Some(s) => {
+                count("settle_ok", 1);
+                count("keyed", s.keyed);
+                count("restored", s.restored);
+                count("fed", s.touched);
+            }
+            None => count("settle_failed", 1),
+        }
     }
 
     pub fn replayed(&self) {

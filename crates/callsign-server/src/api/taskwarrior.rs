@@ -133,9 +133,13 @@ async fn settle_now(state: &AppState, tw: &Taskwarrior, account: crate::db::Acco
         }
     };
     match taskwarrior::settle(state, tw, &link).await {
-        Ok(s) => tracing::debug!(account, ?s, "settled a Taskwarrior sync"),
+        Ok(s) => {
+            state.metrics.taskwarrior_settled(Some(&s));
+            tracing::debug!(account, ?s, "settled a Taskwarrior sync");
+        }
         Err(e) => {
-            tracing::warn!(account, error = %e, "settling a Taskwarrior sync; the next one retries")
+            state.metrics.taskwarrior_settled(None);
+            tracing::warn!(account, error = %e, "settling a Taskwarrior sync; the next one retries");
         }
     }
 }
