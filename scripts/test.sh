@@ -3,8 +3,9 @@
 # -D warnings, all Rust tests (unit, route, the storage conformance suite on SQLite and
 # PostgreSQL, end-to-end against the real server binary, crash recovery with fault injection,
 # three server nodes on one PostgreSQL, the client engine and CLI end to end on either backend,
-# the desktop commands on Tauri's mock runtime), schema-based fuzzing of the HTTP API against
-# the real server, then the desktop app end to end in a real WebKit window.
+# the desktop commands on Tauri's mock runtime, `task sync` of the real Taskwarrior 3.5 when
+# scripts/taskwarrior3.sh can fetch it), schema-based fuzzing of the HTTP API against the real
+# server, then the desktop app end to end in a real WebKit window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
@@ -17,6 +18,17 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+echo "== Taskwarrior 3.5 for the real-Taskwarrior test (tests/e2e/task3.rs)"
+# Fetched from Debian sid when it can be; without it that one test is skipped, not failed.
+task3_log="$(mktemp)"
+if task3="$(bash scripts/taskwarrior3.sh 2>"$task3_log")"; then
+    cat "$task3_log" >&2
+    export CALLSIGN_TASK3="$task3"
+else
+    cat "$task3_log" >&2
+    echo "== the real-Taskwarrior test will be skipped: $(tail -n 1 "$task3_log")"
+fi
+rm -f "$task3_log"
 echo "== cargo test"
 cargo test --workspace --all-features --locked
 echo "== engine and CLI end to end again, against a PostgreSQL-backed server"

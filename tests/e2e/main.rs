@@ -27,4 +27,5 @@ mod refusal;
 mod renames;
 mod server_crash;
 mod subtasks;
+mod task3;
 mod taskwarrior;
