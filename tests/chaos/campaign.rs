@@ -9,7 +9,14 @@
 //! device syncs to quiescence, the reaper runs past its window, every key ever assigned is
 //! looked up on the server and on each device, and the checker reads all the databases. One
 //! seed fixes the whole schedule.
+//!
+//! With `Config::taskwarrior`, a Taskwarrior replica (`tw.rs`) takes some of the steps: it
+//! creates tasks offline, edits or completes its own, and starts a `task sync` through the
+//! same proxy; the nodes' crash points then include the Taskwarrior sync's own. It syncs until
+//! it succeeds, twice, before and after the reaper's wait, and the checker holds its replica
+//! against the server's keys.
 mod ops;
+mod tw;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +32,7 @@ use crate::checker::{self, Expected, Violation, World};
 use crate::procs::{Device, Ended, Server};
 use crate::proxy::{FaultProxy, FaultRates};
 pub use crate::summary::Summary;
+use crate::taskwarrior::Taskwarrior;
 use crate::view::{Resolved, ServerStore};
 
 /// The server's crash points (callsign-server's `crash::ALL`).
@@ -34,6 +42,12 @@ pub const CRASH_POINTS: [&str; 4] = [
     "phase2.after_commit",
     "reaper.after_task_check",
 ];
+
+/// The server's crash points in a Taskwarrior sync (callsign-server's `crash::TASKWARRIOR_*`):
+/// its version is in the chain, not applied; its new tasks are numbered and keyed, the keys not
+/// yet in the chain.
+pub const TASKWARRIOR_CRASH_POINTS: [&str; 2] =
+    ["taskwarrior.after_version", "taskwarrior.after_keys"];
 
 const PROJECTS: [&str; 2] = ["CHA", "OS"];
 
@@ -66,6 +80,9 @@ pub struct Config {
     /// Each step ends with a pause of up to this long (the pace of the schedule).
     pub max_pause: Duration,
     pub rates: FaultRates,
+    /// A Taskwarrior replica takes part (the account is linked and the server started with
+    /// `--taskwarrior-key-file`): about one step in five is its.
+    pub taskwarrior: bool,
 }
 
 impl Config {
@@ -82,10 +99,12 @@ impl Config {
             device_toggle: 0.08,
             max_pause: Duration::from_millis(40),
             rates: FaultRates::default(),
+            taskwarrior: true,
         }
     }
 
-    /// These settings on `nodes` nodes of one PostgreSQL (a fresh schema per run).
+    /// These settings on `nodes` nodes of one PostgreSQL (a fresh schema per run). The
+    /// Taskwarrior switch stays as it was: the server must then link accounts on PostgreSQL.
     pub fn on_postgres(self, server: callsign_pgtest::Server, nodes: usize) -> Config {
         Config {
             backend: Backend::Postgres { server, nodes },
@@ -138,6 +157,10 @@ struct Run {
     next_point: usize,
     /// Per node, the crash point it was started with.
     armed: Vec<Option<&'static str>>,
+    /// The Taskwarrior replica, with `Config::taskwarrior`.
+    tw: Option<Taskwarrior>,
+    /// Its own tasks still pending (the ones it edits and completes).
+    tw_open: Vec<String>,
     s: Summary,
 }
 
@@ -151,11 +174,24 @@ impl Run {
     /// (Re)starts node `node`, armed with the next crash point by the configured chance.
     fn start_node(&mut self, node: usize) -> Result<()> {
         let arm = self.rng.gen_bool(self.cfg.arm_crash_point);
+        let tw_points: &[&'static str] = match self.tw {
+            Some(_) => &TASKWARRIOR_CRASH_POINTS,
+            None => &[],
+        };
+        let points: Vec<&'static str> = CRASH_POINTS.iter().chain(tw_points).copied().collect();
         let spec = if arm {
-            let p = CRASH_POINTS[self.next_point % CRASH_POINTS.len()];
+            let p = points[self.next_point % points.len()];
             self.next_point += 1;
             self.armed[node] = Some(p);
-            Some(format!("{p}:{}", self.rng.gen_range(1..=3)))
+            // A Taskwarrior sync reaches its points far less often than creates reach theirs:
+            // the first time, or a node is rarely still up when it comes.
+            let n = self.rng.gen_range(1..=3);
+            let n = if TASKWARRIOR_CRASH_POINTS.contains(&p) {
+                1
+            } else {
+                n
+            };
+            Some(format!("{p}:{n}"))
         } else {
             self.armed[node] = None;
             None
@@ -184,6 +220,22 @@ impl Run {
     fn step(&mut self) -> Result<()> {
         self.s.steps += 1;
         self.reap_nodes(true)?;
+        self.tw_events();
+        // Drawn only with a Taskwarrior, so a run without one keeps its schedule.
+        if self.tw.is_some() && self.rng.gen_bool(tw::SHARE) {
+            self.taskwarrior_step()?;
+        } else {
+            self.device_step()?;
+        }
+        let pause = self
+            .rng
+            .gen_range(0..=self.cfg.max_pause.as_millis() as u64);
+        std::thread::sleep(Duration::from_millis(pause));
+        Ok(())
+    }
+
+    /// One of the devices does something, or a server node or a sync process is killed.
+    fn device_step(&mut self) -> Result<()> {
         let d = self.rng.gen_range(0..self.cfg.devices);
         let x: f64 = self.rng.gen();
         if x < self.cfg.server_kill {
@@ -228,16 +280,13 @@ impl Run {
         } else {
             self.create(d)?;
         }
-        let pause = self
-            .rng
-            .gen_range(0..=self.cfg.max_pause.as_millis() as u64);
-        std::thread::sleep(Duration::from_millis(pause));
         Ok(())
     }
 
     /// Faults off, every node up and unarmed, every device synced until a whole round succeeds twice
     /// (the second round pulls what the others pushed), then the reaper past its window.
     fn heal(&mut self) -> Result<()> {
+        self.tw_end_chaos()?;
         self.proxy.set_faults(false);
         for d in 0..self.devices.len() {
             if let Some(kind) = self.devices[d].kill() {
@@ -264,7 +313,13 @@ impl Run {
             clean_rounds = if all_ok { clean_rounds + 1 } else { 0 };
         }
         self.event("healed: two clean sync rounds".into());
+        // Taskwarrior pushes what it has left (numbered in its sync), before the reaper's
+        // wait, and pulls the keys the reaper wrote after it; the devices then pull its
+        // tasks and edits.
+        self.tw_heal("before the reaper's wait")?;
         std::thread::sleep(self.server.window + 3 * self.server.reaper_interval);
+        self.tw_heal("after the reaper's wait")?;
+        self.tw_close()?;
         for dev in &self.devices {
             dev.run(&["sync", "--timeout", "60"])?;
         }
@@ -312,6 +367,14 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         }
     };
     let (mut server, account_id, token) = Server::prepare(store.clone(), nodes, PROJECTS[0])?;
+    let tw_link = match cfg.taskwarrior {
+        true => Some(
+            server
+                .link_taskwarrior(account_id, &root.join("taskwarrior.key"))
+                .context("linking the campaign's account to Taskwarrior")?,
+        ),
+        false => None,
+    };
     for node in 0..nodes {
         server.start(node, None)?;
     }
@@ -331,6 +394,11 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         engines.push(Engine::open(&dir).context("opening a device's engine")?);
         devices.push(dev);
     }
+    let tw_dir = root.join("taskwarrior");
+    let tw = match &tw_link {
+        Some(link) => Some(Taskwarrior::open(&tw_dir, &proxy.url, link)?),
+        None => None,
+    };
     let mut r = Run {
         rng: ChaCha8Rng::seed_from_u64(cfg.seed),
         started: Instant::now(),
@@ -347,6 +415,8 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         resolved: None,
         next_point: 0,
         armed: vec![None; nodes],
+        tw,
+        tw_open: Vec::new(),
         s: Summary {
             seed: cfg.seed,
             nodes,
@@ -382,6 +452,7 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         account_id,
         devices: r.devices.iter().map(|d| d.dir.clone()).collect(),
         expected: std::mem::take(&mut r.expected),
+        taskwarrior: tw_link.map(|_| tw_dir),
     };
     drop(std::mem::take(&mut r.engines));
     let mut snapshot = world.snapshot()?;

@@ -2,12 +2,14 @@
 //! local database into a [`Snapshot`] (`view.rs`: from the SQLite data dir or from
 //! PostgreSQL) and checks DESIGN.md's G1-G5 over it against what the devices acknowledged,
 //! with subtasks and moves as STRUCTURE.md states them (`structure.rs`) and concurrent edits
-//! merged by field with conflicts recorded (`edits.rs`). The checks are pure
+//! merged by field with conflicts recorded (`edits.rs`), and the campaign's Taskwarrior
+//! replica against the server's keys (`taskwarrior.rs`). The checks are pure
 //! functions of the snapshot, the same for both backends. A violation names the invariant,
 //! says what is wrong and carries the UUIDs it is about, so the report can show the smallest
 //! evidence.
 mod edits;
 mod structure;
+mod taskwarrior;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -20,7 +22,11 @@ use crate::view::{self, KeyRow, ServerStore, Snapshot};
 /// A task some device acknowledged, with its latest acknowledged content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expected {
+    /// The device that created it; the Taskwarrior replica counts as the device after the
+    /// CLI devices.
     pub device: usize,
+    /// Created in the Taskwarrior replica (and numbered when a sync brought it to the server).
+    pub taskwarrior: bool,
     /// Where it is: its last move's target, or its parent's (a subtask follows its parent).
     pub project: String,
     pub description: String,
@@ -38,12 +44,19 @@ pub struct World {
     pub devices: Vec<PathBuf>,
     /// UUID → what was acknowledged.
     pub expected: BTreeMap<String, Expected>,
+    /// The Taskwarrior replica's dir, when the campaign had one.
+    pub taskwarrior: Option<PathBuf>,
 }
 
 impl World {
-    /// Reads the server's state and every device's database.
+    /// Reads the server's state, every device's database and the Taskwarrior replica.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        view::load(&self.server, self.account_id, &self.devices)
+        let mut snap = view::load(&self.server, self.account_id, &self.devices)?;
+        snap.taskwarrior = match &self.taskwarrior {
+            Some(dir) => Some(view::load_taskwarrior(dir)?),
+            None => None,
+        };
+        Ok(snap)
     }
 }
 
@@ -69,6 +82,8 @@ pub const EDITS_KEPT: &str =
     "G3 every acknowledged edit is the task's value, a recorded conflict, or knowingly replaced";
 pub const SETTLED: &str =
     "G5 no slot left pending; TaskChampion's key and project match the allocation";
+pub const TASKWARRIOR: &str =
+    "G4 Taskwarrior shows every task with the server's key; each task it made has one key, once";
 
 /// Reads the world and checks every invariant; an empty list means the run is clean.
 pub fn check(world: &World) -> Result<Vec<Violation>> {
@@ -129,6 +144,7 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
     devices_agree(&mut f, snap, &keys);
     edits::kept(&mut f, snap);
     edits::agree(&mut f, snap);
+    taskwarrior::agrees(&mut f, snap, &keys, expected);
     f.0
 }
 

@@ -38,6 +38,10 @@ struct Args {
     /// Server nodes on PostgreSQL (SQLite runs one).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=16))]
     nodes: u16,
+    /// A Taskwarrior replica (TaskChampion's own) creates, edits and syncs beside the devices,
+    /// and the checker holds it against the server's keys (`--taskwarrior false`: none).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    taskwarrior: bool,
 }
 
 fn main() -> ExitCode {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
             Config::long(seed, a.run_length.min(left), a.creates - total.creates)
         };
         cfg.devices = a.devices;
+        cfg.taskwarrior = a.taskwarrior;
         if let Some(server) = &pg {
             cfg = cfg.on_postgres(server.clone(), usize::from(a.nodes));
         }

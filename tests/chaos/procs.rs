@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use crate::bins::server_bin;
 pub use crate::device::Device;
+use crate::taskwarrior::Link;
 use crate::view::ServerStore;
 
 /// A free loopback port (free now; the caller binds it soon after).
@@ -50,6 +52,8 @@ pub struct Server {
     pub window: Duration,
     /// With PostgreSQL, how long a dead node's claim on an idempotency key holds.
     pub claim_lease: Duration,
+    /// `--taskwarrior-key-file`, once an account is linked to Taskwarrior.
+    taskwarrior_key: Option<PathBuf>,
     nodes: Vec<Node>,
 }
 
@@ -78,6 +82,7 @@ impl Server {
             reaper_interval: Duration::from_millis(500),
             window: Duration::from_secs(3),
             claim_lease: Duration::from_secs(2),
+            taskwarrior_key: None,
             nodes,
         };
         let v = run_json(
@@ -115,6 +120,31 @@ impl Server {
             .as_str()
             .ok_or_else(|| anyhow!("no token in {v}"))?
             .to_owned())
+    }
+
+    /// Links `account` to Taskwarrior (`account taskwarrior`, making the server key in
+    /// `key_file`); nodes started from now on serve TaskChampion's sync protocol with it.
+    pub fn link_taskwarrior(&mut self, account: i64, key_file: &Path) -> Result<Link> {
+        let v = run_json(
+            Command::new(server_bin())
+                .args(["account", "taskwarrior"])
+                .args(self.database_args())
+                .args(["--account", &account.to_string(), "--taskwarrior-key-file"])
+                .arg(key_file),
+        )?;
+        let client_id = v["client_id"]
+            .as_str()
+            .and_then(|c| uuid::Uuid::parse_str(c).ok())
+            .ok_or_else(|| anyhow!("no client_id in {v}"))?;
+        let encryption_secret = v["encryption_secret"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no encryption_secret in {v}"))?
+            .to_owned();
+        self.taskwarrior_key = Some(key_file.to_owned());
+        Ok(Link {
+            client_id,
+            encryption_secret,
+        })
     }
 
     /// How many nodes there are.
@@ -167,6 +197,9 @@ impl Server {
             .arg(format!("{}ms", self.reaper_interval.as_millis()))
             .arg("--idempotency-window")
             .arg(format!("{}ms", self.window.as_millis()));
+        if let Some(key) = &self.taskwarrior_key {
+            cmd.arg("--taskwarrior-key-file").arg(key);
+        }
         if matches!(self.store, ServerStore::Postgres(_)) {
             cmd.args(["--database-pool", "4", "--claim-lease"])
                 .arg(format!("{}ms", self.claim_lease.as_millis()));

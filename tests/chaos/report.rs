@@ -6,8 +6,9 @@ use crate::checker::Violation;
 use crate::view::Snapshot;
 
 /// The report of a failed run: the seed, each violation, and for the first few UUIDs the
-/// events that touched them, their slots and keys on the server and their outbox rows on each
-/// device. `snap` is `None` when the databases could not be read again.
+/// events that touched them, their slots and keys on the server, the Taskwarrior replica's
+/// copy and their outbox rows on each device. `snap` is `None` when the databases could not be
+/// read again.
 pub fn report(
     seed: u64,
     snap: Option<&Snapshot>,
@@ -55,6 +56,22 @@ pub fn report(
                 k.current,
                 k.in_store
             );
+        }
+        if let Some(tw) = &snap.taskwarrior {
+            match tw.tasks.get(uuid.as_str()) {
+                Some(t) => {
+                    let _ = writeln!(
+                        out,
+                        "  taskwarrior: key={} status={} description={:?}",
+                        t.key.as_deref().unwrap_or("-"),
+                        t.status,
+                        t.description
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  taskwarrior: not in its replica");
+                }
+            }
         }
         for (i, device) in snap.devices.iter().enumerate() {
             for r in device.outbox.iter().filter(|r| &r.uuid == uuid) {

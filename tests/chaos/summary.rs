@@ -2,7 +2,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::campaign::CRASH_POINTS;
+use crate::campaign::{CRASH_POINTS, TASKWARRIOR_CRASH_POINTS};
 
 /// What a run did, by kind.
 #[derive(Debug, Default, Clone)]
@@ -17,6 +17,18 @@ pub struct Summary {
     /// Notes rewritten, of any device's task (concurrent with other devices' at times).
     pub notes: u64,
     pub syncs_started: u64,
+    /// Tasks created in the Taskwarrior replica (offline, sent by a later sync).
+    pub tw_creates: u64,
+    /// Taskwarrior descriptions edited and tasks completed.
+    pub tw_edits: u64,
+    pub tw_completions: u64,
+    /// `task sync`s run during the chaos, and those that failed (the next one retries).
+    pub tw_syncs: u64,
+    pub tw_failed_syncs: u64,
+    /// `task sync`s run while healing (until two succeed, before and after the reaper's
+    /// wait), and those that failed.
+    pub tw_heal_syncs: u64,
+    pub tw_heal_failed_syncs: u64,
     /// Server nodes (1 on SQLite).
     pub nodes: usize,
     /// Nodes SIGKILLed at a random moment.
@@ -59,6 +71,13 @@ impl Summary {
         self.moves += o.moves;
         self.notes += o.notes;
         self.syncs_started += o.syncs_started;
+        self.tw_creates += o.tw_creates;
+        self.tw_edits += o.tw_edits;
+        self.tw_completions += o.tw_completions;
+        self.tw_syncs += o.tw_syncs;
+        self.tw_failed_syncs += o.tw_failed_syncs;
+        self.tw_heal_syncs += o.tw_heal_syncs;
+        self.tw_heal_failed_syncs += o.tw_heal_failed_syncs;
         self.nodes = self.nodes.max(o.nodes);
         self.server_sigkills += o.server_sigkills;
         for (k, n) in &o.crash_points {
@@ -102,13 +121,26 @@ impl fmt::Display for Summary {
             self.notes.to_string(),
         )?;
         row("  sync processes started", self.syncs_started.to_string())?;
+        row("Taskwarrior creates (offline)", self.tw_creates.to_string())?;
+        row(
+            "  descriptions edited / completed",
+            format!("{} / {}", self.tw_edits, self.tw_completions),
+        )?;
+        row(
+            "  task syncs run / failed (chaos)",
+            format!("{} / {}", self.tw_syncs, self.tw_failed_syncs),
+        )?;
+        row(
+            "  task syncs run / failed (heal)",
+            format!("{} / {}", self.tw_heal_syncs, self.tw_heal_failed_syncs),
+        )?;
         row("server nodes", self.nodes.to_string())?;
         row("server crashes injected", self.server_crashes().to_string())?;
         row(
             "  SIGKILL at a random moment",
             self.server_sigkills.to_string(),
         )?;
-        for p in CRASH_POINTS {
+        for p in CRASH_POINTS.into_iter().chain(TASKWARRIOR_CRASH_POINTS) {
             let n = self.crash_points.get(p).copied().unwrap_or(0);
             row(&format!("  CALLSIGN_CRASH_AT={p}"), n.to_string())?;
         }

@@ -1,7 +1,8 @@
 //! What the checker looks at: the server's state (allocation tables and task store) and every
 //! device's local database, read once after a campaign into plain values. The server's part
 //! comes from the SQLite data dir (here) or from PostgreSQL (`pgview.rs`); the checks run over
-//! these values alone, so they are the same for both backends.
+//! these values alone, so they are the same for both backends. The campaign's Taskwarrior
+//! replica, when it has one, is read the same way (it is TaskChampion's SQLite storage too).
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -169,6 +170,14 @@ pub struct Resolved {
     pub devices: Vec<BTreeMap<String, Option<String>>>,
 }
 
+/// The campaign's Taskwarrior replica (TaskChampion's SQLite storage), read after its last
+/// sync: every task it holds, its own and those it pulled.
+#[derive(Debug, Default, Clone)]
+pub struct TaskwarriorView {
+    /// UUID → the task (its `key` is what Taskwarrior shows as the key UDA).
+    pub tasks: HashMap<String, StoreTask>,
+}
+
 /// Everything the checker reads.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -176,6 +185,8 @@ pub struct Snapshot {
     pub devices: Vec<DeviceView>,
     /// `None` when nobody asked (a snapshot of databases whose server no longer runs).
     pub resolved: Option<Resolved>,
+    /// `None` when the campaign ran without a Taskwarrior.
+    pub taskwarrior: Option<TaskwarriorView>,
 }
 
 /// Reads the server's state for `account` and each device's database.
@@ -192,7 +203,30 @@ pub fn load(server: &ServerStore, account: i64, devices: &[PathBuf]) -> Result<S
         server,
         devices,
         resolved: None,
+        taskwarrior: None,
     })
+}
+
+/// Reads the Taskwarrior replica in `dir` (closed: nothing writes it any more).
+pub fn load_taskwarrior(dir: &Path) -> Result<TaskwarriorView> {
+    let tasks = replica_tasks(&dir.join("taskchampion.sqlite3"))?;
+    Ok(TaskwarriorView { tasks })
+}
+
+/// Every task of a TaskChampion replica's SQLite storage (the server's or Taskwarrior's).
+fn replica_tasks(path: &Path) -> Result<HashMap<String, StoreTask>> {
+    let replica = open(path)?;
+    let mut st = replica.prepare("SELECT uuid, data FROM tasks")?;
+    let rows = st.query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, String>(1)?)))?;
+    let mut tasks = HashMap::new();
+    for row in rows {
+        let (uuid, data) = row?;
+        let uuid = uuid_text(uuid)?;
+        let map: HashMap<String, String> =
+            serde_json::from_str(&data).with_context(|| format!("TaskChampion data of {uuid}"))?;
+        tasks.insert(uuid, StoreTask::from_map(&map));
+    }
+    Ok(tasks)
 }
 
 /// The SQLite allocation database in a server data dir.
@@ -282,17 +316,7 @@ fn load_sqlite(dir: &Path, account: i64) -> Result<ServerView> {
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let replica = open(&sqlite_replica_db(dir, account))?;
-    let mut st = replica.prepare("SELECT uuid, data FROM tasks")?;
-    let rows = st.query_map([], |r| Ok((r.get::<_, Value>(0)?, r.get::<_, String>(1)?)))?;
-    let mut store = HashMap::new();
-    for row in rows {
-        let (uuid, data) = row?;
-        let uuid = uuid_text(uuid)?;
-        let map: HashMap<String, String> =
-            serde_json::from_str(&data).with_context(|| format!("TaskChampion data of {uuid}"))?;
-        store.insert(uuid, StoreTask::from_map(&map));
-    }
+    let store = replica_tasks(&sqlite_replica_db(dir, account))?;
     Ok(ServerView {
         reserved,
         keys,

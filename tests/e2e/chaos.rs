@@ -5,9 +5,11 @@
 //! nodes of one PostgreSQL (issue 21; skipped where none can be started, outside CI);
 //! `the_checker_catches_broken_databases` takes a clean run's databases and breaks them by
 //! hand the ways a wrong server or engine would, one at a time; `structure.rs` breaks a
-//! hand-made snapshot's subtasks and moves the same way, `edits.rs` its concurrent edits.
+//! hand-made snapshot's subtasks and moves the same way, `edits.rs` its concurrent edits,
+//! `taskwarrior.rs` its Taskwarrior replica.
 mod edits;
 mod structure;
+mod taskwarrior;
 
 use std::path::Path;
 use std::time::Duration;
@@ -56,6 +58,10 @@ fn short_campaign_holds_g1_to_g5() -> Result<()> {
     assert!(
         total.notes > 0 && total.conflicts > 0,
         "devices edited one field concurrently and the server recorded conflicts:\n{total}"
+    );
+    assert!(
+        total.tw_creates > 0 && total.tw_syncs > 0 && total.tw_failed_syncs > 0,
+        "Taskwarrior created tasks and synced through the faults:\n{total}"
     );
     Ok(())
 }
@@ -250,6 +256,24 @@ fn the_checker_catches_broken_databases() -> Result<()> {
             "{what}: not caught"
         );
     }
+    // Taskwarrior's replica lost a key the server gave one of its tasks.
+    let copy = tempfile::tempdir()?;
+    let broken = copy_world(&world, copy.path())?;
+    let tw = broken
+        .taskwarrior
+        .as_ref()
+        .expect("the campaign had a Taskwarrior");
+    sql(
+        &tw.join("taskchampion.sqlite3"),
+        "UPDATE tasks SET data = json_remove(data, '$.key')
+         WHERE rowid = (SELECT min(rowid) FROM tasks WHERE data LIKE '%\"key\"%');",
+    )?;
+    let (found, report) = check_and_report(7, &broken)?;
+    println!("--- Taskwarrior without a key:\n{report}");
+    assert!(
+        found.iter().any(|v| v.invariant == checker::TASKWARRIOR),
+        "a key missing in Taskwarrior: not caught"
+    );
     // Content the server does not have: the device acknowledged an edit the server lost.
     let mut expected = world.expected.clone();
     let (uuid, e) = expected.iter_mut().next().expect("tasks");
@@ -263,6 +287,7 @@ fn the_checker_catches_broken_databases() -> Result<()> {
         account_id: world.account_id,
         devices: world.devices.clone(),
         expected,
+        taskwarrior: world.taskwarrior.clone(),
     };
     let found = checker::check(&lost_edit)?;
     assert!(
@@ -305,10 +330,19 @@ fn copy_world(world: &World, to: &Path) -> Result<World> {
         copy_dir(d, &target)?;
         devices.push(target);
     }
+    let taskwarrior = match &world.taskwarrior {
+        Some(d) => {
+            let target = to.join("taskwarrior");
+            copy_dir(d, &target)?;
+            Some(target)
+        }
+        None => None,
+    };
     Ok(World {
         server: ServerStore::Sqlite(server_dir),
         account_id: world.account_id,
         devices,
         expected: world.expected.clone(),
+        taskwarrior,
     })
 }

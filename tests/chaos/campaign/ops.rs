@@ -76,6 +76,7 @@ impl Run {
                 }
                 let expected = Expected {
                     device: d,
+                    taskwarrior: false,
                     project,
                     description,
                     status: "pending".into(),

@@ -36,6 +36,7 @@ pub(super) fn clean() -> (Snapshot, Acked) {
             devices: vec![BTreeMap::new()],
             ..Resolved::default()
         }),
+        taskwarrior: None,
     };
     let mut acked = Acked::new();
     for (uuid, parent, keys, moves) in TASKS {
@@ -89,6 +90,7 @@ pub(super) fn clean() -> (Snapshot, Acked) {
         snap.server.keys.extend(rows);
         let expected = Expected {
             device: 0,
+            taskwarrior: false,
             project: now.prefix,
             description: uuid.into(),
             status: "pending".into(),
