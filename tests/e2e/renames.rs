@@ -124,3 +124,65 @@ fn a_renamed_prefix_gives_every_device_the_new_keys_and_old_keys_still_find_the_
     );
     Ok(())
 }
+
+#[test]
+fn a_project_added_from_the_cli_numbers_its_tasks_and_a_taken_prefix_is_refused() -> Result<()> {
+    let (mut server, account) = TestServer::start("SYN")?;
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    cli.login(&server.url, &account.token)?;
+    let made = cli.json(&["project", "add", "Operations", "--prefix", "ops"])?;
+    assert_eq!(made["prefix"], "OPS");
+    assert_eq!(made["name"], "Operations");
+    let listed = cli.json(&["project", "list"])?;
+    let prefixes: Vec<&str> = listed
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p["prefix"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(prefixes, ["OPS", "SYN"]);
+    let uuid = cli.add("Deploy the release", &["--project", "ops"])?;
+    cli.ok(&["sync"])?;
+    assert_eq!(key_of(&cli, &uuid)?, "OPS-1");
+
+    // Refusals are readable and exit 1; nothing changes.
+    for (prefix, says) in [
+        ("OPS", "choose another"),
+        ("1x", "invalid prefix"),
+        ("inbox", "inbox"),
+    ] {
+        let out = cli.output(&["project", "add", "Again", "--prefix", prefix])?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{prefix}: {err}");
+        assert!(err.contains(says), "{prefix}: {err}");
+    }
+    server.stop();
+    let out = cli.output(&["project", "add", "Later", "--prefix", "LAT"])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("cannot be reached"), "{err}");
+    assert_eq!(
+        cli.json(&["project", "list"])?,
+        listed,
+        "the last list seen"
+    );
+    Ok(())
+}
+
+#[test]
+fn completions_are_printed_for_both_commands() -> Result<()> {
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    let bash = cli.ok(&["completions", "bash"])?;
+    assert!(bash.contains("complete -F _callsign"), "{bash}");
+    assert!(bash.contains("project"), "subcommands are completed");
+    let out = std::process::Command::new(crate::fixture::server_bin())
+        .args(["completions", "zsh"])
+        .output()?;
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("#compdef callsign-server"));
+    assert!(
+        std::fs::read_dir(home.path())?.next().is_none(),
+        "completions touch no data dir"
+    );
+    Ok(())
+}

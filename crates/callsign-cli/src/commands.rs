@@ -191,6 +191,22 @@ pub async fn run(cli: Cli) -> Result<()> {
                 .map_err(|e| rename_refused(&from, &to, e))?;
             out.project_renamed(&from, &project)
         }
+        Command::Project {
+            command: ProjectCommand::Add { name, prefix },
+        } => {
+            let project = engine
+                .create_project(&name, &prefix)
+                .await
+                .map_err(|e| project_refused(&prefix, e))?;
+            out.project_added(&project)
+        }
+        Command::Project {
+            command: ProjectCommand::List,
+        } => {
+            let list = engine.projects().await?;
+            out.projects(&list)
+        }
+        Command::Completions { .. } => unreachable!("answered before the store is opened"),
         Command::Sync { timeout } => {
             let status = engine
                 .sync_until_drained(Duration::from_secs(timeout))
@@ -248,6 +264,30 @@ fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
 }
 
 /// Why `project rename` did nothing, in plain words for each refusal.
+fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {
+    use callsign_core::ErrorCode;
+    use callsign_sync::Error;
+    let prefix = prefix.trim().to_ascii_uppercase();
+    let p = match e {
+        Error::Server(p) => p,
+        Error::Unreachable { url, reason } => {
+            return anyhow!(
+                "cannot create {prefix} now: the server at {url} cannot be reached ({reason}); \
+                 a project is made on the server, and nothing was changed"
+            )
+        }
+        other => return other.into(),
+    };
+    let detail = render::safe(&p.detail);
+    match p.code {
+        ErrorCode::PrefixTaken => anyhow!(
+            "cannot create {prefix}: {detail}\n  a prefix names one project for good: choose \
+             another (`callsign project list` shows the account's)"
+        ),
+        _ => anyhow!("cannot create {prefix}: {detail}"),
+    }
+}
+
 fn rename_refused(from: &str, to: &str, e: callsign_sync::Error) -> anyhow::Error {
     use callsign_core::ErrorCode;
     use callsign_sync::Error;

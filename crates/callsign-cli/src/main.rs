@@ -188,6 +188,14 @@ pub enum Command {
         #[command(subcommand)]
         command: ProjectCommand,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) to stdout.
+    ///
+    /// For example `callsign completions bash > ~/.local/share/bash-completion/completions/callsign`;
+    /// the Debian package installs them.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Push the outbox and pull changes; exit 0 once nothing is pending.
     Sync {
         /// Give up waiting for retried requests after this many seconds.
@@ -202,6 +210,17 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ProjectCommand {
+    /// The account's projects (from the server when it answers, else as last seen).
+    List,
+    /// Create a project on the server (needs the server; the prefix is checked there: 2-10
+    /// letters or digits, a letter first, not one any project of the account has or had).
+    Add {
+        /// Its name, as people call it.
+        name: String,
+        /// Its key prefix (any case; stored upper-case): PFX-1, PFX-2, …
+        #[arg(long)]
+        prefix: String,
+    },
     /// Give a project a new prefix (needs the server): SYN-42 becomes SYX-42 on every device
     /// at its next sync, and SYN-42 still finds the task. No prefix a project had before can be
     /// taken by another (but a project may take back its own).
@@ -215,6 +234,15 @@ pub enum ProjectCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Completions { shell } = cli.command {
+        use clap::CommandFactory;
+        use std::io::Write;
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "callsign", &mut script);
+        // A closed pipe (`| head`) is not an error worth a message.
+        let _ = std::io::stdout().write_all(&script);
+        return ExitCode::SUCCESS;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CALLSIGN_LOG")

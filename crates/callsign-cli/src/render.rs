@@ -330,6 +330,38 @@ impl Out {
     }
 
     /// `project rename`: the project as the server has it now.
+    pub fn project_added(&self, p: &callsign_core::dto::Project) -> Result<()> {
+        if self.json {
+            return print_json(&serde_json::to_value(p)?);
+        }
+        println!(
+            "created {} ({}): its tasks are {}-1, {}-2, …",
+            safe(&p.prefix),
+            safe(&p.name),
+            safe(&p.prefix),
+            safe(&p.prefix)
+        );
+        Ok(())
+    }
+
+    pub fn projects(&self, list: &[callsign_core::dto::Project]) -> Result<()> {
+        if self.json {
+            return print_json(&serde_json::to_value(list)?);
+        }
+        if list.is_empty() {
+            println!("no projects known yet (`callsign login` fetches them)");
+        }
+        for p in list {
+            let earlier = if p.previous_prefixes.is_empty() {
+                String::new()
+            } else {
+                format!("  (was {})", safe(&p.previous_prefixes.join(", ")))
+            };
+            println!("{:<10} {}{earlier}", safe(&p.prefix), safe(&p.name));
+        }
+        Ok(())
+    }
+
     pub fn project_renamed(&self, from: &str, p: &callsign_core::dto::Project) -> Result<()> {
         if self.json {
             return print_json(&serde_json::to_value(p)?);

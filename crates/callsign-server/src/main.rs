@@ -115,6 +115,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ProjectCmd,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -243,6 +248,14 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().cmd {
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            use std::io::Write;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "callsign-server", &mut script);
+            // A closed pipe (`| head`) is not an error worth a message.
+            let _ = std::io::stdout().write_all(&script);
+        }
         Cmd::Serve {
             database,
             listen,
