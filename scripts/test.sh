@@ -5,7 +5,8 @@
 # three server nodes on one PostgreSQL, the client engine and CLI end to end on either backend,
 # the desktop commands on Tauri's mock runtime, `task sync` of the real Taskwarrior 3.5 when
 # scripts/taskwarrior3.sh can fetch it), schema-based fuzzing of the HTTP API against the real
-# server, then the desktop app end to end in a real WebKit window.
+# server, the desktop app end to end in a real WebKit window, then the Debian packages of the
+# server and the CLI (built, and installed into a temp root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
@@ -41,3 +42,7 @@ bash scripts/fuzz-api.sh
 
 echo "== desktop end to end"
 bash scripts/test-desktop.sh
+
+echo "== Debian packages of the server and the CLI: build, then install into a temp root"
+bash scripts/package.sh --debug
+bash scripts/check-packages.sh
