@@ -107,7 +107,23 @@ fn row<'a>(snap: &'a mut Snapshot, key: &str) -> &'a mut KeyRow {
     found.unwrap_or_else(|| panic!("no key {key}"))
 }
 
-type Break = fn(&mut Snapshot, &mut Acked);
+/// One way to break a hand-made world, for the checker's own tests.
+pub(super) type Break = fn(&mut Snapshot, &mut Acked);
+
+/// Breaks a fresh `world()` each way in `cases`: each must be reported under its invariant.
+pub(super) fn catches_each(world: fn() -> (Snapshot, Acked), cases: &[(&str, &str, Break)]) {
+    for &(what, invariant, break_it) in cases {
+        let (mut snap, mut acked) = world();
+        break_it(&mut snap, &mut acked);
+        let found = checker::violations(&snap, &acked);
+        let report = checker::report(0, Some(&snap), &found, &[]);
+        println!("--- {what}:\n{report}");
+        assert!(
+            found.iter().any(|v| v.invariant == invariant),
+            "{what}: expected a violation of {invariant}, got:\n{report}"
+        );
+    }
+}
 
 #[test]
 fn the_checker_catches_broken_subtasks_and_moves() {
@@ -200,15 +216,5 @@ fn the_checker_catches_broken_subtasks_and_moves() {
             |s, _| s.server.reserved.get_mut("moved").expect("a task").prefix = "CHA".into(),
         ),
     ];
-    for (what, invariant, break_it) in cases {
-        let (mut snap, mut acked) = clean();
-        break_it(&mut snap, &mut acked);
-        let found = checker::violations(&snap, &acked);
-        let report = checker::report(0, Some(&snap), &found, &[]);
-        println!("--- {what}:\n{report}");
-        assert!(
-            found.iter().any(|v| v.invariant == invariant),
-            "{what}: expected a violation of {invariant}, got:\n{report}"
-        );
-    }
+    catches_each(clean, &cases);
 }

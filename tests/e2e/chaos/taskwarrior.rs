@@ -6,7 +6,7 @@
 use callsign_chaos::checker::{self, Expected};
 use callsign_chaos::view::{DeviceTask, KeyRow, Reserved, Snapshot, StoreTask, TaskwarriorView};
 
-use super::structure::{clean, Acked};
+use super::structure::{catches_each, clean, Acked, Break};
 
 /// The clean world with "tw" (created in Taskwarrior, CHA-3) and Taskwarrior's replica.
 fn with_taskwarrior() -> (Snapshot, Acked) {
@@ -72,8 +72,6 @@ fn shown<'a>(snap: &'a mut Snapshot, uuid: &str) -> &'a mut StoreTask {
     let tw = snap.taskwarrior.as_mut().expect("a replica");
     tw.tasks.get_mut(uuid).expect("a task in Taskwarrior")
 }
-
-type Break = fn(&mut Snapshot, &mut Acked);
 
 #[test]
 fn the_checker_catches_a_taskwarrior_that_disagrees_with_the_server() {
@@ -150,15 +148,5 @@ fn the_checker_catches_a_taskwarrior_that_disagrees_with_the_server() {
             |s, _| s.taskwarrior = None,
         ),
     ];
-    for (what, invariant, break_it) in cases {
-        let (mut snap, mut acked) = with_taskwarrior();
-        break_it(&mut snap, &mut acked);
-        let found = checker::violations(&snap, &acked);
-        let report = checker::report(0, Some(&snap), &found, &[]);
-        println!("--- {what}:\n{report}");
-        assert!(
-            found.iter().any(|v| v.invariant == invariant),
-            "{what}: expected a violation of {invariant}, got:\n{report}"
-        );
-    }
+    catches_each(with_taskwarrior, &cases);
 }

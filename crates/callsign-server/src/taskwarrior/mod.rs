@@ -413,10 +413,13 @@ pub async fn settle(state: &AppState, tw: &Taskwarrior, link: &Link) -> ApiResul
         // Sends the keys to the chain now, so Taskwarrior gets them in this `task sync`.
         last = sync_once(state, tw, link, Some(last)).await?.last_op;
     }
-    tw.links
-        .set_applied(link.client_id, last)
-        .await
-        .map_err(internal)?;
+    // Most settles (an up-to-date Taskwarrior asking for news) move nothing: no write then.
+    if link.applied_op != Some(last) {
+        tw.links
+            .set_applied(link.client_id, last)
+            .await
+            .map_err(internal)?;
+    }
     Ok(out)
 }
 

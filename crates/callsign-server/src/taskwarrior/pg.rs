@@ -55,11 +55,11 @@ fn row_link(r: &tokio_postgres::Row) -> Link {
 const LINK_COLUMNS: &str = "SELECT account_id, client_id, secret, applied_op FROM tw_links";
 
 /// The settle lock's holder: unlocks (and returns the connection) when dropped.
-struct Held(Option<(Object, AccountId)>);
+struct Held(Option<Object>);
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some((client, _)) = self.0.take() {
+        if let Some(client) = self.0.take() {
             release(client, "SELECT pg_advisory_unlock_all()");
         }
     }
@@ -151,7 +151,7 @@ impl Links for PgSync {
         )
         .await
         .context("taking the settle lock")?;
-        Ok(Box::new(Held(Some((c, account)))))
+        Ok(Box::new(Held(Some(c))))
     }
 }
 

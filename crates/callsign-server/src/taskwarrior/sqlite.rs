@@ -78,7 +78,38 @@ impl SqliteSync {
         })
     }
 
-    fn relink_now(
+    fn link_where(&self, cond: &str, arg: String) -> anyhow::Result<Option<Link>> {
+        let con = lock(&self.con);
+        let sql =
+            format!("SELECT account_id, client_id, secret, applied_op FROM links WHERE {cond}");
+        let found = con
+            .query_row(&sql, [arg], |r| {
+                Ok((
+                    r.get::<_, AccountId>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, Option<i64>>(3)?,
+                ))
+            })
+            .optional()?;
+        found
+            .map(|(account, client, sealed_secret, applied_op)| {
+                Ok(Link {
+                    account,
+                    client_id: Uuid::parse_str(&client)?,
+                    sealed_secret,
+                    applied_op,
+                })
+            })
+            .transpose()
+    }
+}
+
+/// The data dir has one server process (its lock), so a settle needs no lock beyond the
+/// process's own ([`super::Taskwarrior::settling`]).
+#[async_trait::async_trait]
+impl Links for SqliteSync {
+    async fn relink(
         &self,
         account: AccountId,
         client_id: Uuid,
@@ -111,60 +142,6 @@ impl SqliteSync {
         Ok(())
     }
 
-    fn link_where(&self, cond: &str, arg: String) -> anyhow::Result<Option<Link>> {
-        let con = lock(&self.con);
-        let sql =
-            format!("SELECT account_id, client_id, secret, applied_op FROM links WHERE {cond}");
-        let found = con
-            .query_row(&sql, [arg], |r| {
-                Ok((
-                    r.get::<_, AccountId>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                    r.get::<_, Option<i64>>(3)?,
-                ))
-            })
-            .optional()?;
-        found
-            .map(|(account, client, sealed_secret, applied_op)| {
-                Ok(Link {
-                    account,
-                    client_id: Uuid::parse_str(&client)?,
-                    sealed_secret,
-                    applied_op,
-                })
-            })
-            .transpose()
-    }
-
-    fn latest_version_now(&self, client_id: Uuid) -> anyhow::Result<Option<Uuid>> {
-        let con = lock(&self.con);
-        let v: Option<String> = con
-            .query_row(
-                "SELECT latest_version_id FROM clients WHERE client_id = ?1",
-                [client_id.to_string()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        v.map(|v| Uuid::parse_str(&v).map_err(Into::into))
-            .transpose()
-    }
-}
-
-/// The data dir has one server process (its lock), so a settle needs no lock beyond the
-/// process's own ([`super::Taskwarrior::settling`]).
-#[async_trait::async_trait]
-impl Links for SqliteSync {
-    async fn relink(
-        &self,
-        account: AccountId,
-        client_id: Uuid,
-        sealed_secret: &[u8],
-        now: i64,
-    ) -> anyhow::Result<()> {
-        self.relink_now(account, client_id, sealed_secret, now)
-    }
-
     async fn link_by_client(&self, client_id: Uuid) -> anyhow::Result<Option<Link>> {
         self.link_where("client_id = ?1", client_id.to_string())
     }
@@ -182,7 +159,16 @@ impl Links for SqliteSync {
     }
 
     async fn latest_version(&self, client_id: Uuid) -> anyhow::Result<Option<Uuid>> {
-        self.latest_version_now(client_id)
+        let con = lock(&self.con);
+        let v: Option<String> = con
+            .query_row(
+                "SELECT latest_version_id FROM clients WHERE client_id = ?1",
+                [client_id.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        v.map(|v| Uuid::parse_str(&v).map_err(Into::into))
+            .transpose()
     }
 
     async fn exclusive(&self, _account: AccountId) -> anyhow::Result<Box<dyn Send>> {
