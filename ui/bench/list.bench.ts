@@ -13,6 +13,7 @@ import {
 } from '../src/lib/view';
 import { markerFor } from '../src/lib/status';
 import { planJump } from '../src/lib/jump';
+import { scopeTasks, sidebarCounts } from '../src/lib/sidebar';
 import { many, NOW, status, task } from '../tests/fixtures';
 
 const N = 50_000;
@@ -91,6 +92,12 @@ describe(`list updates, ${N.toLocaleString()} tasks`, () => {
   bench('orderTasks (newest first)', () => {
     orderTasks(tasks);
   }, { iterations: 10 });
+  bench('sidebarCounts (the sidebar, once per list update)', () => {
+    sidebarCounts(tasks);
+  });
+  bench('scopeTasks to one project (a sidebar entry chosen)', () => {
+    scopeTasks(tasks, { kind: 'project', prefix: 'SYN' });
+  });
 });
 
 describe('windowing and markers', () => {

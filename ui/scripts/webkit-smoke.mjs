@@ -455,6 +455,148 @@ try {
   check('a subtask under a refused parent says whom it waits for', /^waiting for ~[0-9a-f]{8}$/.test(held[0].marker), held[0].marker);
   results.push(['screenshot held subtask', await shot('4j-held-subtask')]);
 
+  // ---- 4k. The projects sidebar: counts, scope, g sequences; New project; Desktop settings ---------
+  await open('n=40&provisional=0&local=2&failed=1&online=1');
+  const sideEntries = () => exec(`return [...document.querySelectorAll('[data-testid=sidebar] [data-entry]')].map((b) =>
+    [b.dataset.testid, b.querySelector('[data-testid=count]').textContent.trim(), b.getAttribute('aria-current')])`);
+  const entries0 = await sideEntries();
+  check('the sidebar: All, the projects, Inbox, Failed, each with a count; All selected',
+    entries0.map((e) => e[0]).join(',') === 'sidebar-all,sidebar-project-SYN,sidebar-project-OPS,sidebar-inbox,sidebar-failed'
+      && entries0[0][2] === 'true' && entries0.filter((e) => e[2] === 'true').length === 1 && entries0.find((e) => e[0] === 'sidebar-failed')[1] === '1',
+    JSON.stringify(entries0));
+  results.push(['screenshot sidebar', await shot('4k-sidebar')]);
+  await exec('document.querySelector("[data-testid=sidebar-project-OPS]").click()');
+  const opsView = await eventually('OPS scope', 3000, async () => {
+    const c = await exec('return document.querySelector("[data-testid=list-count]").textContent.trim()');
+    return c.startsWith('OPS') ? [c, await rowsInfo(), await exec('return [document.querySelector("[data-testid=task-list]").dataset.count, document.activeElement?.dataset.testid]')] : null;
+  });
+  const opsCount = entries0.find((e) => e[0] === 'sidebar-project-OPS')[1];
+  check('a project scopes the list: its rows only, its count, the header names it, focus on the list',
+    opsView[1].every((r) => r.key?.startsWith('OPS-')) && opsView[2][0] === opsCount && opsView[0].startsWith(`OPS · ${opsCount} of `) && opsView[2][1] === 'task-list'
+      && await exec('return document.querySelector("[data-testid=sidebar-project-OPS]").getAttribute("aria-current") === "true"'),
+    JSON.stringify([opsView[0], opsView[2], opsCount]));
+  await keys('gf');
+  const gf = await eventually('g f', 3000, () => exec(`const s = document.querySelector("[data-testid=status-filter]").value;
+    return s === 'failed' ? [s, document.querySelector("[data-testid=sidebar-failed]").getAttribute("aria-current"), document.querySelectorAll("[data-testid=task-row]").length] : null`));
+  check('g f: the Failed view, Failed selected', gf[1] === 'true' && gf[2] === 1, JSON.stringify(gf));
+  await keys('ga');
+  const ga = await eventually('g a', 3000, () => exec(`const s = document.querySelector("[data-testid=status-filter]").value;
+    return s === 'pending' ? document.querySelector("[data-testid=sidebar-all]").getAttribute("aria-current") : null`));
+  check('g a: All, back to Pending', ga === 'true', String(ga));
+  await keys('gp');
+  const gp = await eventually('g p', 3000, () => exec('return document.activeElement?.dataset.entry ?? null'));
+  await keys('jj');
+  const moved = await exec('return document.activeElement?.dataset.entry ?? null');
+  await keys(ENTER);
+  const chosen = await eventually('chosen', 3000, () => exec(`const b = document.querySelector("[data-testid=sidebar-project-OPS]");
+    return b.getAttribute("aria-current") === "true" ? document.activeElement?.dataset.testid : null`));
+  check('g p focuses the sidebar on the selected entry; j j moves; Enter selects and returns to the list',
+    gp === 'all' && moved === 'project:OPS' && chosen === 'task-list', JSON.stringify([gp, moved, chosen]));
+  await keys('gi');
+  const gi = await eventually('g i', 3000, () => exec(`return document.querySelector("[data-testid=sidebar-inbox]").getAttribute("aria-current") === "true"
+    ? [...document.querySelectorAll("[data-testid=task-row]")].map((r) => r.dataset.syncState + ":" + r.querySelector("[data-testid=provisional-marker]")?.textContent.trim()) : null`));
+  check('g i: the inbox, its local tasks only', gi.length === 2 && gi.every((m) => /Inbox · this device/.test(m)), JSON.stringify(gi));
+  await keys('gp' + ESC);
+  check('Esc in the sidebar goes back to the list', await exec('return document.activeElement?.dataset.testid === "task-list"'));
+
+  // New project: the prefix checked as typed, a taken one refused by the backend, then created.
+  await exec('document.querySelector("[data-testid=sidebar-new-project]").click()');
+  await eventually('new project dialog', 3000, () => $('[data-testid=new-project-name]'));
+  await keys('Website');
+  await exec('document.querySelector("[data-testid=new-project-prefix]").focus()');
+  await keys('w-b');
+  const hint = await exec('return [document.querySelector("[data-testid=new-project-prefix-hint]").textContent.trim(), document.querySelector("[data-testid=new-project-submit]").disabled]');
+  check('an invalid prefix: the server\'s words as typed, Create disabled',
+    hint[0] === 'invalid prefix "w-b": a prefix is 2-10 characters, a letter first, then letters or digits (e.g. SYN)' && hint[1] === true, JSON.stringify(hint));
+  results.push(['screenshot new project, invalid prefix', await shot('4k-new-project-invalid')]);
+  await exec('const i = document.querySelector("[data-testid=new-project-prefix]"); i.value = ""; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await keys('syn' + ENTER);
+  const taken = await eventually('taken', 3000, () => exec('return document.querySelector("[data-testid=new-project-error]")?.textContent.trim() ?? null'));
+  check('a taken prefix: the backend\'s message, the dialog stays', taken === 'prefix SYN is taken by another project' && await exec('return !!document.querySelector("[data-testid=new-project-dialog]")'), taken);
+  await exec('const i = document.querySelector("[data-testid=new-project-prefix]"); i.value = ""; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await keys('web');
+  results.push(['screenshot new project', await shot('4k-new-project')]);
+  await keys(ENTER);
+  const createdNotice = await eventually('created', 3000, () => exec(`return !document.querySelector("[data-testid=new-project-dialog]")
+    && document.querySelector("[data-testid=sidebar-project-WEB]")?.getAttribute("aria-current") === "true"
+    ? document.querySelector("[data-testid=notice]")?.textContent.trim() ?? "" : null`));
+  check('created: the dialog closes, the project is listed and selected, the notice says so', /Created WEB — Website/.test(createdNotice), createdNotice);
+  await keys('t');
+  results.push(['screenshot sidebar dark', await shot('4k-sidebar-dark')]);
+  await exec('document.querySelector("[data-testid=sidebar-new-project]").click()');
+  await eventually('new project dialog', 3000, () => $('[data-testid=new-project-name]'));
+  await exec('document.querySelector("[data-testid=new-project-prefix]").focus()');
+  await keys('inbox');
+  results.push(['screenshot new project dark', await shot('4k-new-project-dark')]);
+  await keys(ESC);
+  await keys('t');
+
+  // Desktop settings: a shortcut the backend refuses stays at its field; a good one is saved.
+  await exec('document.querySelector("[data-testid=task-list]").focus()');
+  await keys(',');
+  await eventually('desktop settings', 3000, () => exec('return !!document.querySelector("[data-testid=settings-shortcut]")'));
+  const prefs0 = await exec(`return ['settings-close-to-tray', 'settings-notify-failures', 'settings-notify-keyed'].map((id) => document.querySelector('[data-testid=' + id + ']').checked)
+    .concat(document.querySelector('[data-testid=settings-shortcut]').value)`);
+  check('Settings shows the desktop preferences as saved', JSON.stringify(prefs0) === '[false,true,true,"Ctrl+Alt+Space"]', JSON.stringify(prefs0));
+  await exec('const i = document.querySelector("[data-testid=settings-shortcut]"); i.value = "Ctrl+Alt"; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await exec('document.querySelector("[data-testid=settings-notify-keyed]").click()');
+  await exec('document.querySelector("[data-testid=settings-save]").click()');
+  const scErr = await eventually('shortcut refused', 3000, () => exec('return document.querySelector("[data-testid=settings-shortcut-error]")?.textContent.trim() ?? null'));
+  check('a shortcut that cannot be registered: its message at the field, the dialog open', /"Ctrl\+Alt" is not a shortcut/.test(scErr) && await exec('return !!document.querySelector("[data-testid=settings-dialog]")'), scErr);
+  results.push(['screenshot settings, desktop', await shot('4k-settings-desktop')]);
+  await exec('const i = document.querySelector("[data-testid=settings-shortcut]"); i.value = "Ctrl+Alt+N"; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await exec('document.querySelector("[data-testid=settings-save]").click()');
+  await eventually('settings closed', 3000, () => exec('return !document.querySelector("[data-testid=settings-dialog]")'));
+  const prefs1 = await exec('return window.__callsignFake.desktop');
+  check('saved with the settings', prefs1.capture_shortcut === 'Ctrl+Alt+N' && prefs1.notify_keyed === false, JSON.stringify(prefs1));
+
+  // A "failed to sync" notification clicked (open-task): the task opens, whatever hid it goes.
+  await exec('document.querySelector("[data-testid=sidebar-project-OPS]").click()');
+  await exec('const i = document.querySelector("[data-testid=filter-input]"); i.value = "nothing like it"; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await sleep(200);
+  const failedUuid = await exec('return window.__callsignFake.handle("list_tasks", {filter: {status: "all"}}).find((t) => t.failure).uuid');
+  await exec('window.__callsignFake.openTask(arguments[0])', failedUuid);
+  const opened2 = await eventually('open-task', 3000, () => exec(`const d = document.querySelector("[data-testid=task-detail]"), s = document.querySelector("[data-testid=task-row][aria-selected=true]");
+    return d && s ? [d.dataset.uuid, s.dataset.uuid, document.querySelector("[data-testid=filter-input]").value, document.querySelector("[data-testid=sidebar-all]").getAttribute("aria-current")] : null`));
+  check('open-task opens the task in the detail, its row selected, the scope and the filter cleared',
+    opened2[0] === failedUuid && opened2[1] === failedUuid && opened2[2] === '' && opened2[3] === 'true', JSON.stringify(opened2));
+
+  // ---- 4l. The quick-capture window (index.html?window=capture) ------------------------------------
+  const openCapture = async (query, where = /SYN/) => {
+    await wd('POST', s('/url'), { url: `${base.replace(/:\d+$/, `:${webPort}`)}/?window=capture&${query}` });
+    await eventually('the capture window', 15000, () => exec('return document.activeElement?.dataset.testid === "quick-capture-input"'));
+    await eventually('its projects', 3000, async () => where.test(await exec('return document.querySelector("[data-testid=quick-capture-target]")?.textContent ?? ""')));
+  };
+  await wd('POST', s('/window/rect'), { width: 560, height: 140 }).catch(() => {});
+  await openCapture('n=5&online=1&latency=50');
+  check('the capture window: the field focused, no list', !(await exec('return !!document.querySelector("[data-testid=task-list]")')));
+  await keys('Call the bank #OPS +phone');
+  const target = await exec('return document.querySelector("[data-testid=quick-capture-target]").textContent.replace(/\\s+/g, " ").trim()');
+  check('it says where the task goes', target === '→ OPS — Operations · +phone', target);
+  results.push(['screenshot quick capture', await shot('4l-quick-capture')]);
+  await keys(ENTER);
+  await eventually('closed', 3000, () => exec('return window.__callsignFake.captureClosed === 1'));
+  const made = await exec('return window.__callsignFake.handle("list_tasks", {filter: {status: "all"}})[0]');
+  check('Enter saves it (create_task) and closes the window (close_capture)', made.description === 'Call the bank' && made.project === 'OPS' && made.tags[0] === 'phone', JSON.stringify([made.description, made.project, made.tags]));
+  await keys('+only');
+  await keys(ENTER);
+  const empty = await eventually('empty refused', 3000, () => exec('return document.querySelector("[data-testid=quick-capture-error]")?.textContent.trim() ?? null'));
+  check('no description: the capture bar\'s message', empty === 'A task needs a description (#project, +tags, due: and pri: alone are not one).', empty);
+  await exec('const i = document.querySelector("[data-testid=quick-capture-input]"); i.value = ""; i.dispatchEvent(new Event("input", {bubbles: true}))');
+  await keys('Pay rent due:someday' + ENTER);
+  const refusedDue = await eventually('refused', 3000, () => exec('return document.querySelector("[data-testid=quick-capture-error]")?.textContent.trim() ?? null'));
+  const kept = await exec('return [document.querySelector("[data-testid=quick-capture-input]").value, window.__callsignFake.captureClosed]');
+  check('a refusal: its message, the text kept, the window open', /someday/.test(refusedDue) && kept[0] === 'Pay rent due:someday' && kept[1] === 1, JSON.stringify([refusedDue, kept]));
+  results.push(['screenshot quick capture error', await shot('4l-quick-capture-error')]);
+  await keys(ESC);
+  await eventually('closed by Esc', 3000, () => exec('return window.__callsignFake.captureClosed === 2'));
+  check('Esc closes it without saving', (await exec('return window.__callsignFake.handle("list_tasks", {filter: {status: "all"}}).length')) === 6);
+  await exec('localStorage.setItem("callsign.theme", "dark")');
+  await openCapture('n=5&online=1&server=none', /Inbox/);
+  results.push(['screenshot quick capture dark, no server', await shot('4l-quick-capture-dark')]);
+  await exec('localStorage.removeItem("callsign.theme")');
+  await wd('POST', s('/window/rect'), { width: 1280, height: 800 }).catch(() => {});
+
   // ---- 5. Narrow window and dark theme ----------------------------------------------------------
   await open('n=200&provisional=4&online=0');
   await wd('POST', s('/window/rect'), { width: 400, height: 800 }).catch(() => {});
@@ -462,6 +604,12 @@ try {
   const overflow = await exec('return document.documentElement.scrollWidth - document.documentElement.clientWidth');
   check('no horizontal overflow at 400 px', overflow <= 0, `overflow ${overflow}px`);
   results.push(['screenshot narrow', await shot('5-narrow-400')]);
+  await exec('document.querySelector("[data-testid=sidebar-toggle]").click()');
+  const drawer = await eventually('the drawer', 3000, () => exec('const r = document.querySelector("[data-testid=sidebar]").getBoundingClientRect(); return r.width > 0 ? [r.width, document.activeElement?.dataset.entry] : null'));
+  check('narrow: the sidebar opens as a drawer from the toggle, focus on its entry', drawer[1] === 'all', JSON.stringify(drawer));
+  results.push(['screenshot narrow sidebar', await shot('5-narrow-sidebar')]);
+  await keys(ESC);
+  check('narrow: Esc closes the drawer', await exec('return document.querySelector("[data-testid=sidebar]").getBoundingClientRect().width === 0'));
   await exec('document.querySelector("[data-testid=task-list]").focus()');
   await keys('t');
   await sleep(200);

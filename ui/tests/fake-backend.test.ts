@@ -1,7 +1,7 @@
 // The preview's fake backend keeps to the command contract the UI relies on.
 import { describe, expect, it } from 'vitest';
 import { FakeBackend } from '../src/dev/fake-backend';
-import type { LocalTask, Project, SyncStatus, TaskPage } from '../src/lib/types';
+import type { DesktopPrefs, LocalTask, Project, SyncStatus, TaskPage } from '../src/lib/types';
 
 function fake() {
   const events: [string, unknown][] = [];
@@ -196,5 +196,55 @@ describe('FakeBackend', () => {
     f.handle('move_task', { id: p.uuid, project: 'ZZZ' });
     await new Promise((r) => setTimeout(r, 50));
     expect(get(p.uuid)).toMatchObject({ key: 'OPS-1', project: 'ZZZ', failure: { code: 'project_not_found' } });
+  });
+
+  it('create_project: checked as the server checks it; a taken prefix is refused; the new project is listed and numbers tasks', async () => {
+    const { f } = fake();
+    f.latencyMs = 1;
+    expect(() => f.handle('create_project', { name: 'Web', prefix: 'WEB' })).toThrow(expect.objectContaining({ code: 'not_logged_in' }));
+    f.handle('save_settings', { settings: { server_url: 'http://127.0.0.1:1', token: 'cs_abcd9f3a' } });
+    expect(() => f.handle('create_project', { name: 'Web', prefix: 'W-B' })).toThrow(
+      expect.objectContaining({ code: 'invalid', message: 'invalid prefix "W-B": a prefix is 2-10 characters, a letter first, then letters or digits (e.g. SYN)' }),
+    );
+    expect(() => f.handle('create_project', { name: 'Mine', prefix: 'inbox' })).toThrow(
+      expect.objectContaining({ code: 'invalid', message: "INBOX is this device's inbox: no server project can take its name" }),
+    );
+    expect(() => f.handle('create_project', { name: 'Again', prefix: 'syn' })).toThrow(
+      expect.objectContaining({ code: 'prefix_taken', message: 'prefix SYN is taken by another project' }),
+    );
+    expect(f.handle('create_project', { name: 'Website', prefix: 'web' })).toEqual({ prefix: 'WEB', name: 'Website', local: false });
+    expect(f.handle('create_project', { name: ' ', prefix: 'Dev' })).toEqual({ prefix: 'DEV', name: 'DEV', local: false });
+    expect(() => f.handle('create_project', { name: 'Dev again', prefix: 'DEV' })).toThrow(
+      expect.objectContaining({ code: 'prefix_taken', message: 'prefix DEV is taken by another project' }),
+    );
+    expect((f.handle('list_projects', {}) as Project[]).map((p) => p.prefix)).toEqual(['SYN', 'OPS', 'WEB', 'DEV']);
+    const t = f.handle('create_task', { input: { description: 'Launch the site', project: 'WEB' } }) as LocalTask;
+    f.setOnline(true);
+    await new Promise((r) => setTimeout(r, 30));
+    expect((f.handle('resolve_task', { query: t.uuid }) as LocalTask).key).toBe('WEB-1');
+  });
+
+  it('desktop prefs: read, saved together, a shortcut it cannot register refused with nothing saved', () => {
+    const { f } = fake();
+    const before = f.handle('get_desktop_prefs', {}) as DesktopPrefs;
+    expect(before).toEqual({ close_to_tray: false, capture_shortcut: 'Ctrl+Alt+Space', notify_failures: true, notify_keyed: true });
+    const next = { close_to_tray: true, capture_shortcut: ' Super+Shift+N ', notify_failures: false, notify_keyed: false };
+    expect(f.handle('save_desktop_prefs', { prefs: next })).toEqual({ ...next, capture_shortcut: 'Super+Shift+N' });
+    for (const bad of ['Space', 'Ctrl+', 'Ctrl+Alt', 'Ctrl+A+B']) {
+      expect(() => f.handle('save_desktop_prefs', { prefs: { ...next, capture_shortcut: bad, close_to_tray: false } })).toThrow(
+        expect.objectContaining({ code: 'invalid', message: expect.stringContaining(`"${bad}" is not a shortcut`) }),
+      );
+    }
+    expect(f.handle('get_desktop_prefs', {})).toMatchObject({ close_to_tray: true, capture_shortcut: 'Super+Shift+N' });
+    // An empty shortcut is none.
+    expect(f.handle('save_desktop_prefs', { prefs: { ...next, capture_shortcut: '' } })).toMatchObject({ capture_shortcut: '' });
+  });
+
+  it('the capture window: open_capture and close_capture are counted; openTask sends open-task', () => {
+    const { f, events } = fake();
+    expect([f.handle('open_capture', {}), f.handle('close_capture', {}), f.handle('close_capture', {})]).toEqual([null, null, null]);
+    expect([f.captureOpened, f.captureClosed]).toEqual([1, 2]);
+    f.openTask('some-uuid');
+    expect(events.at(-1)).toEqual(['open-task', { uuid: 'some-uuid' }]);
   });
 });

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { currentProject, dedupeProjects, examplePrefix, pickerProjects, projectLabel, serverProjects } from '../src/lib/projects';
+import {
+  capturePrefixes,
+  currentProject,
+  dedupeProjects,
+  examplePrefix,
+  pickerProjects,
+  prefixError,
+  projectLabel,
+  serverProjects,
+} from '../src/lib/projects';
 import type { Project } from '../src/lib/types';
 import { task } from './fixtures';
 
@@ -52,5 +61,45 @@ describe('projects', () => {
     ['nothing known', null, null, [], null],
   ] as const)('currentProject: %s', (_n, t, d, list, want) => {
     expect(currentProject(t, d, [...list] as Project[])).toBe(want);
+  });
+
+  it.each([
+    ['no server project known: any prefix goes', [INBOX], []],
+    ['the server projects and the inbox', [DEV, INBOX, OPS], ['DEV', 'OPS', 'INBOX']],
+  ] as const)('capturePrefixes: %s', (_n, list, want) => {
+    expect(capturePrefixes([...list] as Project[])).toEqual(want);
+  });
+});
+
+// The server's rule (callsign-core `Prefix::parse`, the engine's `create_project`) and its words.
+const RULE = 'a prefix is 2-10 characters, a letter first, then letters or digits (e.g. SYN)';
+describe('prefixError', () => {
+  it.each([
+    ['DEV'],
+    ['dev'],
+    ['Ops2'],
+    ['ab'],
+    ['ABCDEFGHIJ'],
+    ['x9'],
+    [' web '], // the engine trims it
+  ])('%j is a prefix', (input) => {
+    expect(prefixError(input)).toBeNull();
+  });
+
+  it.each([
+    ['', `invalid prefix "": ${RULE}`],
+    ['D', `invalid prefix "D": ${RULE}`],
+    ['ABCDEFGHIJK', `invalid prefix "ABCDEFGHIJK": ${RULE}`],
+    ['2DEV', `invalid prefix "2DEV": ${RULE}`],
+    ['DE-V', `invalid prefix "DE-V": ${RULE}`],
+    ['DE V', `invalid prefix "DE V": ${RULE}`],
+    ['my_proj', `invalid prefix "my_proj": ${RULE}`],
+    ['ÉTÉ', `invalid prefix "ÉTÉ": ${RULE}`],
+    ['say"hi', `invalid prefix "say\\"hi": ${RULE}`],
+    ['  x ', `invalid prefix "x": ${RULE}`],
+    ['INBOX', "INBOX is this device's inbox: no server project can take its name"],
+    ['inbox', "INBOX is this device's inbox: no server project can take its name"],
+  ])('%j: %s', (input, want) => {
+    expect(prefixError(input)).toBe(want);
   });
 });

@@ -12,9 +12,13 @@
 // Moves (`move_task`): a numbered task changes project at once and the fake server gives it the
 // next number there (its subtasks renumbered under the new key, in their old order), each old
 // key kept in `previous_keys` and still found; a subtask alone is refused.
+// Projects (`create_project`) are checked as the server checks them (`prefixError`, a taken
+// prefix); the desktop's preferences are kept, a shortcut it cannot read refused; the capture
+// window's `open_capture` / `close_capture` are counted; `openTask` plays a notification's click.
 import type {
   CmdError,
   CreateInput,
+  DesktopPrefs,
   Failure,
   ListFilter,
   LocalTask,
@@ -26,6 +30,7 @@ import type {
 } from '../lib/types';
 import { parseJumpQuery } from '../lib/jump';
 import { keyPrefix } from '../lib/moves';
+import { prefixError } from '../lib/projects';
 import { filterTasks } from '../lib/view';
 import { fakeParseDue, fakeParsePriority } from './fake-when';
 
@@ -38,6 +43,21 @@ const UNREACHABLE = {
 };
 
 type Emit = (event: string, payload: unknown) => void;
+
+const MODIFIERS = new Set(['ctrl', 'control', 'alt', 'option', 'shift', 'super', 'meta', 'cmd', 'command', 'cmdorctrl', 'commandorcontrol']);
+
+/**
+ * Whether the fake can "register" a global shortcut: modifiers and one key, `+` between them
+ * (`Ctrl+Alt+Space`), at least one modifier. The app's own rule is the global-shortcut plugin's.
+ */
+function shortcutError(s: string): string | null {
+  const parts = s.split('+').map((p) => p.trim());
+  const keys = parts.filter((p) => !MODIFIERS.has(p.toLowerCase()));
+  if (parts.some((p) => p === '') || keys.length !== 1 || parts.length < 2 || !/^(\w+|Space)$/.test(keys[0] as string)) {
+    return `"${s}" is not a shortcut the system can register: one or more modifiers and a key, e.g. Ctrl+Alt+Space`;
+  }
+  return null;
+}
 
 function err(code: string, message: string): CmdError {
   return { code, message };
@@ -66,6 +86,11 @@ export class FakeBackend {
     { prefix: 'OPS', name: 'Operations' },
   ];
   lastError: string | null = null;
+  /** The app's defaults (src-tauri `prefs.rs`); an empty shortcut is none. */
+  desktop: DesktopPrefs = { close_to_tray: false, capture_shortcut: 'Ctrl+Alt+Space', notify_failures: true, notify_keyed: true };
+  /** How many times the capture window was opened / closed. */
+  captureOpened = 0;
+  captureClosed = 0;
   /** The projects the fake server has (a task for another one is refused). */
   get serverPrefixes(): string[] {
     return this.projects.map((p) => p.prefix);
@@ -140,6 +165,7 @@ export class FakeBackend {
    * leave one: the server kept the later text, and the other is kept to restore.
    */
   seedConflicts(n: number): void {
+    if (n <= 0) return; // (slice(-0) would be every task)
     const tasks = this.tasks.filter((t) => t.key !== null && t.status === 'pending' && t.parent === null).slice(-n);
     for (const t of tasks) {
       const other = `${t.description} (as typed on the laptop)`;
@@ -413,6 +439,11 @@ export class FakeBackend {
     this.pump();
   }
 
+  /** The user clicked a "task failed to sync" notification: the app is told which task. */
+  openTask(uuid: string): void {
+    this.emit('open-task', { uuid });
+  }
+
   /** A task added by "another program" on the same data dir. */
   addExternal(description: string): LocalTask {
     const t = this.make({ description });
@@ -630,6 +661,34 @@ export class FakeBackend {
           ...(inbox ? [{ prefix: INBOX, name: 'Inbox (this device)', local: true }] : []),
         ];
       }
+      case 'create_project': {
+        if (!this.configured) throw err('not_logged_in', 'Creating a project needs a server: set one in Settings');
+        const input = String(args.prefix ?? '');
+        const refused = prefixError(input);
+        if (refused !== null) throw err('invalid', refused);
+        const prefix = input.trim().toUpperCase();
+        if (this.projects.some((p) => p.prefix === prefix)) throw err('prefix_taken', `prefix ${prefix} is taken by another project`);
+        const name = String(args.name ?? '').trim() || prefix;
+        const project: Project = { prefix, name, local: false };
+        this.projects = [...this.projects, project];
+        return { ...project };
+      }
+      case 'get_desktop_prefs':
+        return { ...this.desktop };
+      case 'save_desktop_prefs': {
+        const prefs = args.prefs as DesktopPrefs;
+        const shortcut = prefs.capture_shortcut.trim();
+        const refused = shortcut === '' ? null : shortcutError(shortcut);
+        if (refused !== null) throw err('invalid', refused);
+        this.desktop = { ...prefs, capture_shortcut: shortcut };
+        return { ...this.desktop };
+      }
+      case 'open_capture':
+        this.captureOpened++;
+        return null;
+      case 'close_capture':
+        this.captureClosed++;
+        return null;
       default:
         throw err('unknown', `unknown command ${cmd}`);
     }

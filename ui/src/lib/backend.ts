@@ -5,6 +5,7 @@ import type {
   CmdError,
   ConflictField,
   CreateInput,
+  DesktopPrefs,
   ListFilter,
   LocalTask,
   Project,
@@ -69,6 +70,13 @@ export const backend = {
   syncNow: () => call<void>('sync_now'),
   syncStatus: () => call<SyncStatus>('sync_status'),
   listProjects: () => call<Project[]>('list_projects'),
+  /** A new project on the server (`prefix` any case; refusals: `invalid`, `prefix_taken`, network codes). */
+  createProject: (name: string, prefix: string) => call<Project>('create_project', { name, prefix }),
+  getDesktopPrefs: () => call<DesktopPrefs>('get_desktop_prefs'),
+  /** The prefs as saved; a shortcut that cannot be registered is refused (`invalid`). */
+  saveDesktopPrefs: (prefs: DesktopPrefs) => call<DesktopPrefs>('save_desktop_prefs', { prefs }),
+  /** Closes the quick-capture window (the one this is called from). */
+  closeCapture: () => call<void>('close_capture'),
 
   onTaskChanged: (f: (t: LocalTask) => void): Promise<UnlistenFn> =>
     listen<LocalTask>('task-changed', (e) => f(e.payload)),
@@ -76,6 +84,9 @@ export const backend = {
     listen<SyncStatus>('sync-status', (e) => f(e.payload)),
   onTaskRemoved: (f: (uuid: string) => void): Promise<UnlistenFn> =>
     listen<{ uuid: string }>('task-removed', (e) => f(e.payload.uuid)),
+  /** A "task failed to sync" notification was clicked: show that task. */
+  onOpenTask: (f: (uuid: string) => void): Promise<UnlistenFn> =>
+    listen<{ uuid: string }>('open-task', (e) => f(e.payload.uuid)),
   /** The backend missed events (its channel lagged): reload the list. */
   onTasksReload: (f: () => void): Promise<UnlistenFn> => listen('tasks-reload', () => f()),
 };

@@ -1,4 +1,5 @@
-// Keyboard shortcuts: one table, used by the key handler and shown in the help dialog.
+// Keyboard shortcuts: one table, used by the key handler and shown in the help dialog. Single
+// keys (`actionFor`) and two-key sequences after `g` (`readKey`).
 
 export type Action =
   | 'capture'
@@ -21,7 +22,11 @@ export type Action =
   | 'settings'
   | 'theme'
   | 'help'
-  | 'escape';
+  | 'escape'
+  | 'sidebar'
+  | 'show-all'
+  | 'show-inbox'
+  | 'show-failed';
 
 export interface Shortcut {
   keys: string;
@@ -39,6 +44,10 @@ export function shortcuts(prefix: string): Shortcut[] {
     { keys: 'k / ↑', action: 'up', label: 'Previous task' },
     { keys: 'g / Home', action: 'first', label: 'First task' },
     { keys: 'G / End', action: 'last', label: 'Last task' },
+    { keys: 'g p', action: 'sidebar', label: 'Projects sidebar (then j / k, Enter shows the list, Esc goes back)' },
+    { keys: 'g a', action: 'show-all', label: 'All tasks, every project' },
+    { keys: 'g i', action: 'show-inbox', label: "This device's inbox" },
+    { keys: 'g f', action: 'show-failed', label: 'Failed tasks' },
     { keys: 'Enter / o', action: 'open', label: 'Open the task' },
     { keys: 'x', action: 'complete', label: 'Complete (or reopen)' },
     { keys: 'e', action: 'edit', label: 'Edit description, notes and tags' },
@@ -121,4 +130,34 @@ export function actionFor(e: KeyLike, inField: boolean): Action | null {
     default:
       return null;
   }
+}
+
+/** How long after `g` a second key still makes a sequence (`g p`), ms. */
+export const SEQUENCE_MS = 1000;
+
+/** The second key after `g`, and its action. */
+const AFTER_G: Readonly<Record<string, Action>> = { p: 'sidebar', a: 'show-all', i: 'show-inbox', f: 'show-failed' };
+
+const MODIFIER_KEYS = new Set(['Shift', 'Control', 'Alt', 'Meta', 'AltGraph', 'CapsLock']);
+
+/** What the key reader remembers between presses: when `g` was pressed (outside a field). */
+export interface KeyState {
+  gAt: number | null;
+}
+
+export const NO_KEYS: KeyState = { gAt: null };
+
+/**
+ * A key press with the sequences: `g` is "first task" at once and starts a sequence; `p`, `a`,
+ * `i` or `f` pressed within `SEQUENCE_MS` after it (no modifier, outside a text field) is `g p`,
+ * `g a`, `g i`, `g f` instead of its own action (`f` alone is the filter). Any other key ends the
+ * sequence and acts as itself; a modifier pressed alone does not end it. `now` in ms.
+ */
+export function readKey(state: KeyState, e: KeyLike, inField: boolean, now: number): { action: Action | null; state: KeyState } {
+  if (MODIFIER_KEYS.has(e.key)) return { action: null, state };
+  const plain = !inField && !e.ctrlKey && !e.metaKey && !e.altKey;
+  const sequence = plain && state.gAt !== null && now - state.gAt <= SEQUENCE_MS ? AFTER_G[e.key] : undefined;
+  if (sequence !== undefined) return { action: sequence, state: NO_KEYS };
+  const action = actionFor(e, inField);
+  return { action, state: plain && e.key === 'g' ? { gAt: now } : NO_KEYS };
 }

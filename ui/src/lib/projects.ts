@@ -43,6 +43,15 @@ export function projectLabel(p: Project): string {
   return p.name && p.name !== p.prefix ? `${p.prefix} — ${p.name}` : p.prefix;
 }
 
+/**
+ * The prefixes a capture's `#PFX` may name: the server's projects and the inbox; none (any
+ * valid prefix goes) while no server project is known.
+ */
+export function capturePrefixes(list: readonly Project[]): string[] {
+  const servers = serverProjects(list);
+  return servers.length > 0 ? [...servers.map((p) => p.prefix), INBOX] : [];
+}
+
 /** The prefix examples and placeholders use: the default project, else the first server project, else DEV. */
 export function examplePrefix(defaultPrefix: string | null | undefined, list: readonly Project[]): string {
   const d = defaultPrefix?.toUpperCase();
@@ -64,4 +73,19 @@ export function currentProject(
   }
   const d = defaultPrefix?.toUpperCase();
   return d && d !== INBOX ? d : null;
+}
+
+/**
+ * Why the server would refuse `input` as a new project's prefix, in its own words, or null when
+ * it takes it (callsign-core's `Prefix::parse`: 2-10 characters, an ASCII letter first, then
+ * ASCII letters or digits, any case, stored upper-case; the engine trims it first and keeps
+ * `INBOX` for the device's inbox). The input is quoted as Rust's `{:?}` quotes it.
+ */
+export function prefixError(input: string): string | null {
+  const p = input.trim();
+  if (!/^[A-Za-z][A-Za-z0-9]{1,9}$/.test(p)) {
+    return `invalid prefix ${JSON.stringify(p)}: a prefix is 2-10 characters, a letter first, then letters or digits (e.g. SYN)`;
+  }
+  if (p.toUpperCase() === INBOX) return `${INBOX} is this device's inbox: no server project can take its name`;
+  return null;
 }

@@ -136,6 +136,21 @@ export interface Project {
   local?: boolean;
 }
 
+/**
+ * This device's desktop choices (`get_desktop_prefs`, `save_desktop_prefs`): the tray, the
+ * global quick-capture shortcut (`Ctrl+Alt+Space`; the backend refuses one it cannot register,
+ * `invalid`), and which system notifications to show.
+ */
+export interface DesktopPrefs {
+  /** Closing the window leaves the app syncing in the tray. */
+  close_to_tray: boolean;
+  capture_shortcut: string;
+  /** A notification when the server refuses a task (clicking it sends `open-task`). */
+  notify_failures: boolean;
+  /** A notification when tasks captured offline get their keys. */
+  notify_keyed: boolean;
+}
+
 export interface CmdError {
   code: string;
   message: string;

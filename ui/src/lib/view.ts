@@ -262,6 +262,9 @@ export interface ParsedCapture {
   priority?: string;
 }
 
+/** What a capture with nothing but fields gets (quick capture, the capture window). */
+export const EMPTY_CAPTURE = 'A task needs a description (#project, +tags, due: and pri: alone are not one).';
+
 /** `due:<when>`, `pri:<H|M|L>`, `priority:<…>` (any case), with a value after the colon. */
 const FIELD_RE = /^(due|pri|priority):(.+)$/i;
 
