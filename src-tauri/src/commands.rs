@@ -391,3 +391,20 @@ pub async fn list_projects(engine: State<'_, AppEngine>) -> CmdResult<Vec<UiProj
     }
     Ok(out)
 }
+
+/// Creates a server project (`callsign project add`): the prefix is checked by the same rule
+/// and message as the server's, and the server's refusals (`prefix_taken`) come back as it gave
+/// them. Without a server this is refused (`not_logged_in`): a project is the server's.
+#[tauri::command]
+pub async fn create_project(
+    engine: State<'_, AppEngine>,
+    name: String,
+    prefix: String,
+) -> CmdResult<UiProject> {
+    let p = engine.0.create_project(&name, &prefix).await?;
+    Ok(UiProject {
+        prefix: p.prefix,
+        name: p.name,
+        local: false,
+    })
+}

@@ -1,14 +1,21 @@
 //! The Callsign desktop app: the engine from `callsign-sync`, thin commands over it
 //! ([`commands`]), and the engine's events forwarded to the UI as Tauri events
 //! (`task-changed` with the task, `task-removed` with its uuid, `sync-status` with the
-//! indicator's facts). The UI never polls.
+//! indicator's facts). The UI never polls. Around the window: the tray ([`tray`]), quick
+//! capture and its global shortcut ([`capture`]), notifications ([`notify`]) and the
+//! desktop's own prefs ([`prefs`]), with their commands in [`desktop`].
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod commands;
+pub mod desktop;
 pub mod dto;
 pub mod error;
+pub mod notify;
+pub mod prefs;
 #[cfg(test)]
 mod tests;
+pub mod tray;
 
 use std::path::PathBuf;
 
@@ -17,7 +24,9 @@ use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::error::RecvError;
 
 use commands::AppEngine;
+use desktop::Desktop;
 use dto::{UiStatus, UiTask};
+use tray::TrayState;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -60,6 +69,15 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::discard_task,
         commands::send_inbox,
         commands::move_task,
+        commands::create_project,
+        desktop::get_desktop_prefs,
+        desktop::save_desktop_prefs,
+        desktop::open_capture,
+        desktop::close_capture,
+        desktop::tray_action,
+        desktop::tray_status,
+        desktop::notifications,
+        desktop::open_task_from_notification,
     ]
 }
 
@@ -83,6 +101,11 @@ pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 let Ok(task) = engine.get(&uuid.to_string()) else {
                     continue;
                 };
+                if let Some(desktop) = app.try_state::<Desktop>() {
+                    if let Some(note) = desktop.decide(|n, p| n.task_changed(&task, p)) {
+                        notify::send(&app, note);
+                    }
+                }
                 let view = UiTask::new(task, &status, logged_in);
                 let _ = app.emit("task-changed", view);
             }
@@ -93,6 +116,12 @@ pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
                 let (url, token) = server_and_token(&engine);
                 logged_in = url.is_some() && token;
                 status = s.clone();
+                tray::show(&app, tray::look(&s, logged_in));
+                if let Some(desktop) = app.try_state::<Desktop>() {
+                    if let Some(note) = desktop.decide(|n, p| n.status_changed(&s, p)) {
+                        notify::send(&app, note);
+                    }
+                }
                 let _ = app.emit("sync-status", UiStatus::new(s, url, token));
             }
             Err(RecvError::Lagged(_)) => {
@@ -103,7 +132,18 @@ pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     }
 }
 
-/// Runs the app until its window closes; the sync loop is stopped (its lock released) on exit.
+/// The state every command and surface needs, shared by the app and the command tests.
+pub fn manage<R: Runtime>(builder: tauri::Builder<R>, engine: &Engine) -> tauri::Builder<R> {
+    builder
+        .manage(AppEngine(engine.clone()))
+        .manage(Desktop::open(engine))
+        .manage(TrayState::<R>::default())
+        .manage(notify::Shown::default())
+}
+
+/// Runs the app until it quits: closing the main window quits, unless the user chose to keep
+/// syncing in the tray (then it hides, and the tray's Quit ends the app). The sync loop is
+/// stopped (its lock released, the outbox as it is) on exit.
 pub fn run() -> Result<(), StartError> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -113,17 +153,45 @@ pub fn run() -> Result<(), StartError> {
         .init();
     let dir = data_dir().ok_or(StartError::NoDataDir)?;
     let engine = Engine::open(&dir).map_err(|e| StartError::Engine(dir.clone(), e))?;
-    let app = tauri::Builder::default()
-        .manage(AppEngine(engine.clone()))
+    let builder = tauri::Builder::default()
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_global_shortcut::Builder::new().build());
+    let app = manage(builder, &engine)
         .invoke_handler(handler())
         .setup(move |app| {
             let handle = app.handle().clone();
+            let first = engine.status().unwrap_or_default();
+            let configured = engine.settings()?.server_url.is_some() && engine.has_token()?;
+            if let Err(e) = tray::install(&handle, tray::look(&first, configured)) {
+                tracing::warn!("no tray icon: {e}");
+            }
+            notify::install(&handle);
+            let shortcut = app.state::<Desktop>().prefs().capture_shortcut;
+            if let Err(e) = capture::register_shortcut(&handle, &shortcut) {
+                tracing::warn!("the quick-capture shortcut is not available: {e}");
+            }
             let engine = engine.clone();
             tauri::async_runtime::spawn(async move {
                 engine.start();
                 forward_events(handle, engine).await;
             });
             Ok(())
+        })
+        .on_window_event(|window, event| {
+            if window.label() != capture::MAIN {
+                return;
+            }
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event {
+                let app = window.app_handle();
+                if app.state::<Desktop>().prefs().close_to_tray
+                    && app.tray_by_id(tray::ID).is_some()
+                {
+                    api.prevent_close();
+                    let _ = window.hide();
+                } else {
+                    app.exit(0);
+                }
+            }
         })
         .build(tauri::generate_context!())?;
     app.run(|app, event| {

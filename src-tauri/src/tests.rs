@@ -5,9 +5,7 @@ use tauri::test::{
     get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
 };
 use tauri::webview::InvokeRequest;
-use tauri::WebviewWindow;
-
-use crate::commands::AppEngine;
+use tauri::{Manager as _, WebviewWindow};
 
 struct Ui {
     window: WebviewWindow<MockRuntime>,
@@ -18,8 +16,7 @@ struct Ui {
 fn ui() -> Ui {
     let dir = tempfile::tempdir().unwrap();
     let engine = callsign_sync::Engine::open(dir.path()).unwrap();
-    let app = mock_builder()
-        .manage(AppEngine(engine))
+    let app = crate::manage(mock_builder(), &engine)
         .invoke_handler(crate::handler())
         .build(mock_context(noop_assets()))
         .unwrap();
@@ -566,4 +563,76 @@ fn conflicts_are_restored_or_kept() {
         e,
         json!({"code": "invalid", "message": "no field \"colour\""})
     );
+}
+
+/// A project is the server's: without one, creating it is refused plainly; a bad prefix gets
+/// the server's own rule, checked before anything is sent.
+#[test]
+fn create_project_needs_a_server_and_a_valid_prefix() {
+    let ui = ui();
+    let e = ui.err("create_project", json!({"name": "Web", "prefix": "1web"}));
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("a prefix is 2-10 characters, a letter first"),
+        "{e}"
+    );
+    let e = ui.err(
+        "create_project",
+        json!({"name": "Inbox", "prefix": "inbox"}),
+    );
+    assert_eq!(e["code"], "invalid");
+    let e = ui.err("create_project", json!({"name": "Web", "prefix": "WEB"}));
+    assert_eq!(e["code"], "not_logged_in", "{e}");
+}
+
+/// The desktop prefs: defaults at first, saved to `desktop.json`, a shortcut that cannot be
+/// one refused with what to write, and the saved prefs left as they were then.
+#[test]
+fn desktop_prefs_are_kept_and_a_bad_shortcut_is_refused() {
+    let ui = ui();
+    let p = ui.ok("get_desktop_prefs", json!({}));
+    assert_eq!(
+        p,
+        json!({"close_to_tray": false, "capture_shortcut": "Ctrl+Alt+Space",
+               "notify_failures": true, "notify_keyed": true})
+    );
+    let saved = ui.ok(
+        "save_desktop_prefs",
+        json!({"prefs": {"close_to_tray": true, "capture_shortcut": " Super+Shift+N ",
+                         "notify_failures": false, "notify_keyed": true}}),
+    );
+    assert_eq!(saved["capture_shortcut"], "Super+Shift+N");
+    let e = ui.err(
+        "save_desktop_prefs",
+        json!({"prefs": {"close_to_tray": false, "capture_shortcut": "Ctrl+Banana",
+                         "notify_failures": true, "notify_keyed": true}}),
+    );
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"].as_str().unwrap().contains("Ctrl+Alt+Space"),
+        "{e}"
+    );
+    assert_eq!(ui.ok("get_desktop_prefs", json!({})), saved);
+    let file = std::fs::read_to_string(ui.dir.path().join(crate::prefs::FILE)).unwrap();
+    assert!(file.contains("Super+Shift+N"), "{file}");
+}
+
+/// The tray's actions by name; an unknown one is refused. No tray exists under the mock
+/// runtime, so nothing is shown until a status arrives.
+#[test]
+fn tray_actions_are_named_and_the_status_is_what_was_shown() {
+    let ui = ui();
+    let e = ui.err("tray_action", json!({"action": "dance"}));
+    assert_eq!(e["code"], "invalid");
+    assert_eq!(ui.ok("tray_status", json!({})), Value::Null);
+    crate::tray::show(ui.window.app_handle(), crate::tray::Look::Offline(3));
+    assert_eq!(
+        ui.ok("tray_status", json!({})),
+        json!({"state": "offline", "count": 3, "tooltip": "Callsign: Offline: 3 tasks waiting",
+               "installed": false})
+    );
+    assert_eq!(ui.ok("notifications", json!({})), json!([]));
 }

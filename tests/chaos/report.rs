@@ -88,5 +88,10 @@ pub fn report(
             }
         }
     }
+    // Again at the end: a log cut in the middle still shows what broke.
+    let _ = writeln!(out, "violations (seed {seed}):");
+    for v in violations {
+        let _ = writeln!(out, "  [{}] {}", v.invariant, v.message);
+    }
     out
 }
