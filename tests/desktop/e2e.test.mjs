@@ -676,3 +676,182 @@ test('moves: a numbered task moved to another project gets its new key in place,
   await shot('34-opened-by-old-key');
   await browser.keys('Escape');
 });
+
+// ---- A desktop citizen (issue 24): sidebar, projects, quick capture, tray, notifications ----
+
+/** A Tauri command called as the UI calls it (the tray menu and the shortcut run the same code). */
+const invoke = (cmd, args = {}) => browser.executeAsync((c, a, done) => {
+  window.__TAURI_INTERNALS__.invoke(c, a).then((v) => done({ ok: v }), (e) => done({ err: e }));
+}, cmd, args);
+const sidebarCount = (testid) => browser.execute((id) =>
+  document.querySelector(`[data-testid="${id}"] [data-testid="count"]`)?.textContent.trim() ?? null, testid);
+const current = () => browser.execute(() => document.querySelector('[data-testid="sidebar"] [aria-current="true"]')?.dataset.testid ?? null);
+/** The whole X screen (a second window or the tray are not in WebDriver's screenshots). */
+function screen(name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  execFileSync('import', ['-window', 'root', path.join(SHOTS, `${name}.png`)]);
+}
+const xdotool = (...args) => execFileSync('xdotool', args).toString().trim();
+const captureWindow = () => {
+  try {
+    return xdotool('search', '--name', '^Quick capture');
+  } catch {
+    return ''; // xdotool search exits 1 when nothing matches
+  }
+};
+const pendingIn = (prefix) => JSON.parse(cli('--json', 'list')).filter((t) => t.project === prefix && t.status === 'pending').length;
+
+test('sidebar: each project with its open count; scoping, g-keys; a project created in the app numbers its tasks', async () => {
+  await browser.keys('Escape');
+  await eventually('PFX and OPS in the sidebar', 10000, async () =>
+    (await exists('sidebar-project-PFX')) && (await exists('sidebar-project-OPS')));
+  assert.equal(await sidebarCount('sidebar-project-PFX'), String(pendingIn('PFX')), 'PFX counts its open tasks');
+  assert.equal(await sidebarCount('sidebar-project-OPS'), String(pendingIn('OPS')), 'OPS counts its open tasks');
+  await click('[data-testid="sidebar-project-OPS"]');
+  const ops = await eventually('only OPS rows', 5000, async () => {
+    const rs = await rows();
+    return rs.length > 0 && rs.every((r) => r.key?.startsWith('OPS-')) ? rs : null;
+  });
+  assert.equal(ops.length, pendingIn('OPS'));
+  assert.equal(await current(), 'sidebar-project-OPS');
+  await shot('35-sidebar-project');
+  // g a: every project again; g p: the sidebar takes the keys, Enter picks an entry.
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  await browser.keys(['g', 'a']);
+  await eventually('All selected', 5000, async () => (await current()) === 'sidebar-all');
+  await browser.keys(['g', 'p']);
+  await eventually('the sidebar focused', 5000, () =>
+    browser.execute(() => document.querySelector('[data-testid="sidebar"]')?.contains(document.activeElement) ?? false));
+  // From the current entry (All) down to PFX, one j per entry.
+  const steps = await browser.execute(() => {
+    const ids = [...document.querySelectorAll('[data-testid="sidebar"] [data-testid^="sidebar-"]')]
+      .map((e) => e.dataset.testid).filter((id) => id !== 'sidebar-new-project');
+    return ids.indexOf('sidebar-project-PFX') - ids.indexOf('sidebar-all');
+  });
+  assert.ok(steps > 0, 'PFX is below All');
+  for (const k of [...Array(steps).fill('j'), 'Enter']) {
+    await browser.keys(k); // a key at a time, as typed: each one moves the focus first
+    await sleep(50);
+  }
+  await eventually('PFX picked with the keyboard', 5000, async () => (await current()) === 'sidebar-project-PFX');
+  assert.equal(await browser.execute(() => document.activeElement?.dataset?.testid ?? null), 'task-list', 'back to the list');
+
+  // New project: the server's prefix rule as typed, a taken prefix refused, then created.
+  await click('[data-testid="sidebar-new-project"]');
+  await eventually('the new-project dialog', 5000, () => exists('new-project-prefix'));
+  await setField('new-project-prefix', '1web');
+  await eventually('the rule for a bad prefix', 5000, async () =>
+    /a prefix is 2-10 characters, a letter first/.test((await textOf('new-project-prefix-hint')) ?? ''));
+  await setField('new-project-name', 'Website');
+  await setField('new-project-prefix', 'pfx');
+  await click('[data-testid="new-project-submit"]');
+  await eventually('a taken prefix refused', 10000, async () => /taken|exists|already/i.test((await textOf('new-project-error')) ?? ''));
+  await shot('36-new-project-taken');
+  await setField('new-project-prefix', 'web');
+  await click('[data-testid="new-project-submit"]');
+  await eventually('WEB in the sidebar, selected', 10000, async () => (await current()) === 'sidebar-project-WEB');
+  assert.equal(await exists('new-project-dialog'), false, 'the dialog closed');
+  assert.equal(await sidebarCount('sidebar-project-WEB'), '0');
+  assert.match(cli('project', 'list'), /WEB/, 'the server has it');
+  await capture('Landing page copy #WEB');
+  await eventually('WEB-1', 15000, async () => (await rowByText('Landing page copy'))?.key === 'WEB-1');
+  await eventually('WEB counts 1', 5000, async () => (await sidebarCount('sidebar-project-WEB')) === '1');
+  await shot('37-new-project-numbered');
+  await click('[data-testid="sidebar-all"]');
+});
+
+test('quick capture: the global shortcut and the tray open it; Enter saves a task the main list shows', async () => {
+  await click('[data-testid="sidebar-all"]');
+  assert.equal(captureWindow(), '', 'not open yet');
+  xdotool('key', 'ctrl+alt+space');
+  const win = await eventually('the capture window from Ctrl+Alt+Space', 10000, () => captureWindow());
+  await sleep(2000); // painted
+  screen('38-quick-capture');
+  xdotool('windowfocus', '--sync', win.split('\n')[0]);
+  xdotool('type', '--delay', '20', 'Call the venue +event');
+  xdotool('key', 'Return');
+  await eventually('the capture window closed', 10000, () => captureWindow() === '');
+  // Saved before the window closed: the store has it, and the main list shows it with its key.
+  assert.ok(JSON.parse(cli('--json', 'list')).some((t) => t.description === 'Call the venue'), 'in the store');
+  const row = await eventually('the key on the captured row', 15000, async () => {
+    const r = await rowByText('Call the venue');
+    return r?.key ? r : null;
+  });
+  assert.match(row.key, /^PFX-\d+$/, 'the default project');
+  assert.match(row.text, /event/);
+  // The tray's Quick capture runs the same code; Esc closes it with nothing saved.
+  const before = JSON.parse(cli('--json', 'list')).length;
+  assert.deepEqual(await invoke('tray_action', { action: 'capture' }), { ok: null });
+  const again = await eventually('the capture window from the tray', 10000, () => captureWindow());
+  xdotool('windowfocus', '--sync', again.split('\n')[0]);
+  xdotool('type', '--delay', '20', 'Never mind');
+  xdotool('key', 'Escape');
+  await eventually('closed by Esc', 10000, () => captureWindow() === '');
+  assert.equal(JSON.parse(cli('--json', 'list')).length, before, 'Esc saves nothing');
+  await shot('39-after-quick-capture');
+});
+
+test('tray: its state follows the sync; Sync now syncs; a refusal is notified once and opens the task', async () => {
+  await click('[data-testid="sidebar-all"]');
+  const tray = async () => (await invoke('tray_status')).ok;
+  const first = await eventually('the tray synced', 15000, async () => ((await tray())?.state === 'synced' ? tray() : null));
+  console.log(`tray: ${JSON.stringify(first)}`);
+  assert.equal(first.tooltip, 'Callsign: Synced');
+  // Sync now from the tray: a pass runs (its time moves).
+  const t0 = JSON.parse(cli('--json', 'status')).last_sync_at;
+  await sleep(1100);
+  assert.deepEqual(await invoke('tray_action', { action: 'sync' }), { ok: null });
+  await eventually('a sync from the tray', 10000, async () => {
+    const s = (await invoke('sync_status')).ok;
+    return s.last_sync_at && s.last_sync_at !== t0;
+  });
+  // Offline with work waiting.
+  await stopServer();
+  await capture('Written on the train');
+  const off = await eventually('the tray offline', 20000, async () => ((await tray())?.state === 'offline' ? tray() : null));
+  assert.ok(off.count >= 1, JSON.stringify(off));
+  assert.match(off.tooltip, /Offline: \d+ tasks? waiting/);
+  await startServer();
+  await eventually('synced again', 20000, async () => (await tray())?.state === 'synced');
+  // A refusal: the tray counts it, one notification says so, a click opens the task.
+  cli('add', 'Filed under another typo', '--project', 'QQQ');
+  const failed = await eventually('the tray failed', 20000, async () => ((await tray())?.state === 'failed' ? tray() : null));
+  assert.equal(failed.count, 1);
+  assert.equal(failed.tooltip, 'Callsign: 1 failed: open Callsign to fix');
+  const notes = (await invoke('notifications')).ok.filter((n) => /Filed under another typo/.test(n.title));
+  assert.equal(notes.length, 1, `once: ${JSON.stringify(notes)}`);
+  assert.match(notes[0].title, /could not be synced/);
+  assert.match(notes[0].body, /QQQ/);
+  const bad = await rowByText('Filed under another typo');
+  await invoke('open_task_from_notification', { uuid: bad.uuid });
+  await eventually('the refused task opened', 5000, async () => (await detailUuid()) === bad.uuid);
+  await shot('40-opened-from-notification');
+  await click('[data-testid="detail-discard"]').catch(() => cli('discard', bad.uuid));
+  await eventually('synced after the discard', 15000, async () => (await tray())?.state === 'synced');
+  await browser.keys('Escape');
+});
+
+test('quit from the tray stops the app cleanly with the outbox intact', async () => {
+  if (server) await stopServer();
+  await capture('Queued before quitting');
+  await eventually('queued', 10000, async () => JSON.parse(cli('--json', 'status')).pending >= 1);
+  const pending = JSON.parse(cli('--json', 'status')).pending;
+  await invoke('tray_action', { action: 'quit' }).catch(() => {}); // the session ends with the app
+  await eventually('the app gone', 15000, () => {
+    try {
+      execFileSync('pgrep', ['-f', path.join(BIN, 'callsign-desktop')]);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  const after = JSON.parse(cli('--json', 'status'));
+  assert.equal(after.pending, pending, 'the outbox as it was');
+  // The sync lock was released: the CLI syncs at once when the server is back.
+  await startServer();
+  cli('sync', '--timeout', '20');
+  assert.equal(JSON.parse(cli('--json', 'status')).pending, 0);
+  const t = JSON.parse(cli('--json', 'list')).find((x) => x.description === 'Queued before quitting');
+  assert.match(t.key ?? '', /^PFX-\d+$/);
+  browser = null;
+});
