@@ -784,6 +784,7 @@ test('quick capture: the global shortcut and the tray open it; Enter saves a tas
   assert.deepEqual(await invoke('tray_action', { action: 'capture' }), { ok: null });
   const again = await eventually('the capture window from the tray', 10000, () => captureWindow());
   xdotool('windowfocus', '--sync', again.split('\n')[0]);
+  await sleep(1000); // painted
   xdotool('type', '--delay', '20', 'Never mind');
   xdotool('key', 'Escape');
   await eventually('closed by Esc', 10000, () => captureWindow() === '');
@@ -829,6 +830,46 @@ test('tray: its state follows the sync; Sync now syncs; a refusal is notified on
   await click('[data-testid="detail-discard"]').catch(() => cli('discard', bad.uuid));
   await eventually('synced after the discard', 15000, async () => (await tray())?.state === 'synced');
   await browser.keys('Escape');
+});
+
+test('closed with "keep syncing in the tray": the window hides, quick capture still saves and syncs, the tray opens it', async () => {
+  await click('[data-testid="settings-open"]');
+  await eventually('the settings dialog', 5000, () => exists('settings-close-to-tray'));
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="settings-close-to-tray"]').checked), false, 'off by default');
+  await click('[data-testid="settings-close-to-tray"]');
+  await shot('41-settings-desktop');
+  await click('[data-testid="settings-save"]');
+  await eventually('saved', 10000, async () => (await invoke('get_desktop_prefs')).ok?.close_to_tray === true);
+  // The window manager's close (WM_DELETE_WINDOW), as the title bar's × sends it.
+  const main = xdotool('search', '--onlyvisible', '--name', '^Callsign$').split('\n')[0];
+  execFileSync('python3', [path.join(ROOT, 'tests', 'desktop', 'wm-close.py'), main]);
+  await eventually('the window hidden', 10000, () => {
+    try {
+      return xdotool('search', '--onlyvisible', '--name', '^Callsign$') === '';
+    } catch {
+      return true;
+    }
+  });
+  screen('42-closed-to-tray');
+  // Still running and syncing: a quick capture gets its key with no window open.
+  xdotool('key', 'ctrl+alt+space');
+  const win = await eventually('the capture window', 10000, () => captureWindow());
+  xdotool('windowfocus', '--sync', win.split('\n')[0]);
+  await sleep(1000); // painted: keys typed before the page loads are lost
+  xdotool('type', '--delay', '20', 'Captured with the window closed');
+  screen('42b-typed');
+  xdotool('key', 'Return');
+  await eventually('closed', 10000, () => captureWindow() === '');
+  const keyed = await eventually('its key, synced by the app in the tray', 15000, () => {
+    const t = JSON.parse(cli('--json', 'list', '--all')).find((x) => x.description.includes('window closed'));
+    return t?.key ? t : null;
+  });
+  assert.match(keyed.key, /^PFX-\d+$/);
+  // The tray's Open brings the window back, the task in its list.
+  await invoke('tray_action', { action: 'open' });
+  await eventually('the window shown again', 10000, () => xdotool('search', '--onlyvisible', '--name', '^Callsign$') !== '');
+  await eventually('the task in the list', 10000, async () => (await rowByText('Captured with the window closed'))?.key === keyed.key);
+  await shot('43-reopened-from-tray');
 });
 
 test('quit from the tray stops the app cleanly with the outbox intact', async () => {
