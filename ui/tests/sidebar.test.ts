@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   ALL,
+  captureTarget,
   INBOX_SCOPE,
   scopedCountText,
   scopeTasks,
@@ -154,5 +155,17 @@ describe('viewShowing (a notification opens a task)', () => {
     ['All and Failed stay when they hold it', failedDev, v(ALL, 'nothing', 'failed'), false, v(ALL, '', 'failed')],
   ] as const)('%s', (_n, task, view, visible, want) => {
     expect(viewShowing(task, view, visible)).toEqual(want);
+  });
+});
+
+describe('captureTarget', () => {
+  it.each([
+    [ALL, 'DEV', 'DEV'],
+    [ALL, null, 'INBOX'],
+    [{ kind: 'project', prefix: 'OPS' } as Scope, 'DEV', 'OPS'],
+    [{ kind: 'project', prefix: 'OPS' } as Scope, null, 'OPS'],
+    [INBOX_SCOPE, 'DEV', 'INBOX'],
+  ])('scope %j with default %s captures into %s', (scope, def, want) => {
+    expect(captureTarget(scope, def)).toBe(want);
   });
 });

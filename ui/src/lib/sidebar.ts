@@ -5,7 +5,7 @@
 // The scope narrows the list before the filter text and the status select, which work as they
 // do without it. Failed is not a scope: it is the status select's Failed (every task with a
 // `failure`), shown as selected while nothing else is scoped.
-import { serverProjects } from './projects';
+import { INBOX, serverProjects } from './projects';
 import { countText } from './status';
 import type { LocalTask, Project, ViewStatus } from './types';
 import { filterTasks } from './view';
@@ -148,4 +148,15 @@ export function viewShowing(t: LocalTask, view: ListView, visible: boolean): Lis
   const fits = view.status === 'all' || (view.status === 'failed' ? t.failure !== null : view.status === t.status);
   const status = fits ? view.status : t.failure !== null ? 'failed' : t.status;
   return { scope, text, status };
+}
+
+/**
+ * Where the capture bar's picker points: the scoped project (a task captured while looking at
+ * OPS goes to OPS, as in Linear or Things), the inbox while the inbox is shown, else the
+ * default project (the inbox when there is none). The user can still pick another.
+ */
+export function captureTarget(scope: Scope, defaultProject: string | null): string {
+  if (scope.kind === 'project') return scope.prefix;
+  if (scope.kind === 'inbox') return INBOX;
+  return defaultProject ?? INBOX;
 }
