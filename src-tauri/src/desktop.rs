@@ -23,15 +23,23 @@ pub struct Desktop {
 }
 
 impl Desktop {
-    /// Reads the prefs in the engine's data dir; the notifier starts from the tasks as they are.
+    /// Reads the prefs in the engine's data dir. The notifier knows no task until [`prime`].
+    ///
+    /// [`prime`]: Desktop::prime
     pub fn open(engine: &Engine) -> Desktop {
         let dir = engine.data_dir().to_owned();
-        let tasks = engine.list(TaskFilter { all: true }).unwrap_or_default();
         Desktop {
             prefs: Mutex::new(DesktopPrefs::load(&dir)),
-            notifier: Mutex::new(Notifier::new(&tasks)),
+            notifier: Mutex::new(Notifier::default()),
             dir,
         }
+    }
+
+    /// Starts the notifier from the tasks as they are (off the window's start: with 50,000
+    /// tasks this is a whole read), so refusals already shown are not told again.
+    pub fn prime(&self, engine: &Engine) {
+        let tasks = engine.list(TaskFilter { all: true }).unwrap_or_default();
+        *self.notifier.lock().expect("notifier lock") = Notifier::new(&tasks);
     }
 
     pub fn prefs(&self) -> DesktopPrefs {

@@ -87,6 +87,9 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
 /// thousands of tasks sends as many `TaskChanged` events.
 pub async fn forward_events<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let mut rx = engine.subscribe();
+    if let Some(desktop) = app.try_state::<Desktop>() {
+        desktop.prime(&engine);
+    }
     let server_and_token = |engine: &Engine| -> (Option<String>, bool) {
         let url = engine.settings().ok().and_then(|s| s.server_url);
         let token = engine.has_token().unwrap_or(false);

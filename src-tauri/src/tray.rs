@@ -173,6 +173,15 @@ fn tooltip(look: Look) -> String {
 pub fn show<R: Runtime>(app: &AppHandle<R>, look: Look) {
     let state = app.state::<TrayState<R>>();
     let tray = app.tray_by_id(ID);
+    let unchanged = state
+        .shown
+        .lock()
+        .expect("tray lock")
+        .as_ref()
+        .is_some_and(|s| s.look == look && s.installed == tray.is_some());
+    if unchanged {
+        return; // a status event follows every write: most change nothing here
+    }
     if let Some(tray) = &tray {
         let set = Image::from_bytes(look.icon())
             .and_then(|icon| tray.set_icon(Some(icon)))
