@@ -72,7 +72,11 @@ fn add_with_the_server_unreachable_returns_at_once_and_sync_says_why() -> Result
     cli.login(&closed, "cs_whatever")?;
     let out = cli.output(&["sync"])?;
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "saved locally, not yet synced: {err}"
+    );
     assert!(
         err.contains("cannot reach the server") && err.contains("stay queued"),
         "{err}"
@@ -84,6 +88,12 @@ fn add_with_the_server_unreachable_returns_at_once_and_sync_says_why() -> Result
     let listed = cli.list()?;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["sync_state"], "provisional");
+    // A usage error is 2 (clap's), a plain error 1 (nothing queued is at stake).
+    assert_eq!(
+        cli.output(&["list", "--no-such-flag"])?.status.code(),
+        Some(2)
+    );
+    assert_eq!(cli.output(&["show", "PFX-404"])?.status.code(), Some(1));
     assert!(
         listed[0]["waiting"]
             .as_str()

@@ -260,8 +260,30 @@ fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
     if !matches!(e, callsign_sync::Error::NotLoggedIn) {
         msg.push_str(&format!("\n  detail: {}", plain.detail));
     }
-    anyhow!(msg)
+    if queued > 0 {
+        anyhow::Error::new(NotSynced(msg))
+    } else {
+        anyhow!(msg)
+    }
 }
+
+/// A command that waits for the server stopped with work saved on this device but not yet
+/// acknowledged by the server: exit code [`NotSynced::EXIT`], so a script can tell "try again
+/// later, nothing is lost" from a refusal.
+#[derive(Debug)]
+pub struct NotSynced(pub String);
+
+impl NotSynced {
+    pub const EXIT: u8 = 3;
+}
+
+impl std::fmt::Display for NotSynced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotSynced {}
 
 /// Why `project rename` did nothing, in plain words for each refusal.
 fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {

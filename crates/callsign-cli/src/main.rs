@@ -267,8 +267,19 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("callsign: {}", render::safe_block(&format!("{e:#}")));
-            ExitCode::FAILURE
+            exit_code(&e)
         }
+    }
+}
+
+/// The exit codes (docs/CLI.md): 0 done; 1 an error (refused, not found, invalid); 2 a usage
+/// error (clap's); 3 saved on this device, not yet synced (the server could not be reached
+/// or did not answer in time; nothing is lost, try again later).
+fn exit_code(e: &anyhow::Error) -> ExitCode {
+    if e.downcast_ref::<commands::NotSynced>().is_some() {
+        ExitCode::from(commands::NotSynced::EXIT)
+    } else {
+        ExitCode::FAILURE
     }
 }
 
