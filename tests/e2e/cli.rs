@@ -25,7 +25,9 @@ impl Cli {
         let mut c = Command::new(cli_bin());
         c.args(args)
             .env("CALLSIGN_DATA_DIR", &self.dir)
-            .env_remove("CALLSIGN_LOG");
+            .env_remove("CALLSIGN_LOG")
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE");
         c
     }
 

@@ -138,3 +138,40 @@ fn reopen_and_annotate_work_offline() -> Result<()> {
     );
     Ok(())
 }
+
+/// `list` colours only on a terminal: piped it is plain text, `CLICOLOR_FORCE` colours it (the
+/// provisional label yellow), and `NO_COLOR` wins over both.
+#[test]
+fn list_colours_only_when_wanted_and_never_with_no_color() -> Result<()> {
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    cli.add("call the bank", &[])?;
+    const ESC: char = '\u{1b}';
+    let piped = cli.ok(&["list"])?;
+    assert!(
+        piped.contains("call the bank") && !piped.contains(ESC),
+        "{piped:?}"
+    );
+    let forced = cli.command(&["list"]).env("CLICOLOR_FORCE", "1").output()?;
+    let forced = String::from_utf8(forced.stdout)?;
+    assert!(
+        forced.contains("\u{1b}[33m"),
+        "yellow provisional label: {forced:?}"
+    );
+    let none = cli
+        .command(&["list"])
+        .env("CLICOLOR_FORCE", "1")
+        .env("NO_COLOR", "1")
+        .output()?;
+    let none = String::from_utf8(none.stdout)?;
+    assert_eq!(none, piped, "NO_COLOR: plain text");
+    let json = cli
+        .command(&["--json", "list"])
+        .env("CLICOLOR_FORCE", "1")
+        .output()?;
+    assert!(
+        !String::from_utf8(json.stdout)?.contains(ESC),
+        "JSON is never coloured"
+    );
+    Ok(())
+}

@@ -20,7 +20,14 @@ pub async fn run(cli: Cli) -> Result<()> {
         })?,
     };
     let engine = Engine::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
-    let out = Out { json: cli.json };
+    let out = Out {
+        json: cli.json,
+        colour: render::colour(
+            std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            std::env::var("NO_COLOR").ok().as_deref(),
+            std::env::var("CLICOLOR_FORCE").ok().as_deref(),
+        ),
+    };
     match cli.command {
         Command::Login {
             server,

@@ -13,7 +13,7 @@ use callsign_core::dto::TaskStatus;
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::lock::SyncLock;
 use callsign_sync::reason::{task_failure, waiting_reason};
-use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
+use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncState, SyncStatus};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -71,6 +71,44 @@ fn due_text(t: &LocalTask, due: DateTime<Utc>, now: DateTime<Utc>) -> String {
 
 pub struct Out {
     pub json: bool,
+    /// Colours in the human output: only on a terminal, never with `NO_COLOR` ([`colour`]).
+    pub colour: bool,
+}
+
+/// Whether to colour: `NO_COLOR` (set and not empty, no-color.org) always wins; else
+/// `CLICOLOR_FORCE` (set, not `0`) forces it; else only when standard output is a terminal.
+pub fn colour(stdout_is_terminal: bool, no_color: Option<&str>, force: Option<&str>) -> bool {
+    if no_color.is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    if force.is_some_and(|v| !v.is_empty() && v != "0") {
+        return true;
+    }
+    stdout_is_terminal
+}
+
+/// The styles of `list`: the key, a task without one (provisional), one refused, an overdue
+/// date, the waiting reason, a finished task.
+mod paint {
+    use anstyle::{AnsiColor, Style};
+
+    pub const KEY: Style = Style::new().bold();
+    pub const PROVISIONAL: Style = AnsiColor::Yellow.on_default();
+    pub const FAILED: Style = AnsiColor::Red.on_default().bold();
+    pub const OVERDUE: Style = AnsiColor::Red.on_default();
+    pub const REASON: Style = Style::new().dimmed();
+    pub const DONE: Style = Style::new().dimmed();
+}
+
+impl Out {
+    /// `text` in `style` when colouring, else as it is.
+    fn paint(&self, style: anstyle::Style, text: &str) -> String {
+        if self.colour {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
 }
 
 fn print_json(v: &Value) -> Result<()> {
@@ -228,23 +266,42 @@ impl Out {
             } else {
                 "x"
             };
+            let label = format!("{:width$}", safe(&t.label()));
+            let label_style = if t.sync_state == SyncState::Failed {
+                paint::FAILED
+            } else if t.key.is_none() {
+                paint::PROVISIONAL
+            } else {
+                paint::KEY
+            };
+            let description = safe(&t.description);
+            let description = if t.status == TaskStatus::Pending {
+                description.into_owned()
+            } else {
+                self.paint(paint::DONE, &description)
+            };
             write!(
                 out,
-                "{:width$} {done} {}",
-                safe(&t.label()),
-                safe(&t.description)
+                "{} {done} {description}",
+                self.paint(label_style, &label)
             )?;
             if let Some(p) = t.priority {
                 write!(out, "  ({p})")?;
             }
             if let Some(d) = t.due {
-                write!(out, "  due {}", due_text(t, d, ctx.now))?;
+                let text = format!("due {}", due_text(t, d, ctx.now));
+                if text.ends_with("(overdue)") {
+                    write!(out, "  {}", self.paint(paint::OVERDUE, &text))?;
+                } else {
+                    write!(out, "  {text}")?;
+                }
             }
             if t.is_blocked() {
                 write!(out, "  [blocked: {} open subtask(s)]", t.open_children)?;
             }
             if let Some(r) = ctx.reason(t) {
-                write!(out, "  [{}]", safe(&r))?;
+                let reason = format!("[{}]", safe(&r));
+                write!(out, "  {}", self.paint(paint::REASON, &reason))?;
             }
             writeln!(out)?;
         }
@@ -512,6 +569,26 @@ mod tests {
         let mut done = task.clone();
         done.status = TaskStatus::Completed;
         assert!(!due_text(&done, local(2026, 11, 1, 0, 0), now).contains("overdue"));
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_and_never_with_no_color() {
+        let cases = [
+            (true, None, None, true),
+            (false, None, None, false),
+            (true, Some("1"), None, false),
+            (true, Some(""), None, true),
+            (false, None, Some("1"), true),
+            (false, None, Some("0"), false),
+            (true, Some("1"), Some("1"), false),
+        ];
+        for (tty, no_color, force, want) in cases {
+            assert_eq!(
+                colour(tty, no_color, force),
+                want,
+                "{tty} {no_color:?} {force:?}"
+            );
+        }
     }
 
     #[test]
