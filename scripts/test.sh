@@ -43,6 +43,6 @@ bash scripts/fuzz-api.sh
 echo "== desktop end to end"
 bash scripts/test-desktop.sh
 
-echo "== Debian packages of the server and the CLI: build, then install into a temp root"
+echo "== Debian packages of the server, the CLI and the desktop app: build, then install into a temp root"
 bash scripts/package.sh --debug
 bash scripts/check-packages.sh
