@@ -11,7 +11,7 @@ pkgs=(
   build-essential pkg-config libssl-dev ca-certificates curl sqlite3
   libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
   libsoup-3.0-dev libjavascriptcoregtk-4.1-dev
-  xvfb xauth webkit2gtk-driver imagemagick xdotool
+  xvfb xauth webkit2gtk-driver imagemagick xdotool desktop-file-utils
   fonts-dejavu-core fonts-liberation2 fontconfig dbus-x11 at-spi2-core
   python3 python3-venv
   postgresql

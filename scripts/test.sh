@@ -6,7 +6,7 @@
 # the desktop commands on Tauri's mock runtime, `task sync` of the real Taskwarrior 3.5 when
 # scripts/taskwarrior3.sh can fetch it), schema-based fuzzing of the HTTP API against the real
 # server, the desktop app end to end in a real WebKit window, then the Debian packages of the
-# server and the CLI (built, and installed into a temp root).
+# server, the CLI and the desktop app (built, and installed into a temp root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
