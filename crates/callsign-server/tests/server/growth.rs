@@ -191,10 +191,14 @@ async fn edits_past_the_window_do_not_grow_the_allocation_database() {
         TASKS + 2 * EDITS
     );
     assert!(metrics.contains(&purged), "every slot purged: {metrics}");
+    // Without the purge (or with pages never reused) the second round would grow the file as
+    // much as the first. With it, what the second adds depends on how many slots are alive
+    // at once (the edits' pace against the 2 s window): a loaded machine that runs the second
+    // round faster than the first keeps more alive at its peak, so the bound is not tighter.
     let first = a1.saturating_sub(a0);
     let second = a2.saturating_sub(a1);
     assert!(
-        second <= first / 3,
+        second <= first * 2 / 3,
         "the second round grew the allocation database by {second} bytes, the first by {first}"
     );
 }
