@@ -4,14 +4,19 @@
 //! - [`TaskRef`]: what a user may type to name a task (a UUID or a key, leniently).
 //! - [`dto`]: the JSON bodies of the HTTP API v1, shared by server and client.
 //! - [`when`]: due dates as people type them, and [`Priority`].
+//! - [`grammar`], [`filter`] and [`modify`]: Taskwarrior's words (`+tag`, `#PFX`, `due:fri`), the
+//!   filter the CLI and the app share, and `modify`'s changes.
 //! - [`merge`]: concurrent edits merged field by field, with conflicts kept.
 //! - [`ErrorCode`] and [`Problem`]: stable machine codes and RFC 9457 problem bodies.
 #![forbid(unsafe_code)]
 
 pub mod dto;
 mod error;
+pub mod filter;
+pub mod grammar;
 mod key;
 pub mod merge;
+pub mod modify;
 mod prefix;
 mod task_ref;
 pub mod validate;

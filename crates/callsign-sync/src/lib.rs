@@ -31,7 +31,7 @@ pub mod store;
 pub mod sync_loop;
 pub mod verify;
 
-pub use engine::{Engine, LoginReport, NewTaskInput, Options};
+pub use engine::{matches_filter, Engine, LoginReport, NewTaskInput, Options};
 pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, Sort, SyncState};

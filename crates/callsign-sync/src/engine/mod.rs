@@ -6,9 +6,11 @@
 //! loop notices its rows within a tick.
 mod control;
 mod drain;
+mod grammar;
 mod rename;
 
 pub use drain::LoginReport;
+pub use grammar::matches_filter;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -468,19 +470,7 @@ impl Engine {
         let prefix = project_prefix(project)?;
         let task = self.get(task_ref)?;
         if task.key.is_some() {
-            if prefix.is_local() {
-                return Err(Error::Invalid(format!(
-                    "{} has its key; {LOCAL_PROJECT} is this device's inbox, not a project to \
-                     move it to",
-                    task.label()
-                )));
-            }
-            if task.parent.is_some() {
-                return Err(Error::Invalid(format!(
-                    "{} is a subtask: it moves with its parent, not alone",
-                    task.label()
-                )));
-            }
+            check_move(&task, &prefix)?;
             if task.project == prefix.as_str() {
                 return Err(Error::Invalid(format!(
                     "{} is in {prefix} already",
@@ -615,6 +605,23 @@ fn depth(
 }
 
 /// A project the user names for a task: a valid prefix (any case).
+/// Whether a numbered task may move to `prefix`: not to the local inbox, not a subtask alone.
+fn check_move(task: &LocalTask, prefix: &Prefix) -> Result<()> {
+    if prefix.is_local() {
+        return Err(Error::Invalid(format!(
+            "{} has its key; {LOCAL_PROJECT} is this device's inbox, not a project to move it to",
+            task.label()
+        )));
+    }
+    if task.parent.is_some() {
+        return Err(Error::Invalid(format!(
+            "{} is a subtask: it moves with its parent, not alone",
+            task.label()
+        )));
+    }
+    Ok(())
+}
+
 fn project_prefix(project: &str) -> Result<Prefix> {
     Prefix::parse(project.trim()).map_err(|e| Error::Invalid(format!("project: {e}")))
 }

@@ -55,6 +55,15 @@ impl Open {
 }
 
 impl Store {
+    /// The projects (prefixes) of the tasks held here.
+    pub fn projects_in_use(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT DISTINCT project FROM tasks")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// Tasks in capture order (pending only unless `filter.all`), narrowed by the filter, each
     /// with its sync state. Both reads happen in one read transaction, so the facts match the
     /// tasks even while another process writes.

@@ -1,0 +1,285 @@
+//! The shared filter grammar and `modify`'s changes ([`callsign_core::filter`],
+//! [`callsign_core::modify`]) on this device's tasks.
+use callsign_core::dto::{TaskPatch, TaskStatus};
+use callsign_core::filter::{haystack, Facts, Filter};
+use callsign_core::modify::Modification;
+use callsign_core::LOCAL_PROJECT;
+
+use super::{check_move, Engine};
+use crate::error::{Error, Result};
+use crate::model::{LocalTask, SyncState};
+use crate::projects;
+use crate::store::TaskQuery;
+
+impl Engine {
+    /// The prefixes a `PFX-N` in a filter may name: the account's projects as last seen (old
+    /// prefixes too), the local inbox, and the prefixes of the keys held here.
+    pub fn known_prefixes(&self) -> Result<Vec<String>> {
+        let mut known = vec![LOCAL_PROJECT.to_owned()];
+        for p in projects::cached(&self.store())? {
+            known.push(p.prefix);
+            known.extend(p.previous_prefixes);
+        }
+        known.extend(self.store().projects_in_use()?);
+        known.sort();
+        known.dedup();
+        Ok(known)
+    }
+
+    /// Reads filter words (`+bug status:pending DEV-10..20 login`) at the engine's clock, in
+    /// this machine's time zone; a word it cannot read is [`Error::Invalid`], saying why.
+    pub fn parse_filter(&self, words: &[impl AsRef<str>]) -> Result<Filter> {
+        let now = self.inner.opts.clock.now().with_timezone(&chrono::Local);
+        Filter::parse(words, now, &self.known_prefixes()?)
+            .map_err(|e| Error::Invalid(format!("filter: {e}")))
+    }
+
+    /// The filter's tasks in capture order; `default_statuses` apply when it names none.
+    pub fn filter(&self, f: &Filter, default_statuses: &[TaskStatus]) -> Result<Vec<LocalTask>> {
+        let every = self.query(&TaskQuery {
+            all: true,
+            ..TaskQuery::default()
+        })?;
+        Ok(every
+            .into_iter()
+            .filter(|t| matches_filter(f, t, default_statuses))
+            .collect())
+    }
+
+    /// Reads `modify`'s words (`Fix it +bug -ui #OPS due:fri pri:H`) at the engine's clock.
+    pub fn parse_modification(&self, words: &[impl AsRef<str>]) -> Result<Modification> {
+        let now = self.inner.opts.clock.now().with_timezone(&chrono::Local);
+        Modification::parse(words, now).map_err(|e| Error::Invalid(e.to_string()))
+    }
+
+    /// Applies a modification to each task, as one change each (a numbered task's move and
+    /// its field changes go as one request; an unsent create takes the change into itself).
+    /// Every task is found and every move checked before anything is written, so a refusal
+    /// changes nothing. Tasks already as asked are returned unchanged.
+    pub fn modify(
+        &self,
+        task_refs: &[impl AsRef<str>],
+        m: &Modification,
+    ) -> Result<Vec<LocalTask>> {
+        let mut tasks = Vec::with_capacity(task_refs.len());
+        for r in task_refs {
+            let t = self.get(r.as_ref())?;
+            if !tasks.iter().any(|x: &LocalTask| x.uuid == t.uuid) {
+                tasks.push(t);
+            }
+        }
+        if tasks.is_empty() {
+            return Err(Error::Invalid("modify: name at least one task".into()));
+        }
+        let moving = |t: &LocalTask| m.project.as_ref().filter(|p| p.as_str() != t.project);
+        for t in &tasks {
+            if let (Some(p), Some(_)) = (moving(t), &t.key) {
+                check_move(t, p)?;
+            }
+        }
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            let uuid = t.uuid.to_string();
+            let mut patch: TaskPatch = m.patch(&t.tags);
+            match moving(&t) {
+                Some(p) if t.key.is_some() => patch.project = Some(p.to_string()),
+                Some(p) => {
+                    self.set_project(&uuid, p.as_str())?;
+                }
+                None => {}
+            }
+            let after = if patch.is_empty() {
+                self.get(&uuid)?
+            } else {
+                self.edit(&uuid, patch)?
+            };
+            out.push(after);
+        }
+        Ok(out)
+    }
+}
+
+/// The filter's verdict on a local task (`default_statuses` as in [`Filter::matches`]).
+pub fn matches_filter(f: &Filter, t: &LocalTask, default_statuses: &[TaskStatus]) -> bool {
+    // The text is built only when a word needs it.
+    let text = if f.words.is_empty() {
+        String::new()
+    } else {
+        haystack(
+            &t.description,
+            &t.notes,
+            t.key.as_deref(),
+            &t.previous_keys,
+            &t.short_id(),
+            &t.tags,
+        )
+    };
+    f.matches(
+        &Facts {
+            text: &text,
+            tags: &t.tags,
+            project: &t.project,
+            key: t.key.as_deref(),
+            previous_keys: &t.previous_keys,
+            status: t.status,
+            failed: t.sync_state == SyncState::Failed,
+            due: t.due,
+            priority: t.priority,
+        },
+        default_statuses,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use callsign_core::dto::{Task, TaskStatus};
+    use callsign_core::Priority;
+    use uuid::Uuid;
+
+    use crate::engine::{Engine, NewTaskInput};
+    use crate::outbox_state::Outcome;
+
+    fn engine() -> (tempfile::TempDir, Engine) {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(dir.path()).unwrap();
+        (dir, engine)
+    }
+
+    fn add(e: &Engine, d: &str, tags: &[&str]) -> Uuid {
+        e.create(NewTaskInput {
+            description: d.into(),
+            project: Some("MOD".into()),
+            notes: String::new(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            due: None,
+            priority: None,
+            parent: None,
+        })
+        .unwrap()
+        .uuid
+    }
+
+    /// The server numbers the open creates with `keys`, in capture order.
+    fn number_all(e: &Engine, keys: &[&str]) {
+        let mut store = e.store();
+        let rows = store.open_rows(100).unwrap();
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let rows = store.claim(&ids, 1).unwrap();
+        let answers: Vec<_> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let t = store.task(r.uuid).unwrap().unwrap();
+                let key = keys[i];
+                let n = key.rsplit(['-', '.']).next().unwrap().parse().unwrap();
+                let task = Task {
+                    uuid: t.uuid,
+                    key: Some(key.to_owned()),
+                    project: "MOD".into(),
+                    number: Some(n),
+                    description: t.description,
+                    notes: t.notes,
+                    status: TaskStatus::Pending,
+                    tags: t.tags,
+                    due: None,
+                    priority: None,
+                    parent: t.parent,
+                    previous_keys: vec![],
+                    conflicts: vec![],
+                    created_at: t.created_at,
+                    modified_at: t.modified_at,
+                };
+                (r.clone(), Outcome::Done(Some(task)))
+            })
+            .collect();
+        store.record_answers(&answers, |_| 0, 2).unwrap();
+    }
+
+    fn open_rows(e: &Engine, u: Uuid) -> usize {
+        e.store()
+            .rows_for_test(u)
+            .iter()
+            .filter(|r| r.state != crate::model::RowState::Done)
+            .count()
+    }
+
+    #[test]
+    fn modify_changes_several_tasks_with_one_queued_change_each() {
+        let (_d, e) = engine();
+        let a = add(&e, "First", &["ui"]);
+        let b = add(&e, "Second", &["ui", "keep"]);
+        number_all(&e, &["MOD-1", "MOD-2"]);
+        assert_eq!((open_rows(&e, a), open_rows(&e, b)), (0, 0));
+
+        let m = e.parse_modification(&["+bug", "-UI", "pri:H"]).unwrap();
+        let out = e.modify(&["MOD-1", "mod-2"], &m).unwrap();
+        assert_eq!(out[0].tags, ["bug"]);
+        assert_eq!(out[1].tags, ["keep", "bug"]);
+        assert!(out.iter().all(|t| t.priority == Some(Priority::H)));
+        // A second change before the first is sent joins it, and a move goes in the same one.
+        let m = e.parse_modification(&["New", "words", "#OPS"]).unwrap();
+        let moved = e.modify(&["MOD-1"], &m).unwrap();
+        assert_eq!(moved[0].description, "New words");
+        assert_eq!(moved[0].project, "OPS");
+        assert_eq!((open_rows(&e, a), open_rows(&e, b)), (1, 1));
+    }
+
+    #[test]
+    fn a_refused_move_changes_none_of_the_tasks() {
+        let (_d, e) = engine();
+        let a = add(&e, "Parent", &[]);
+        number_all(&e, &["MOD-1"]);
+        e.create(NewTaskInput {
+            description: "Child".into(),
+            project: None,
+            notes: String::new(),
+            tags: vec![],
+            due: None,
+            priority: None,
+            parent: Some(a.to_string()),
+        })
+        .unwrap();
+        number_all(&e, &["MOD-1.1"]);
+        let m = e.parse_modification(&["#OPS", "+moved"]).unwrap();
+        let err = e.modify(&["MOD-1", "MOD-1.1"], &m).unwrap_err().to_string();
+        assert!(err.contains("moves with its parent"), "{err}");
+        assert!(
+            e.get("MOD-1").unwrap().tags.is_empty(),
+            "nothing was written"
+        );
+        assert_eq!(open_rows(&e, a), 0);
+    }
+
+    #[test]
+    fn list_filters_read_keys_ranges_and_statuses() {
+        let (_d, e) = engine();
+        for d in ["one", "two", "three"] {
+            add(&e, d, &["x"]);
+        }
+        let draft = add(&e, "draft", &[]);
+        number_all(&e, &["MOD-1", "MOD-2", "MOD-3", "MOD-4"]);
+        let d = add(&e, "still provisional", &["x"]);
+        e.complete("MOD-2").unwrap();
+        let keys = |words: &[&str]| -> Vec<String> {
+            let f = e.parse_filter(words).unwrap();
+            e.filter(&f, &[TaskStatus::Pending])
+                .unwrap()
+                .iter()
+                .map(|t| t.label())
+                .collect()
+        };
+        assert_eq!(keys(&["MOD-1..3"]), ["MOD-1", "MOD-3"]);
+        assert_eq!(
+            keys(&["MOD-1..3", "status:all"]),
+            ["MOD-1", "MOD-2", "MOD-3"]
+        );
+        assert_eq!(
+            keys(&["+x", "status:provisional"]),
+            [format!("~{}", &d.simple().to_string()[..8])]
+        );
+        assert_eq!(keys(&["-x"]), ["MOD-4"]);
+        assert_eq!(e.get("MOD-4").unwrap().uuid, draft);
+        let err = e.parse_filter(&["status:nope"]).unwrap_err().to_string();
+        assert!(err.starts_with("filter: 'nope' is not a status"), "{err}");
+    }
+}
