@@ -16,6 +16,7 @@ mod engine_loop;
 mod fake;
 mod fields;
 mod fixture;
+mod grammar;
 mod hardening;
 mod local;
 mod measure;

@@ -3,11 +3,11 @@ use std::io::Read;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use callsign_core::dto::TaskPatch;
+use callsign_core::dto::{TaskPatch, TaskStatus};
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::paths::default_data_dir;
 use callsign_sync::reason::sync_problem;
-use callsign_sync::{Engine, NewTaskInput, SyncState, TaskQuery, Token};
+use callsign_sync::{Engine, NewTaskInput, TaskQuery, Token};
 
 use crate::render::{self, Out};
 use crate::{Cli, Command, ProjectCommand};
@@ -64,33 +64,38 @@ pub async fn run(cli: Cli) -> Result<()> {
             })?;
             out.task(&engine, &task)
         }
-        Command::Next { project, text } => {
-            let tasks = engine.next(&TaskQuery {
-                project,
-                text,
-                ..TaskQuery::default()
-            })?;
+        Command::Next { project, filter } => {
+            let f = engine.parse_filter(&filter_words(filter, project, false, false))?;
+            let mut tasks = engine.next(&TaskQuery::default())?;
+            tasks.retain(|t| callsign_sync::matches_filter(&f, t, &[TaskStatus::Pending]));
             out.list(&engine, &tasks)
         }
         Command::List {
             all,
             failed,
             project,
-            text,
+            filter,
             sort,
         } => {
-            let all = all || failed;
-            let mut tasks = engine.query(&TaskQuery {
-                all,
-                project,
-                text,
-                ..TaskQuery::default()
-            })?;
-            if failed {
-                tasks.retain(|t| t.sync_state == SyncState::Failed);
-            }
+            let f = engine.parse_filter(&filter_words(filter, project, all, failed))?;
+            let mut tasks = engine.filter(&f, &[TaskStatus::Pending])?;
             sort.apply(&mut tasks);
             out.list(&engine, &tasks)
+        }
+        Command::Modify { args } => {
+            let (refs, words) = split_refs(args);
+            if refs.is_empty() {
+                return Err(anyhow!(
+                    "modify: name the tasks first (a key such as DEV-12, a UUID or a ~id), \
+                     then the change"
+                ));
+            }
+            let change = engine.parse_modification(&words)?;
+            let tasks = engine.modify(&refs, &change)?;
+            match tasks.as_slice() {
+                [one] => out.task(&engine, one),
+                many => out.list(&engine, many),
+            }
         }
         Command::Import { jsonl, project } => {
             let mut input = String::new();
@@ -223,6 +228,56 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Status => out.status(&engine),
         Command::Watch => watch(&engine, &out).await,
+    }
+}
+
+/// The filter words of `list`/`next` with their flags folded in (`--project P` is `#P`,
+/// `--all` `status:all`, `--failed` `status:failed`).
+fn filter_words(
+    mut words: Vec<String>,
+    project: Option<String>,
+    all: bool,
+    failed: bool,
+) -> Vec<String> {
+    words.extend(project.map(|p| format!("project:{p}")));
+    if all {
+        words.push("status:all".into());
+    }
+    if failed {
+        words.push("status:failed".into());
+    }
+    words
+}
+
+/// `modify`'s arguments: the leading task references, then the change. A reference is a
+/// UUID, a `~id`, or a key written with its `-` (`DEV-12`, `dev-4.1`), so a change that starts
+/// with a plain word (`mp3 player`) is not taken for one; `--` ends the references.
+fn split_refs(args: Vec<String>) -> (Vec<String>, Vec<String>) {
+    let mut refs = Vec::new();
+    let mut rest = args.into_iter();
+    for a in rest.by_ref() {
+        if a == "--" {
+            break;
+        }
+        if is_ref(&a) {
+            refs.push(a);
+        } else {
+            let mut words = vec![a];
+            words.extend(rest);
+            return (refs, words);
+        }
+    }
+    (refs, rest.collect())
+}
+
+fn is_ref(a: &str) -> bool {
+    use callsign_core::TaskRef;
+    match TaskRef::parse(a) {
+        Ok(TaskRef::Uuid(_)) => true,
+        Ok(TaskRef::Key(_)) => a.contains('-') && !a.starts_with('-'),
+        Err(_) => a
+            .strip_prefix('~')
+            .is_some_and(|h| h.len() >= 8 && h.chars().all(|c| c.is_ascii_hexdigit() || c == '-')),
     }
 }
 
@@ -384,4 +439,35 @@ async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_refs;
+
+    fn split(args: &[&str]) -> (Vec<String>, Vec<String>) {
+        split_refs(args.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn tasks_come_first_and_the_first_other_word_starts_the_change() {
+        let (refs, words) = split(&["DEV-12", "dev-4.1", "~0a1b2c3d", "Fix", "DEV-3", "+bug"]);
+        assert_eq!(refs, ["DEV-12", "dev-4.1", "~0a1b2c3d"]);
+        assert_eq!(words, ["Fix", "DEV-3", "+bug"]);
+        let (refs, words) = split(&["67e55044-10b1-426f-9247-bb680e5fe0c8", "mp3", "player"]);
+        assert_eq!(refs.len(), 1);
+        assert_eq!(
+            words,
+            ["mp3", "player"],
+            "a key written without its dash is a word"
+        );
+        let (refs, words) = split(&["DEV-1", "--", "DEV-2", "fallout"]);
+        assert_eq!(
+            (refs, words),
+            (vec!["DEV-1".into()], vec!["DEV-2".into(), "fallout".into()])
+        );
+        let (refs, words) = split(&["-ui", "DEV-1"]);
+        assert!(refs.is_empty());
+        assert_eq!(words, ["-ui", "DEV-1"]);
+    }
 }

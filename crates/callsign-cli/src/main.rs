@@ -26,6 +26,49 @@ fn parse_priority_or_none(s: &str) -> Result<PriorityOrNone, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Stands for the `-` of a word such as `-ui` between [`words_not_options`] and clap, which
+/// would take the word for an option it does not know.
+const MINUS: char = '\u{E000}';
+
+/// Marks the `-tag` words after `list`, `next` and `modify` (and `modify`'s `--`) as words: Taskwarrior's
+/// `-tag` must reach the filter or the change, while options such as `--all` or `--json` stay
+/// options wherever they are. `-h` stays help.
+fn words_not_options(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.into_iter();
+    out.extend(it.next()); // the program
+    let mut command = None;
+    while let Some(a) = it.next() {
+        let text = a.to_str().map(str::to_owned);
+        match (command.as_deref(), text.as_deref()) {
+            (None, Some("--data-dir")) => {
+                out.push(a);
+                out.extend(it.next());
+                continue;
+            }
+            (None, Some(t)) if !t.starts_with('-') => command = Some(t.to_owned()),
+            (Some(c @ ("list" | "next" | "modify")), Some(t))
+                if (t == "--" && c == "modify")
+                    || (t.starts_with('-') && !t.starts_with("--") && t != "-h" && t.len() > 1) =>
+            {
+                out.push(format!("{MINUS}{}", &t[1..]).into());
+                continue;
+            }
+            _ => {}
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// A word of a filter or a change, its `-` back (see [`words_not_options`]).
+fn word(s: &str) -> Result<String, std::convert::Infallible> {
+    Ok(match s.strip_prefix(MINUS) {
+        Some(rest) => format!("-{rest}"),
+        None => s.to_owned(),
+    })
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "callsign",
@@ -87,24 +130,31 @@ pub enum Command {
     /// What to do next: pending tasks that are not blocked by open subtasks, leaf-first
     /// (subtasks before their parents, deepest first, then by number).
     Next {
-        /// Only this project (prefix).
+        /// Only this project (prefix; the same as `#PFX` in the filter).
         #[arg(long)]
         project: Option<String>,
-        /// Only tasks whose description, notes or key contain TEXT.
-        text: Option<String>,
+        /// Filter words, as `list` takes them.
+        #[arg(value_name = "FILTER", value_parser = word)]
+        filter: Vec<String>,
     },
-    /// List pending tasks (`--all`: completed and deleted too).
+    /// List tasks: pending ones, narrowed by a filter (docs/CLI.md "Filters"):
+    /// words, +tag, -tag, #PFX, status:pending|completed|deleted|all|failed|provisional,
+    /// due:WHEN, due.before:WHEN, due.after:WHEN, due.none:, priority:H|M|L|none, keys and key
+    /// ranges (DEV-12, DEV-10..20). The app's filter bar reads the same words.
     List {
+        /// Every status (the same as `status:all`).
         #[arg(long)]
         all: bool,
-        /// Only tasks the server refused (any status): fix them with `edit` or `discard`.
+        /// Only tasks the server refused, any status (`status:failed`): fix them with `edit`
+        /// or `discard`.
         #[arg(long)]
         failed: bool,
-        /// Only this project (prefix).
+        /// Only this project (prefix; the same as `#PFX`).
         #[arg(long)]
         project: Option<String>,
-        /// Only tasks whose description, notes or key contain TEXT.
-        text: Option<String>,
+        /// Filter words (quote a phrase: "fix login").
+        #[arg(value_name = "FILTER", value_parser = word)]
+        filter: Vec<String>,
         /// The order: created (capture order), due (soonest first, none last) or priority.
         #[arg(long, default_value = "created", value_name = "ORDER")]
         sort: Sort,
@@ -150,6 +200,17 @@ pub enum Command {
         /// H, M or L, or `none` to clear it.
         #[arg(long, value_name = "H|M|L|none", value_parser = parse_priority_or_none)]
         priority: Option<PriorityOrNone>,
+    },
+    /// Change one or more tasks in Taskwarrior's words: `callsign modify DEV-12 DEV-14 +bug
+    /// -ui due:fri priority:H`. Plain words replace the description; +tag and -tag add and
+    /// remove tags; #PFX moves the task (a numbered one gets the next key there); due:none and
+    /// priority:none clear. Each task's change is one change sent to the server.
+    ///
+    /// The tasks come first: keys (DEV-12), UUIDs or ~ids; the first other word starts the
+    /// change (`--` ends the tasks when the change starts with a key-like word).
+    Modify {
+        #[arg(required = true, num_args = 1.., value_name = "TASK... WORDS", value_parser = word)]
+        args: Vec<String>,
     },
     /// Move a task (and its subtasks) to another project: once synced it has the next key
     /// there, and its old key still finds it. Before it has a key, it just changes project.
@@ -233,7 +294,7 @@ pub enum ProjectCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(words_not_options(std::env::args_os().collect()));
     if let Command::Completions { shell } = cli.command {
         use clap::CommandFactory;
         use std::io::Write;
@@ -288,6 +349,59 @@ mod tests {
     use clap::{CommandFactory, Parser};
 
     use super::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Cli {
+        let args = super::words_not_options(args.iter().map(Into::into).collect());
+        Cli::try_parse_from(args).unwrap()
+    }
+
+    #[test]
+    fn minus_words_are_words_and_options_stay_options_anywhere() {
+        match parse(&[
+            "callsign",
+            "--data-dir",
+            "/x",
+            "list",
+            "-ui",
+            "+bug",
+            "--all",
+            "-h2",
+        ])
+        .command
+        {
+            Command::List { filter, all, .. } => {
+                assert_eq!(filter, ["-ui", "+bug", "-h2"]);
+                assert!(all);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let cli = parse(&["callsign", "modify", "DEV-1", "--", "-x", "DEV-2", "--json"]);
+        assert!(cli.json);
+        match cli.command {
+            Command::Modify { args } => assert_eq!(args, ["DEV-1", "--", "-x", "DEV-2"]),
+            other => panic!("parsed as {other:?}"),
+        }
+        let bad = super::words_not_options(
+            ["callsign", "list", "--no-such-flag"]
+                .iter()
+                .map(Into::into)
+                .collect(),
+        );
+        assert!(
+            Cli::try_parse_from(bad).is_err(),
+            "an unknown option stays an error"
+        );
+        let add = super::words_not_options(
+            ["callsign", "add", "x", "-y"]
+                .iter()
+                .map(Into::into)
+                .collect(),
+        );
+        assert!(
+            Cli::try_parse_from(add).is_err(),
+            "only list, next and modify take -words"
+        );
+    }
 
     #[test]
     fn the_command_line_definition_is_consistent() {
