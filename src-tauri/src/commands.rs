@@ -30,6 +30,20 @@ fn one(engine: &Engine, task: LocalTask) -> CmdResult<UiTask> {
     Ok(view(engine, vec![task])?.remove(0))
 }
 
+/// The filter bar's text as callsign-core reads it: the grammar of `callsign list FILTER`
+/// (words, +tag, -tag, #PFX, status:, due.before:, priority:, keys and key ranges), dates in this
+/// machine's time zone. The UI applies the answer to its loaded list. A word it cannot read is
+/// `invalid`, saying why.
+#[tauri::command]
+pub fn parse_filter(
+    engine: State<'_, AppEngine>,
+    text: String,
+) -> CmdResult<callsign_core::filter::Filter> {
+    Ok(engine
+        .0
+        .parse_filter(&callsign_core::grammar::split(&text))?)
+}
+
 /// Newest first. `status` defaults to pending; `text` matches description, notes, key and
 /// tags, ignoring case.
 #[tauri::command]

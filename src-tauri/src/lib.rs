@@ -50,6 +50,7 @@ pub fn data_dir() -> Option<PathBuf> {
 pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
         commands::list_tasks,
+        commands::parse_filter,
         commands::create_task,
         commands::edit_task,
         commands::complete_task,

@@ -636,3 +636,36 @@ fn tray_actions_are_named_and_the_status_is_what_was_shown() {
     );
     assert_eq!(ui.ok("notifications", json!({})), json!([]));
 }
+
+/// The filter bar's text is read by callsign-core, as `callsign list` reads its words: the
+/// answer is the parsed filter; a word it cannot read is `invalid`, in words.
+#[test]
+fn parse_filter_reads_the_clis_grammar() {
+    let ui = ui();
+    ui.add("Fix the login redirect");
+    let f = ui.ok(
+        "parse_filter",
+        json!({"text": "\"fix the\" +Bug -ui #dev status:completed pri:h INBOX-1..3"}),
+    );
+    assert_eq!(f["words"], json!(["fix the"]));
+    assert_eq!(f["tags"], json!(["bug"]));
+    assert_eq!(f["not_tags"], json!(["ui"]));
+    assert_eq!(f["projects"], json!(["DEV"]));
+    assert_eq!(f["statuses"], json!(["completed"]));
+    assert_eq!(f["priorities"], json!(["H"]));
+    assert_eq!(
+        f["keys"],
+        json!([{"prefix": "INBOX", "parents": [], "from": 1, "to": 3}])
+    );
+    let f = ui.ok("parse_filter", json!({"text": "due.before:tomorrow"}));
+    assert!(f["due"]["before"].is_string(), "{f}");
+    let e = ui.err("parse_filter", json!({"text": "status:open"}));
+    assert_eq!(e["code"], "invalid");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("'open' is not a status"),
+        "{e}"
+    );
+}

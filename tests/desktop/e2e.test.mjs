@@ -299,7 +299,24 @@ test('filter: +tag finds the tagged task and the list starts at the top', async 
   const top = await browser.execute(() => document.querySelector('[data-testid="task-list"]').scrollTop);
   assert.equal(top, 0);
   await shot('09-filter-tag');
+  // The bar reads the CLI's grammar with the CLI's code (callsign-core): the same words keep
+  // the same tasks as `callsign list` on this data dir.
+  for (const words of [['+docs', 'status:all'], ['status:completed'], ['PFX-1..3'], ['-docs', 'pfx'], ['status:provisional']]) {
+    const want = JSON.parse(cli('--json', 'list', ...words)).map((t) => t.uuid).sort();
+    await setField('filter-input', words.join(' '));
+    await eventually(`the CLI's tasks for "${words.join(' ')}"`, 5000, async () => {
+      const got = (await rows()).map((r) => r.uuid).sort();
+      return JSON.stringify(got) === JSON.stringify(want) ? got : null;
+    });
+  }
+  await setField('filter-input', 'PFX-1..3 +docs');
+  await shot('44-filter-key-range');
+  await setField('filter-input', 'status:open');
+  const err = await eventually('the refusal under the bar', 5000, () => textOf('filter-error'));
+  assert.match(err, /'open' is not a status/);
+  await shot('45-filter-refused');
   await setField('filter-input', '');
+  await eventually('the refusal gone', 5000, async () => !(await exists('filter-error')));
 });
 
 test('jump: a bare number is the current project\'s key, and text finds tasks', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fakeParseFilter, vf } from '../src/dev/fake-filter';
 import {
   ALL,
   captureTarget,
@@ -102,7 +103,7 @@ describe('scope, filter text and status compose', () => {
   const DEV_SCOPE: Scope = { kind: 'project', prefix: 'DEV' };
   const OPS_SCOPE: Scope = { kind: 'project', prefix: 'OPS' };
   const shown = (scope: Scope, text: string, status: ViewStatus) =>
-    filterTasks(scopeTasks(LIST, scope), { text, status }).map((x) => x.description);
+    filterTasks(scopeTasks(LIST, scope), vf({ text, status })).map((x) => x.description);
 
   it.each([
     ['All, no text, pending', ALL, '', 'pending', ['Deploy the docs', 'Fix login', 'Rotate keys', 'Deploy the CI', 'Deploy idea on the train']],
@@ -154,7 +155,7 @@ describe('viewShowing (a notification opens a task)', () => {
     ['Next (a blocked task is not in it): Pending', LIST[0] as LocalTask, v(ALL, '', 'next'), false, v(ALL, '', 'pending')],
     ['All and Failed stay when they hold it', failedDev, v(ALL, 'nothing', 'failed'), false, v(ALL, '', 'failed')],
   ] as const)('%s', (_n, task, view, visible, want) => {
-    expect(viewShowing(task, view, visible)).toEqual(want);
+    expect(viewShowing(task, view, visible, fakeParseFilter(view.text))).toEqual(want);
   });
 });
 

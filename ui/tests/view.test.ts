@@ -7,11 +7,11 @@ import {
   filterTasks,
   orderTasks,
   parseCapture,
-  parseFilterQuery,
   scrollToRow,
   shortId,
   tokenize,
 } from '../src/lib/view';
+import { vf } from '../src/dev/fake-filter';
 import { failure, many, task } from './fixtures';
 
 describe('applyTaskEvent', () => {
@@ -87,22 +87,7 @@ describe('orderTasks', () => {
   });
 });
 
-describe('tokenize / parseFilterQuery', () => {
-  it.each([
-    ['plain words', 'fix login', { words: ['fix', 'login'], tags: [], notTags: [], projects: [] }],
-    ['a tag, any case', '+Docs', { words: [], tags: ['docs'], notTags: [], projects: [] }],
-    ['a tag absent', '-wontfix', { words: [], tags: [], notTags: ['wontfix'], projects: [] }],
-    ['a project, upper-cased', '#dev', { words: [], tags: [], notTags: [], projects: ['DEV'] }],
-    ['all of them', 'Fix +bug -later #ops login', { words: ['fix', 'login'], tags: ['bug'], notTags: ['later'], projects: ['OPS'] }],
-    ['#1 is not a project: a word', '#1', { words: ['#1'], tags: [], notTags: [], projects: [] }],
-    ['#D (one letter) is not a project yet', '#D', { words: ['#d'], tags: [], notTags: [], projects: [] }],
-    ['lone + - # are words', '+ - #', { words: ['+', '-', '#'], tags: [], notTags: [], projects: [] }],
-    ['a key with a dash is a word', 'dev-42', { words: ['dev-42'], tags: [], notTags: [], projects: [] }],
-    ['extra spaces', '  +a   b  ', { words: ['b'], tags: ['a'], notTags: [], projects: [] }],
-  ] as const)('%s', (_n, text, want) => {
-    expect(parseFilterQuery(text)).toEqual(want);
-  });
-
+describe('tokenize', () => {
   it('keeps what was typed in raw (capture puts unknown projects back in the text)', () => {
     expect(tokenize('Ship #Zz +Tag -x')).toEqual([
       { kind: 'word', value: 'Ship', raw: 'Ship' },
@@ -133,22 +118,22 @@ describe('filterTasks', () => {
     ['deleted', { status: 'deleted' }, ['4']],
     ['failed: every refused task, whatever its status', { status: 'failed' }, ['6', '7']],
     ['next: the pending ones of the list nextTasks made', { status: 'next' }, ['1', '3', P, '6']],
-    ['text, any case, description and notes', { text: 'LOGIN', status: 'all' }, ['1', '2']],
-    ['text matches the key', { text: 'syn-2', status: 'all' }, ['2']],
-    ['text matches an old key (the task moved)', { text: 'syn-3', status: 'all' }, ['4']],
-    ['text matches a tag', { text: 'ops', status: 'pending' }, ['3']],
-    ['text matches the provisional short id', { text: '~abcdef12' }, [P]],
-    ['every word must match', { text: 'fix login', status: 'all' }, ['1']],
-    ['words in any order', { text: 'login fix', status: 'all' }, ['1']],
-    ['+tag: the tag, any case', { text: '+docs', status: 'all' }, ['2', '3']],
-    ['+tag is exact, not a prefix', { text: '+doc', status: 'all' }, []],
-    ['-tag: without it', { text: '-docs', status: 'pending' }, ['1', P, '6']],
-    ['+tag and -tag together', { text: '+docs -ops', status: 'all' }, ['2']],
-    ['#PFX: the project, any case', { text: '#ops', status: 'all' }, ['4']],
-    ['#PFX with words', { text: '#syn refused', status: 'all' }, ['7']],
-    ['two projects: either', { text: '#ops #zzz', status: 'all' }, ['4', '6']],
-    ['words with the failed status', { text: 'docs', status: 'failed' }, ['6']],
-    ['blank text is no filter', { text: '   ' }, ['1', '3', P, '6']],
+    ['text, any case, description and notes', vf({ text: 'LOGIN', status: 'all' }), ['1', '2']],
+    ['text matches the key', vf({ text: 'syn-2', status: 'all' }), ['2']],
+    ['text matches an old key (the task moved)', vf({ text: 'syn-3', status: 'all' }), ['4']],
+    ['text matches a tag', vf({ text: 'ops', status: 'pending' }), ['3']],
+    ['text matches the provisional short id', vf({ text: '~abcdef12' }), [P]],
+    ['every word must match', vf({ text: 'fix login', status: 'all' }), ['1']],
+    ['words in any order', vf({ text: 'login fix', status: 'all' }), ['1']],
+    ['+tag: the tag, any case', vf({ text: '+docs', status: 'all' }), ['2', '3']],
+    ['+tag is exact, not a prefix', vf({ text: '+doc', status: 'all' }), []],
+    ['-tag: without it', vf({ text: '-docs', status: 'pending' }), ['1', P, '6']],
+    ['+tag and -tag together', vf({ text: '+docs -ops', status: 'all' }), ['2']],
+    ['#PFX: the project, any case', vf({ text: '#ops', status: 'all' }), ['4']],
+    ['#PFX with words', vf({ text: '#syn refused', status: 'all' }), ['7']],
+    ['two projects: either', vf({ text: '#ops #zzz', status: 'all' }), ['4', '6']],
+    ['words with the failed status', vf({ text: 'docs', status: 'failed' }), ['6']],
+    ['blank text is no filter', vf({ text: '   ' }), ['1', '3', P, '6']],
   ] as const)('%s', (_n, f, want) => {
     expect(ids(f)).toEqual(want);
   });
@@ -161,12 +146,12 @@ describe('filterTasks', () => {
       '+', '+o', '+op', '+ops', '+ops t', '+ops task', '-', '-o', '-ops', '-ops deploy', '#', '#S', '#SY', '#SYN', '#SYN 1', ''];
     for (const text of typed) {
       for (const status of ['pending', 'all', 'failed'] as const) {
-        expect(f(big, { text, status }), `${status} "${text}"`).toEqual(filterTasks(big, { text, status }));
+        expect(f(big, vf({ text, status })), `${status} "${text}"`).toEqual(filterTasks(big, vf({ text, status })));
       }
     }
     // a new list (an event arrived) is scanned afresh
     const more = applyTaskEvent(big, task({ uuid: 'zz', description: 'Task deploy new' }));
-    expect(f(more, { text: 'deploy' })).toEqual(filterTasks(more, { text: 'deploy' }));
+    expect(f(more, vf({ text: 'deploy' }))).toEqual(filterTasks(more, vf({ text: 'deploy' })));
   });
 });
 
@@ -245,6 +230,6 @@ describe('warmHaystacks', () => {
     const stop = warmHaystacks(list, 500);
     await new Promise((r) => setTimeout(r, 20));
     stop();
-    expect(filterTasks(list, { text: 'deploy', status: 'all' }).length).toBe(list.filter((t) => t.description.includes('deploy')).length);
+    expect(filterTasks(list, vf({ text: 'deploy', status: 'all' })).length).toBe(list.filter((t) => t.description.includes('deploy')).length);
   });
 });

@@ -32,6 +32,7 @@ import { parseJumpQuery } from '../lib/jump';
 import { keyPrefix } from '../lib/moves';
 import { prefixError } from '../lib/projects';
 import { filterTasks } from '../lib/view';
+import { fakeParseFilter } from './fake-filter';
 import { fakeParseDue, fakeParsePriority } from './fake-when';
 
 const INBOX = 'INBOX';
@@ -497,8 +498,13 @@ export class FakeBackend {
       case 'list_tasks': {
         const f = (args.filter ?? {}) as ListFilter;
         const counts = this.subtaskCounts();
-        return filterTasks(this.tasks.slice().reverse(), f).map((t) => this.out(t, counts));
+        const status = f.status ?? 'pending';
+        return filterTasks(this.tasks.slice().reverse(), { filter: fakeParseFilter(f.text ?? ''), status })
+          .filter((t) => f.project === undefined || t.project === f.project.toUpperCase())
+          .map((t) => this.out(t, counts));
       }
+      case 'parse_filter':
+        return fakeParseFilter(String(args.text ?? ''));
       case 'list_tasks_page': {
         const offset = Number(args.offset ?? 0);
         const limit = Number(args.limit ?? 200);

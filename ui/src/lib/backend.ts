@@ -6,6 +6,7 @@ import type {
   ConflictField,
   CreateInput,
   DesktopPrefs,
+  Filter,
   ListFilter,
   LocalTask,
   Project,
@@ -41,6 +42,8 @@ export function inTauri(): boolean {
 
 export const backend = {
   listTasks: (filter: ListFilter = {}) => call<LocalTask[]>('list_tasks', { filter }),
+  /** The filter bar's text as callsign-core reads it (the CLI's `list FILTER` grammar). */
+  parseFilter: (text: string) => call<Filter>('parse_filter', { text }),
   createTask: (input: CreateInput) => call<LocalTask>('create_task', { input }),
   editTask: (id: string, patch: TaskPatch) => call<LocalTask>('edit_task', { id, patch }),
   completeTask: (id: string) => call<LocalTask>('complete_task', { id }),

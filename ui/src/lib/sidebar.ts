@@ -7,8 +7,8 @@
 // `failure`), shown as selected while nothing else is scoped.
 import { INBOX, serverProjects } from './projects';
 import { countText } from './status';
-import type { LocalTask, Project, ViewStatus } from './types';
-import { filterTasks } from './view';
+import type { Filter, LocalTask, Project, ViewStatus } from './types';
+import { matchesFilter } from './view';
 
 /** What the list is scoped to: everything, one server project (its current tasks), or the inbox. */
 export type Scope = { kind: 'all' } | { kind: 'project'; prefix: string } | { kind: 'inbox' };
@@ -140,10 +140,10 @@ export interface ListView {
  * view with whatever hides it cleared: the scope when `t` is out of it, the text when it does
  * not match, the status when `t`'s is another (Failed for a failed task).
  */
-export function viewShowing(t: LocalTask, view: ListView, visible: boolean): ListView {
+export function viewShowing(t: LocalTask, view: ListView, visible: boolean, filter: Filter): ListView {
   if (visible) return view;
   const scope = inScope(t, view.scope) ? view.scope : ALL;
-  const text = view.text !== '' && filterTasks([t], { text: view.text, status: 'all' }).length === 0 ? '' : view.text;
+  const text = view.text !== '' && !matchesFilter(t, filter, 'all') ? '' : view.text;
   // Next (never a task's own status) leaves blocked tasks out: Pending shows them.
   const fits = view.status === 'all' || (view.status === 'failed' ? t.failure !== null : view.status === t.status);
   const status = fits ? view.status : t.failure !== null ? 'failed' : t.status;

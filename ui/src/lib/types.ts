@@ -12,6 +12,27 @@ export type StatusFilter = TaskStatus | 'all';
  */
 export type ViewStatus = StatusFilter | 'failed' | 'next';
 
+/**
+ * A filter as callsign-core parsed it (command `parse_filter`: the CLI's `list FILTER` reads the
+ * same words with the same code). Empty lists ask nothing; see view.ts `matchesFilter`.
+ */
+export interface Filter {
+  /** Lower-cased; each must be in the task's text. */
+  words: string[];
+  tags: string[];
+  not_tags: string[];
+  /** Upper-cased; the project must be one (when any). */
+  projects: string[];
+  /** The status must be one (when any); none named: the status menu decides. */
+  statuses: TaskStatus[];
+  /** Each must hold. */
+  sync: ('failed' | 'provisional')[];
+  due: { has: boolean | null; from: string | null; after: string | null; before: string | null };
+  /** null: no priority. */
+  priorities: (Priority | null)[];
+  keys: { prefix: string; parents: number[]; from: number; to: number }[];
+}
+
 /** Outbox detail for the provisional marker. `reason` is the engine's own wording (optional). */
 export interface Waiting {
   state: 'pending' | 'in_progress' | 'failed';

@@ -1,6 +1,6 @@
 // Pure view logic: no DOM, no Tauri. Everything here is unit-tested in tests/view.test.ts.
 import { sortByKey } from './sort';
-import type { CreateInput, LocalTask, ViewStatus } from './types';
+import type { CreateInput, Filter, LocalTask, ViewStatus } from './types';
 
 /** `~` and the first 8 hex digits of the UUID: how a task without a key is named (as in the CLI). */
 export function shortId(task: Pick<LocalTask, 'uuid'>): string {
@@ -78,7 +78,7 @@ export function warmHaystacks(list: readonly LocalTask[], chunk = 5000): () => v
 }
 
 // ---------------------------------------------------------------------------------------------
-// The capture syntax: one tokenizer for quick capture and the filter box
+// The capture syntax (the filter's is callsign-core's; the preview's stand-in uses this too)
 
 const PREFIX_RE = /^[A-Za-z][A-Za-z0-9]{1,9}$/;
 const TAG_RE = /^[\p{L}\p{N}_.:-]+$/u;
@@ -105,37 +105,31 @@ export function tokenize(input: string): Token[] {
   return out;
 }
 
-/** The filter box read: lower-cased words and tags, upper-cased projects. */
-export interface FilterQuery {
-  words: string[];
-  /** Each must be one of the task's tags (any case). */
-  tags: string[];
-  /** None may be one of the task's tags. */
-  notTags: string[];
-  /** The task's project must be one of them (when any). */
-  projects: string[];
-}
-
-/** `fix login +bug -wontfix #DEV`: words, `+tag` (tag present), `-tag` (absent), `#PFX` (project). */
-export function parseFilterQuery(text: string): FilterQuery {
-  const q: FilterQuery = { words: [], tags: [], notTags: [], projects: [] };
-  for (const t of tokenize(text)) {
-    if (t.kind === 'project') q.projects.push(t.value);
-    else if (t.kind === 'tag') q.tags.push(t.value.toLowerCase());
-    else if (t.kind === 'not-tag') q.notTags.push(t.value.toLowerCase());
-    else q.words.push(t.value.toLowerCase());
-  }
-  return q;
-}
-
 // ---------------------------------------------------------------------------------------------
-// The filter
+// The filter: callsign-core parses the text (command `parse_filter`, the CLI's grammar); this
+// applies the parsed filter to the loaded list with the same rules as `Filter::matches`. The
+// fixture crates/callsign-core/src/filter/cases.json keeps the two in step (tests/filter.test.ts).
+
+/** A filter that asks nothing (the empty text). */
+export const EMPTY_FILTER: Filter = {
+  words: [],
+  tags: [],
+  not_tags: [],
+  projects: [],
+  statuses: [],
+  sync: [],
+  due: { has: null, from: null, after: null, before: null },
+  priorities: [],
+  keys: [],
+};
 
 export interface ViewFilter {
-  text?: string;
+  /** The parsed filter text (none: every task). */
+  filter?: Filter;
   /**
-   * Default `pending`; `failed` is every task the server refused, whatever its status; `next`
-   * keeps the pending tasks of a list `nextTasks` made.
+   * The status menu: default `pending`; `failed` is every task the server refused, whatever
+   * its status; `next` keeps the pending tasks of a list `nextTasks` made. A `status:` in the
+   * filter text replaces it.
    */
   status?: ViewStatus;
 }
@@ -152,44 +146,80 @@ function hasTag(t: LocalTask, tag: string): boolean {
   return false;
 }
 
-/**
- * Client-side filter over the loaded list (order kept). Words match description, notes, key,
- * the provisional short id and tags, ignoring case; every word must match (`fix login`).
- * `+tag`, `-tag` and `#PFX` as in `parseFilterQuery`. Status defaults to `pending`.
- */
-export function filterTasks(list: readonly LocalTask[], filter: ViewFilter): LocalTask[] {
-  const status = filter.status ?? 'pending';
-  const q = parseFilterQuery(filter.text ?? '');
-  const out: LocalTask[] = [];
-  outer: for (const t of list) {
-    if (!statusMatches(t, status)) continue;
-    if (q.projects.length > 0 && !q.projects.includes(t.project.toUpperCase())) continue;
-    for (const tag of q.tags) if (!hasTag(t, tag)) continue outer;
-    for (const tag of q.notTags) if (hasTag(t, tag)) continue outer;
-    if (q.words.length > 0) {
-      const h = haystack(t);
-      for (const w of q.words) if (!h.includes(w)) continue outer;
+const ms = (iso: string | null) => (iso === null ? null : Date.parse(iso));
+
+/** `PFX-1.2.3` → prefix and numbers (keys come canonical from the backend). */
+function splitKey(key: string): { prefix: string; numbers: number[] } | null {
+  const at = key.indexOf('-');
+  if (at < 0) return null;
+  return { prefix: key.slice(0, at).toUpperCase(), numbers: key.slice(at + 1).split('.').map(Number) };
+}
+
+/** A filter made ready for many tasks (dates read once). */
+function compile(f: Filter, status: ViewStatus): (t: LocalTask) => boolean {
+  const from = ms(f.due.from);
+  const after = ms(f.due.after);
+  const before = ms(f.due.before);
+  const bounded = from !== null || after !== null || before !== null;
+  const ownStatus = f.statuses.length > 0 || f.sync.length > 0;
+  const inRange = (key: string) => {
+    const k = splitKey(key);
+    if (k === null) return false;
+    const n = k.numbers[k.numbers.length - 1] as number;
+    const parents = k.numbers.slice(0, -1).join('.');
+    return f.keys.some((r) => r.prefix === k.prefix && r.parents.join('.') === parents && n >= r.from && n <= r.to);
+  };
+  return (t) => {
+    if (ownStatus) {
+      if (f.statuses.length > 0 && !f.statuses.includes(t.status)) return false;
+      for (const s of f.sync) if (s === 'failed' ? t.failure === null : t.key !== null) return false;
+    } else if (!statusMatches(t, status)) return false;
+    if (f.projects.length > 0 && !f.projects.includes(t.project.toUpperCase())) return false;
+    for (const tag of f.tags) if (!hasTag(t, tag)) return false;
+    for (const tag of f.not_tags) if (hasTag(t, tag)) return false;
+    if (f.priorities.length > 0 && !f.priorities.includes(t.priority)) return false;
+    if (t.due === null) {
+      if (f.due.has === true || bounded) return false;
+    } else {
+      const d = Date.parse(t.due);
+      if (f.due.has === false) return false;
+      if ((from !== null && d < from) || (after !== null && d <= after) || (before !== null && d >= before)) return false;
     }
-    out.push(t);
-  }
-  return out;
+    if (f.keys.length > 0 && !((t.key !== null && inRange(t.key)) || (t.previous_keys ?? []).some(inRange))) return false;
+    if (f.words.length > 0) {
+      const h = haystack(t);
+      for (const w of f.words) if (!h.includes(w)) return false;
+    }
+    return true;
+  };
+}
+
+/** Whether `t` passes the filter, with the status menu at `status` (default `pending`). */
+export function matchesFilter(t: LocalTask, f: Filter, status: ViewStatus = 'pending'): boolean {
+  return compile(f, status)(t);
+}
+
+/** The filtered list, order kept. Status defaults to `pending`. */
+export function filterTasks(list: readonly LocalTask[], filter: ViewFilter): LocalTask[] {
+  const keep = compile(filter.filter ?? EMPTY_FILTER, filter.status ?? 'pending');
+  return list.filter(keep);
 }
 
 /**
  * A filter that remembers its last answer: when only the words grew (another keystroke) and
  * nothing else changed, it narrows the previous result instead of scanning the whole list.
- * `+tag`, `-tag` and `#PFX` are exact matches, so any change to them scans afresh.
+ * Every other term is exact, so any change to one scans afresh.
  */
 export function createFilter(): (list: readonly LocalTask[], filter: ViewFilter) => LocalTask[] {
   let lastList: readonly LocalTask[] | null = null;
   let last: { status: ViewStatus; exact: string; words: string } | null = null;
   let lastOut: LocalTask[] = [];
   return (list, filter) => {
-    const q = parseFilterQuery(filter.text ?? '');
+    const f = filter.filter ?? EMPTY_FILTER;
     const now = {
       status: filter.status ?? 'pending',
-      exact: [q.tags.join(' '), q.notTags.join(' '), q.projects.join(' ')].join('|'),
-      words: q.words.join(' '),
+      exact: JSON.stringify({ ...f, words: [] }),
+      words: f.words.join(' '),
     };
     const narrowing =
       list === lastList &&
