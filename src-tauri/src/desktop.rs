@@ -48,7 +48,9 @@ impl Desktop {
 
     /// The notifier with the current prefs (the engine-event forwarder's use).
     pub fn decide<T>(&self, f: impl FnOnce(&mut Notifier, &DesktopPrefs) -> T) -> T {
-        let prefs = self.prefs();
+        // Called for every task event: the prefs are read in place, not copied. The lock
+        // order is prefs, then notifier (nothing takes them the other way round).
+        let prefs = self.prefs.lock().expect("prefs lock");
         f(&mut self.notifier.lock().expect("notifier lock"), &prefs)
     }
 }

@@ -169,11 +169,14 @@ fn run(prefix: &str, start: u64, end: u64) -> String {
 pub struct Shown {
     next_id: Mutex<i32>,
     opens: Mutex<HashMap<i32, Uuid>>,
-    /// Every note shown, newest last (`notifications` in the command tests and e2e).
+    /// The last [`KEPT`] notes shown, newest last (`notifications` in the command tests and e2e).
     pub log: Mutex<Vec<(String, String)>>,
 }
 
 const OPEN_TYPE: &str = "open-task";
+
+/// How many notifications [`Shown`] remembers (its log, and which task each opens).
+const KEPT: usize = 100;
 
 /// Registers the "Open" action and what a click does. Call once, after the plugin.
 pub fn install<R: Runtime>(app: &AppHandle<R>) {
@@ -228,11 +231,18 @@ pub fn send<R: Runtime>(app: &AppHandle<R>, note: Note) {
         }
         Note::Keyed { title, body } => (title, body),
     };
-    shown
-        .log
-        .lock()
-        .expect("notify lock")
-        .push((title.clone(), body.clone()));
+    {
+        let mut log = shown.log.lock().expect("notify lock");
+        log.push((title.clone(), body.clone()));
+        let over = log.len().saturating_sub(KEPT);
+        log.drain(..over);
+        // A notification older than the last KEPT is long gone from the screen.
+        shown
+            .opens
+            .lock()
+            .expect("notify lock")
+            .retain(|&shown_id, _| shown_id > id - KEPT as i32);
+    }
     let Some(plugin) = app.try_state::<tauri_plugin_notification::Notification<R>>() else {
         return;
     };
