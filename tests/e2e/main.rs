@@ -26,6 +26,7 @@ mod proxy;
 mod reconnect;
 mod refusal;
 mod renames;
+mod reports;
 mod server_crash;
 mod subtasks;
 mod task3;

@@ -20,13 +20,19 @@ pub async fn run(cli: Cli) -> Result<()> {
         })?,
     };
     let engine = Engine::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let out = Out {
         json: cli.json,
         colour: render::colour(
-            std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            terminal,
             std::env::var("NO_COLOR").ok().as_deref(),
             std::env::var("CLICOLOR_FORCE").ok().as_deref(),
         ),
+        width: crate::table::limit(std::env::var("COLUMNS").ok().as_deref(), || {
+            let (terminal_size::Width(w), _) =
+                terminal_size::terminal_size_of(std::io::stdout()).filter(|_| terminal)?;
+            Some(usize::from(w))
+        }),
     };
     match cli.command {
         Command::Login {
@@ -64,23 +70,32 @@ pub async fn run(cli: Cli) -> Result<()> {
             })?;
             out.task(&engine, &task)
         }
-        Command::Next { project, filter } => {
+        Command::Next {
+            project,
+            filter,
+            report,
+        } => {
             let f = engine.parse_filter(&filter_words(filter, project, false, false))?;
             let mut tasks = engine.next(&TaskQuery::default())?;
             tasks.retain(|t| callsign_sync::matches_filter(&f, t, &[TaskStatus::Pending]));
-            out.list(&engine, &tasks)
+            if report.sort.is_some() {
+                // Sorted from capture order, as `list` is, so that ties keep it.
+                crate::report::capture_order(&mut tasks, &engine.query(&TaskQuery::default())?);
+            }
+            crate::report::sort(report.sort, &mut tasks);
+            out.list(&engine, &tasks, &report.columns)
         }
         Command::List {
             all,
             failed,
             project,
             filter,
-            sort,
+            report,
         } => {
             let f = engine.parse_filter(&filter_words(filter, project, all, failed))?;
             let mut tasks = engine.filter(&f, &[TaskStatus::Pending])?;
-            sort.apply(&mut tasks);
-            out.list(&engine, &tasks)
+            crate::report::sort(report.sort, &mut tasks);
+            out.list(&engine, &tasks, &report.columns)
         }
         Command::Modify { args } => {
             let (refs, words) = split_refs(args);
@@ -94,7 +109,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let tasks = engine.modify(&refs, &change)?;
             match tasks.as_slice() {
                 [one] => out.task(&engine, one),
-                many => out.list(&engine, many),
+                many => out.list(&engine, many, &[]),
             }
         }
         Command::Import { jsonl, project } => {
@@ -181,15 +196,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             let after = engine.discard(&task)?;
             out.discarded(&engine, &before, after.as_ref())
         }
-        Command::Inbox { send_to: None } => {
-            let tasks = engine.query(&TaskQuery {
+        Command::Inbox {
+            send_to: None,
+            report,
+        } => {
+            let mut tasks = engine.query(&TaskQuery {
                 project: Some(LOCAL_PROJECT.into()),
                 ..TaskQuery::default()
             })?;
-            out.list(&engine, &tasks)
+            crate::report::sort(report.sort, &mut tasks);
+            out.list(&engine, &tasks, &report.columns)
         }
         Command::Inbox {
             send_to: Some(project),
+            report: _,
         } => {
             let n = engine.send_inbox(&project)?;
             out.inbox_sent(n, &project)
@@ -200,7 +220,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let project = engine
                 .rename_project(&from, &to)
                 .await
-                .map_err(|e| rename_refused(&from, &to, e))?;
+                .map_err(|e| Coded::wrap(e.code(), rename_refused(&from, &to, e)))?;
             out.project_renamed(&from, &project)
         }
         Command::Project {
@@ -209,7 +229,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let project = engine
                 .create_project(&name, &prefix)
                 .await
-                .map_err(|e| project_refused(&prefix, e))?;
+                .map_err(|e| Coded::wrap(e.code(), project_refused(&prefix, e)))?;
             out.project_added(&project)
         }
         Command::Project {
@@ -325,7 +345,10 @@ fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
     if queued > 0 {
         anyhow::Error::new(NotSynced(msg))
     } else {
-        anyhow!(msg)
+        anyhow::Error::new(Coded {
+            code: e.code(),
+            message: msg,
+        })
     }
 }
 
@@ -346,6 +369,31 @@ impl std::fmt::Display for NotSynced {
 }
 
 impl std::error::Error for NotSynced {}
+
+/// An engine error explained in plain words for people that keeps the engine's machine code
+/// (`prefix_taken`, `unreachable`, …) for `--json`'s error object.
+#[derive(Debug)]
+pub struct Coded {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Coded {
+    fn wrap(code: &'static str, explained: anyhow::Error) -> anyhow::Error {
+        anyhow::Error::new(Coded {
+            code,
+            message: format!("{explained:#}"),
+        })
+    }
+}
+
+impl std::fmt::Display for Coded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Coded {}
 
 /// Why `project rename` did nothing, in plain words for each refusal.
 fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {

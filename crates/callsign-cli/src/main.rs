@@ -8,13 +8,16 @@
 mod commands;
 mod import;
 mod render;
+mod report;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use callsign_core::Priority;
-use callsign_sync::Sort;
 use clap::{Parser, Subcommand};
+
+use crate::report::ReportArgs;
 
 /// A priority, or none (clap reads a bare `Option<Option<_>>` as an optional flag value).
 #[derive(Debug, Clone, Copy)]
@@ -79,7 +82,8 @@ pub struct Cli {
     /// Where the local store lives (shared with the desktop app by default).
     #[arg(long, env = "CALLSIGN_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
-    /// Print machine-readable JSON.
+    /// Print machine-readable JSON: one document (`watch`: one per line); on an error, also
+    /// `{"error": {"message", "code", "exit"}}`.
     #[arg(long, global = true)]
     pub json: bool,
     #[command(subcommand)]
@@ -136,6 +140,8 @@ pub enum Command {
         /// Filter words, as `list` takes them.
         #[arg(value_name = "FILTER", value_parser = word)]
         filter: Vec<String>,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// List tasks: pending ones, narrowed by a filter (docs/CLI.md "Filters"):
     /// words, +tag, -tag, #PFX, status:pending|completed|deleted|all|failed|provisional,
@@ -155,9 +161,8 @@ pub enum Command {
         /// Filter words (quote a phrase: "fix login").
         #[arg(value_name = "FILTER", value_parser = word)]
         filter: Vec<String>,
-        /// The order: created (capture order), due (soonest first, none last) or priority.
-        #[arg(long, default_value = "created", value_name = "ORDER")]
-        sort: Sort,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// Show one task by key, UUID, or unique UUID prefix (8+ characters).
     Show { task: String },
@@ -241,8 +246,10 @@ pub enum Command {
     /// List the local INBOX (tasks captured before there was a server), or send them all to a
     /// server project with `--send-to PFX`.
     Inbox {
-        #[arg(long, value_name = "PFX")]
+        #[arg(long, value_name = "PFX", conflicts_with_all = ["sort", "columns"])]
         send_to: Option<String>,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// The account's projects on the server.
     Project {
@@ -294,7 +301,10 @@ pub enum ProjectCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(words_not_options(std::env::args_os().collect()));
+    let cli = match Cli::try_parse_from(words_not_options(std::env::args_os().collect())) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     if let Command::Completions { shell } = cli.command {
         use clap::CommandFactory;
         use std::io::Write;
@@ -312,6 +322,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();
+    let json = cli.json;
     // Two workers: a sync sends the next batch while it records the answers to the last one.
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -319,36 +330,87 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("callsign: cannot start: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return failed(json, &format!("cannot start: {e}"), None, 1),
     };
     match rt.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("callsign: {}", render::safe_block(&format!("{e:#}")));
-            exit_code(&e)
-        }
+        Err(e) => failed(json, &format!("{e:#}"), error_code(&e), exit_code(&e)),
     }
+}
+
+/// An error: in words on stderr, and with `--json` also as one JSON document on stdout, so a
+/// script reading stdout always gets JSON: `{"error": {"message", "code", "exit"}}`.
+fn failed(json: bool, message: &str, code: Option<&str>, exit: u8) -> ExitCode {
+    eprintln!("callsign: {}", render::safe_block(message));
+    if json {
+        use std::io::Write;
+        let doc = error_json(message, code, exit);
+        let mut out = std::io::stdout().lock();
+        // stdout closed: the words on stderr and the exit code still tell.
+        let _ = writeln!(out, "{doc}").and_then(|()| out.flush());
+    }
+    ExitCode::from(exit)
+}
+
+fn error_json(message: &str, code: Option<&str>, exit: u8) -> serde_json::Value {
+    serde_json::json!({ "error": { "message": message, "code": code, "exit": exit } })
+}
+
+/// A command line clap refused (exit 2), or `--help`/`--version` (exit 0, printed as clap does).
+/// With `--json` among the arguments a refusal is also a JSON error with code `usage`.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use std::io::Write;
+    let exit = u8::try_from(e.exit_code()).unwrap_or(2);
+    if e.use_stderr() && json_asked(std::env::args_os().skip(1)) {
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let message = first.strip_prefix("error: ").unwrap_or(first);
+        let doc = error_json(message, Some("usage"), exit);
+        let _ = writeln!(std::io::stdout(), "{doc}");
+    }
+    // A closed pipe, for the JSON, the help or the usage message: the exit code still tells.
+    let _ = e.print();
+    ExitCode::from(exit)
+}
+
+/// Whether `--json` is among the options (the command line did not parse, so clap cannot say);
+/// after `--` everything is text.
+fn json_asked(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    args.into_iter()
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 /// The exit codes (docs/CLI.md): 0 done; 1 an error (refused, not found, invalid); 2 a usage
 /// error (clap's); 3 saved on this device, not yet synced (the server could not be reached
 /// or did not answer in time; nothing is lost, try again later).
-fn exit_code(e: &anyhow::Error) -> ExitCode {
+fn exit_code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<commands::NotSynced>().is_some() {
-        ExitCode::from(commands::NotSynced::EXIT)
+        commands::NotSynced::EXIT
     } else {
-        ExitCode::FAILURE
+        1
     }
+}
+
+/// The machine code of a JSON error: `not_synced` for exit 3, else the engine's code
+/// (`not_found`, `invalid`, `task_blocked`, `unreachable`, …, or the server's, such as
+/// `prefix_taken`) when the engine said no; none for the CLI's own refusals.
+fn error_code(e: &anyhow::Error) -> Option<&'static str> {
+    if e.downcast_ref::<commands::NotSynced>().is_some() {
+        return Some("not_synced");
+    }
+    e.chain().find_map(|c| {
+        c.downcast_ref::<commands::Coded>()
+            .map(|c| c.code)
+            .or_else(|| c.downcast_ref::<callsign_sync::Error>().map(|e| e.code()))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
 
-    use super::{Cli, Command};
+    use super::{error_code, json_asked, Cli, Command};
 
     fn parse(args: &[&str]) -> Cli {
         let args = super::words_not_options(args.iter().map(Into::into).collect());
@@ -422,5 +484,62 @@ mod tests {
             }
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn report_flags_parse_and_unknown_columns_are_usage_errors() {
+        use crate::report::Column;
+        let cli = Cli::try_parse_from([
+            "callsign",
+            "list",
+            "--sort",
+            "key",
+            "--columns",
+            "due,key,description",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::List { report, .. } => {
+                assert_eq!(report.sort, Some(callsign_sync::Sort::Key));
+                assert_eq!(
+                    report.columns,
+                    [Column::Due, Column::Key, Column::Description]
+                );
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let e = Cli::try_parse_from(["callsign", "next", "--columns", "key,size"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let text = e.to_string();
+        assert!(
+            text.contains("'size'") && text.contains("key, status, project, priority, due"),
+            "{text}"
+        );
+        let e = Cli::try_parse_from(["callsign", "inbox", "--send-to", "DEV", "--sort", "key"])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn json_is_asked_before_the_end_of_options() {
+        let args = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert!(json_asked(args(&["list", "--json", "--bogus"])));
+        assert!(!json_asked(args(&["add", "--", "--json"])));
+        assert!(!json_asked(args(&["list", "--jsonl"])));
+    }
+
+    #[test]
+    fn json_errors_carry_the_engines_code() {
+        let not_found = anyhow::Error::from(callsign_sync::Error::NotFound("DEV-9".into()))
+            .context("showing DEV-9");
+        assert_eq!(error_code(&not_found), Some("not_found"));
+        let not_synced = anyhow::Error::new(crate::commands::NotSynced("queued".into()));
+        assert_eq!(error_code(&not_synced), Some("not_synced"));
+        let explained = anyhow::Error::new(crate::commands::Coded {
+            code: "prefix_taken",
+            message: "cannot create SYN: taken".into(),
+        });
+        assert_eq!(error_code(&explained), Some("prefix_taken"));
+        assert_eq!(error_code(&anyhow::anyhow!("nothing to change")), None);
     }
 }

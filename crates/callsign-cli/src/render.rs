@@ -13,7 +13,7 @@ use callsign_core::dto::TaskStatus;
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::lock::SyncLock;
 use callsign_sync::reason::{task_failure, waiting_reason};
-use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncState, SyncStatus};
+use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -50,7 +50,7 @@ fn escape(s: &str, keep_newlines: bool) -> Cow<'_, str> {
 /// A due date in this machine's time zone: the date, the time unless it is midnight, and
 /// `(overdue)` for a pending task past it. A due date at midnight (`tomorrow`, `fri`) means
 /// that whole day, so it is overdue only once the day is over, as in Taskwarrior and the app.
-fn due_text(t: &LocalTask, due: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn due_text(t: &LocalTask, due: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let local = due.with_timezone(&chrono::Local);
     let whole_day = local.time() == chrono::NaiveTime::MIN;
     let mut s = if whole_day {
@@ -73,6 +73,8 @@ pub struct Out {
     pub json: bool,
     /// Colours in the human output: only on a terminal, never with `NO_COLOR` ([`colour`]).
     pub colour: bool,
+    /// The width task lists fit ([`crate::table::limit`]); `None`: whole lines.
+    pub width: Option<usize>,
 }
 
 /// Whether to colour: `NO_COLOR` (set and not empty, no-color.org) always wins; else
@@ -89,7 +91,7 @@ pub fn colour(stdout_is_terminal: bool, no_color: Option<&str>, force: Option<&s
 
 /// The styles of `list`: the key, a task without one (provisional), one refused, an overdue
 /// date, the waiting reason, a finished task.
-mod paint {
+pub(crate) mod paint {
     use anstyle::{AnsiColor, Style};
 
     pub const KEY: Style = Style::new().bold();
@@ -98,17 +100,6 @@ mod paint {
     pub const OVERDUE: Style = AnsiColor::Red.on_default();
     pub const REASON: Style = Style::new().dimmed();
     pub const DONE: Style = Style::new().dimmed();
-}
-
-impl Out {
-    /// `text` in `style` when colouring, else as it is.
-    fn paint(&self, style: anstyle::Style, text: &str) -> String {
-        if self.colour {
-            format!("{style}{text}{style:#}")
-        } else {
-            text.to_owned()
-        }
-    }
 }
 
 fn print_json(v: &Value) -> Result<()> {
@@ -125,10 +116,10 @@ pub fn flush() -> Result<()> {
 
 /// The waiting reasons need the sync status and whether we are logged in, and every row the
 /// same now; read them once.
-struct Ctx {
-    status: SyncStatus,
-    logged_in: bool,
-    now: DateTime<Utc>,
+pub(crate) struct Ctx {
+    pub(crate) status: SyncStatus,
+    pub(crate) logged_in: bool,
+    pub(crate) now: DateTime<Utc>,
 }
 
 impl Ctx {
@@ -140,7 +131,7 @@ impl Ctx {
         })
     }
 
-    fn reason(&self, t: &LocalTask) -> Option<String> {
+    pub(crate) fn reason(&self, t: &LocalTask) -> Option<String> {
         waiting_reason(t, &self.status, self.logged_in, self.now)
     }
 
@@ -248,65 +239,22 @@ impl Out {
         Ok(())
     }
 
-    pub fn list(&self, engine: &Engine, tasks: &[LocalTask]) -> Result<()> {
+    /// `list`, `next` and `inbox`: the tasks in `columns` ([`crate::report`]; none: the
+    /// default line), or every field of each in JSON.
+    pub fn list(
+        &self,
+        engine: &Engine,
+        tasks: &[LocalTask],
+        columns: &[crate::report::Column],
+    ) -> Result<()> {
         let ctx = Ctx::read(engine)?;
         if self.json {
             let all: Result<Vec<Value>> = tasks.iter().map(|t| ctx.task_json(t)).collect();
             return print_json(&Value::Array(all?));
         }
-        let width = tasks
-            .iter()
-            .map(|t| safe(&t.label()).chars().count())
-            .max()
-            .unwrap_or(0);
         let mut out = std::io::stdout().lock();
-        for t in tasks {
-            let done = if t.status == TaskStatus::Pending {
-                " "
-            } else {
-                "x"
-            };
-            let label = format!("{:width$}", safe(&t.label()));
-            let label_style = if t.sync_state == SyncState::Failed {
-                paint::FAILED
-            } else if t.key.is_none() {
-                paint::PROVISIONAL
-            } else {
-                paint::KEY
-            };
-            let description = safe(&t.description);
-            let description = if t.status == TaskStatus::Pending {
-                description.into_owned()
-            } else {
-                self.paint(paint::DONE, &description)
-            };
-            write!(
-                out,
-                "{} {done} {description}",
-                self.paint(label_style, &label)
-            )?;
-            if let Some(p) = t.priority {
-                write!(out, "  ({p})")?;
-            }
-            if let Some(d) = t.due {
-                let text = format!("due {}", due_text(t, d, ctx.now));
-                if text.ends_with("(overdue)") {
-                    write!(out, "  {}", self.paint(paint::OVERDUE, &text))?;
-                } else {
-                    write!(out, "  {text}")?;
-                }
-            }
-            if t.is_blocked() {
-                write!(out, "  [blocked: {} open subtask(s)]", t.open_children)?;
-            }
-            if let Some(r) = ctx.reason(t) {
-                let reason = format!("[{}]", safe(&r));
-                write!(out, "  {}", self.paint(paint::REASON, &reason))?;
-            }
-            writeln!(out)?;
-        }
-        if tasks.is_empty() {
-            writeln!(out, "no tasks")?;
+        for line in crate::report::lines(&ctx, tasks, columns, self.width, self.colour) {
+            writeln!(out, "{line}")?;
         }
         Ok(())
     }

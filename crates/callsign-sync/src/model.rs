@@ -133,6 +133,10 @@ pub enum Sort {
     Due,
     /// H, M, L, then none.
     Priority,
+    /// By key: prefix, then the numbers one by one, so a subtask follows its parent
+    /// (`DEV-2`, `DEV-2.1`, `DEV-2.1.1`, `DEV-10`); tasks without a key yet last, in capture
+    /// order.
+    Key,
 }
 
 impl std::str::FromStr for Sort {
@@ -143,22 +147,38 @@ impl std::str::FromStr for Sort {
             "created" => Ok(Sort::Created),
             "due" => Ok(Sort::Due),
             "priority" | "pri" => Ok(Sort::Priority),
+            "key" => Ok(Sort::Key),
             _ => Err(format!(
-                "'{s}' is not an order: use created, due or priority"
+                "'{s}' is not an order: use key, created, due or priority"
             )),
         }
     }
 }
 
 impl Sort {
-    /// Sorts `tasks` (given in capture order) stably: ties keep capture order.
+    /// Sorts `tasks` stably: ties keep the order they came in (capture order from
+    /// [`crate::Engine::query`], leaf-first from [`crate::Engine::next`]).
     pub fn apply(self, tasks: &mut [LocalTask]) {
         match self {
-            Sort::Created => {}
+            Sort::Created => tasks.sort_by_key(|t| t.created_at),
             Sort::Due => tasks.sort_by_key(|t| (t.due.is_none(), t.due)),
             Sort::Priority => tasks.sort_by_key(|t| std::cmp::Reverse(t.priority)),
+            Sort::Key => tasks.sort_by_cached_key(|t| {
+                let key = key_order(t);
+                (key.is_none(), key, t.created_at)
+            }),
         }
     }
+}
+
+/// A key as it sorts: the prefix, then every number root first (`DEV-2.1` is `("DEV", [2, 1])`),
+/// so numbers compare as numbers and a subtask comes right after its parent. `None` for a task
+/// without a key (or, never expected, one that does not parse).
+fn key_order(t: &LocalTask) -> Option<(callsign_core::Prefix, Vec<u64>)> {
+    let key = callsign_core::TaskKey::parse(t.key.as_deref()?).ok()?;
+    let mut numbers = key.parents;
+    numbers.push(key.number);
+    Some((key.prefix, numbers))
 }
 
 /// The life of an outbox row (DESIGN.md section 6). See [`crate::outbox_state`] for the moves.
@@ -265,9 +285,57 @@ mod tests {
         );
         assert_eq!(order(Sort::Created, tasks), ["t1", "t2", "t3", "t4", "t5"]);
         assert_eq!("Due".parse(), Ok(Sort::Due));
+        assert_eq!("KEY".parse(), Ok(Sort::Key));
         assert!("size"
             .parse::<Sort>()
             .unwrap_err()
-            .contains("created, due or priority"));
+            .contains("key, created, due or priority"));
+    }
+
+    /// Captured at second `at` (capture order), with `key` when it has one.
+    fn keyed(key: Option<&str>, at: i64) -> LocalTask {
+        let mut t = task(at as u128, None, None);
+        t.description = key.map_or_else(|| format!("~{at}"), str::to_owned);
+        t.key = key.map(str::to_owned);
+        t.created_at = Utc.timestamp_opt(at, 0).unwrap();
+        t
+    }
+
+    #[test]
+    fn key_order_is_prefix_then_numbers_with_subtasks_after_their_parent() {
+        let tasks = vec![
+            keyed(None, 9),
+            keyed(Some("DEV-10"), 1),
+            keyed(Some("DEV-2.1"), 2),
+            keyed(None, 3),
+            keyed(Some("ABC-7"), 4),
+            keyed(Some("DEV-2"), 5),
+            keyed(Some("DEV-2.10"), 6),
+            keyed(Some("DEV-2.1.1"), 7),
+            keyed(Some("DEV-9"), 8),
+            keyed(Some("DEV-2.2"), 10),
+        ];
+        assert_eq!(
+            order(Sort::Key, tasks.clone()),
+            [
+                "ABC-7",
+                "DEV-2",
+                "DEV-2.1",
+                "DEV-2.1.1",
+                "DEV-2.2",
+                "DEV-2.10",
+                "DEV-9",
+                "DEV-10",
+                "~3",
+                "~9"
+            ]
+        );
+    }
+
+    /// `next` hands its tasks over leaf-first; `--sort created` puts them back in capture order.
+    #[test]
+    fn created_restores_capture_order_from_any_order() {
+        let tasks = vec![keyed(None, 3), keyed(Some("DEV-1"), 1), keyed(None, 2)];
+        assert_eq!(order(Sort::Created, tasks), ["DEV-1", "~2", "~3"]);
     }
 }
