@@ -31,3 +31,4 @@ mod server_crash;
 mod subtasks;
 mod task3;
 mod taskwarrior;
+mod undo;

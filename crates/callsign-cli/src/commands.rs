@@ -150,13 +150,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                      --project"
                 ));
             }
-            let mut t = engine.get(&task)?;
-            if let Some(p) = project {
-                t = engine.set_project(&task, &p)?;
-            }
-            if !patch.is_empty() {
-                t = engine.edit(&t.uuid.to_string(), patch)?;
-            }
+            let t = engine.edit_and_move(&task, project.as_deref(), patch)?;
             out.task(&engine, &t)
         }
         Command::Move { task, project } => out.task(&engine, &engine.set_project(&task, &project)?),
@@ -190,6 +184,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             };
             out.resolved(&engine, &after, restore)
         }
+        Command::Undo => out.undone(&engine, &engine.undo()?),
         Command::Retry { task } => out.task(&engine, &engine.retry(&task)?),
         Command::Discard { task } => {
             let before = engine.get(&task)?;

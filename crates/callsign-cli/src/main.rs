@@ -238,6 +238,12 @@ pub enum Command {
         #[arg(long)]
         keep: bool,
     },
+    /// Revert this device's last change (add, edit, done, delete, reopen, annotate, resolve,
+    /// move, import) as a new change that syncs like any edit; again: the change before it.
+    ///
+    /// Keys are never reused: an undone add is a deleted task, and an undone move of a numbered
+    /// task gets a new number in its old project. Changes made on other devices are not undone.
+    Undo,
     /// Send a failed task again (with a new idempotency key).
     Retry { task: String },
     /// Drop what the server refused: a task it never accepted is removed from this device; a

@@ -5,6 +5,8 @@
 //! Human output never prints text from the server or a task raw: control characters and
 //! bidirectional overrides are escaped ([`safe`], [`safe_block`]), so a description cannot clear
 //! the screen or retitle the terminal. `--json` stays exact (JSON escapes them itself).
+mod undo;
+
 use std::borrow::Cow;
 use std::io::Write;
 

@@ -17,6 +17,10 @@ pub enum Error {
     /// short ids).
     #[error("{task} has open subtasks ({}); complete or delete them first", .open.join(", "))]
     Blocked { task: String, open: Vec<String> },
+    /// `undo` with nothing journaled on this device (no local change since the data dir was
+    /// made, or every one already undone or pruned).
+    #[error("nothing to undo on this device")]
+    NothingToUndo,
     /// Nothing to sync with: no server URL or token saved.
     #[error("not logged in: run `callsign login --server URL --token TOKEN` first")]
     NotLoggedIn,
@@ -76,6 +80,7 @@ impl Error {
             Error::Ambiguous(_) => "ambiguous",
             Error::Invalid(_) => "invalid",
             Error::Blocked { .. } => "task_blocked",
+            Error::NothingToUndo => "nothing_to_undo",
             Error::NotLoggedIn => "not_logged_in",
             Error::Unreachable { .. } => "unreachable",
             Error::Server(p) => p.code.as_str(),

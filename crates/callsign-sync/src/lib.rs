@@ -29,6 +29,7 @@ pub mod settings;
 mod status;
 pub mod store;
 pub mod sync_loop;
+pub mod undo;
 pub mod verify;
 
 pub use engine::{matches_filter, Engine, LoginReport, NewTaskInput, Options};
@@ -37,3 +38,4 @@ pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, Sort, SyncState};
 pub use settings::{Settings, Token};
 pub use store::{TaskFilter, TaskQuery};
+pub use undo::{UndoKind, Undone, UndoneChange};

@@ -29,6 +29,7 @@ use crate::pass::DEFAULT_BATCH;
 use crate::settings::{load_token, save_token, Settings, Token};
 use crate::store::{Discarded, Store, TaskFilter, TaskQuery};
 use crate::sync_loop::Command;
+use crate::undo::{Journal, UndoKind, Undone};
 
 /// Tunables; the defaults are the product's.
 #[derive(Clone)]
@@ -282,26 +283,71 @@ impl Engine {
 
     /// Changes fields locally and queues the change (folded into an unsent request if possible).
     /// A task the server refused is sent again with the change: editing is how its fields are
-    /// fixed.
+    /// fixed. The change is one undo step ([`Engine::undo`]).
     pub fn edit(&self, task_ref: &str, patch: TaskPatch) -> Result<LocalTask> {
-        if patch.is_empty() {
-            return Err(Error::Invalid("nothing to change".into()));
+        self.edit_as(task_ref, patch, Journal::Step(UndoKind::Edit))
+    }
+
+    /// `edit --project P --description D`: the move ([`Engine::set_project`]) and then the
+    /// edit, as one undo step, so one `undo` reverts the whole command. The edit is checked
+    /// before the move, so a refused edit moves nothing.
+    pub fn edit_and_move(
+        &self,
+        task_ref: &str,
+        project: Option<&str>,
+        patch: TaskPatch,
+    ) -> Result<LocalTask> {
+        if !patch.is_empty() {
+            checked_patch(&patch)?;
         }
-        if patch
-            .description
-            .as_deref()
-            .is_some_and(|d| d.trim().is_empty())
-        {
-            return Err(Error::Invalid("the description must not be empty".into()));
+        let mut task = self.get(task_ref)?;
+        let mut journal = Journal::Step(UndoKind::Edit);
+        if let Some(p) = project {
+            task = self.set_project_as(task_ref, p, Journal::Step(UndoKind::Move))?;
+            journal = Journal::Join(UndoKind::Edit);
         }
-        if let Some(due) = patch.due {
-            callsign_core::validate::due(due).map_err(|e| Error::Invalid(e.0))?;
+        if !patch.is_empty() {
+            task = self.edit_as(&task.uuid.to_string(), patch, journal)?;
         }
+        Ok(task)
+    }
+
+    /// Reverts this device's newest local change (one command: a capture, an edit, a status
+    /// change, a move, an import) as a new local change that syncs like any edit, and drops it
+    /// from the journal, so the next call reverts the change before it (the undo itself is not
+    /// journaled). See `crate::undo` for what each revert is; [`Error::NothingToUndo`] when
+    /// nothing is journaled.
+    pub fn undo(&self) -> Result<Undone> {
+        let now = self.inner.opts.clock.now();
+        let mut undone = self.store().undo(|| Uuid::new_v4().to_string(), now)?;
+        let removed: Vec<Uuid> = undone
+            .changes
+            .iter()
+            .filter(|c| c.removed)
+            .map(|c| c.uuid)
+            .collect();
+        let mut kept: Vec<Uuid> = Vec::new();
+        for c in undone.changes.iter().filter(|c| !c.removed) {
+            if !kept.contains(&c.uuid) {
+                kept.push(c.uuid);
+            }
+        }
+        self.removed(&removed);
+        self.touched(&kept);
+        undone.tasks = kept
+            .iter()
+            .map(|&u| self.get_uuid(u))
+            .collect::<Result<_>>()?;
+        Ok(undone)
+    }
+
+    fn edit_as(&self, task_ref: &str, patch: TaskPatch, journal: Journal) -> Result<LocalTask> {
+        checked_patch(&patch)?;
         let task = self.get(task_ref)?;
         let now = self.inner.opts.clock.now();
         {
             let mut store = self.store();
-            store.edit_local(task.uuid, patch, &Uuid::new_v4().to_string(), now)?;
+            store.edit_local(task.uuid, patch, &Uuid::new_v4().to_string(), now, journal)?;
             if task.sync_state == SyncState::Failed {
                 store.retry_failed(
                     task.uuid,
@@ -328,7 +374,11 @@ impl Engine {
         })?;
         let patch = callsign_core::merge::restore(c)
             .map_err(|e| Error::Invalid(format!("the conflict's value: {e}")))?;
-        self.edit(&task.uuid.to_string(), patch)
+        self.edit_as(
+            &task.uuid.to_string(),
+            patch,
+            Journal::Step(UndoKind::Resolve),
+        )
     }
 
     /// Keeps the field's current value and clears its conflicts, here and on the server.
@@ -340,11 +390,12 @@ impl Engine {
                 task.label()
             )));
         }
+        // Only conflicts go: nothing for `undo` to put back, so nothing is journaled.
         let patch = TaskPatch {
             resolve: vec![field],
             ..TaskPatch::default()
         };
-        self.edit(&task.uuid.to_string(), patch)
+        self.edit_as(&task.uuid.to_string(), patch, Journal::Skip)
     }
 
     /// Completes a task; one with open subtasks is refused ([`Error::Blocked`], naming them).
@@ -440,7 +491,11 @@ impl Engine {
             notes: Some(notes),
             ..TaskPatch::default()
         };
-        self.edit(&task.uuid.to_string(), patch)
+        self.edit_as(
+            &task.uuid.to_string(),
+            patch,
+            Journal::Step(UndoKind::Annotate),
+        )
     }
 
     fn set_status(&self, task_ref: &str, status: TaskStatus) -> Result<LocalTask> {
@@ -448,7 +503,7 @@ impl Engine {
             status: Some(status),
             ..TaskPatch::default()
         };
-        self.edit(task_ref, patch)
+        self.edit_as(task_ref, patch, Journal::Step(UndoKind::of_status(status)))
     }
 
     /// Sends a task's failed requests again, each under a new idempotency key (same UUID).
@@ -467,6 +522,10 @@ impl Engine {
     /// the next number there (and its subtasks new numbers under it), and its old key keeps
     /// naming it. A subtask moves only with its parent.
     pub fn set_project(&self, task_ref: &str, project: &str) -> Result<LocalTask> {
+        self.set_project_as(task_ref, project, Journal::Step(UndoKind::Move))
+    }
+
+    fn set_project_as(&self, task_ref: &str, project: &str, journal: Journal) -> Result<LocalTask> {
         let prefix = project_prefix(project)?;
         let task = self.get(task_ref)?;
         if task.key.is_some() {
@@ -481,11 +540,16 @@ impl Engine {
                 project: Some(prefix.to_string()),
                 ..TaskPatch::default()
             };
-            return self.edit(&task.uuid.to_string(), patch);
+            return self.edit_as(&task.uuid.to_string(), patch, journal);
         }
         let now = self.inner.opts.clock.now();
-        self.store()
-            .set_project(task.uuid, &prefix, || Uuid::new_v4().to_string(), now)?;
+        self.store().set_project(
+            task.uuid,
+            &prefix,
+            || Uuid::new_v4().to_string(),
+            now,
+            journal,
+        )?;
         self.touched(&[task.uuid]);
         self.get_uuid(task.uuid)
     }
@@ -604,6 +668,25 @@ fn depth(
     Ok(depth)
 }
 
+/// The local checks of an edit: it changes something, leaves a description, and a due date
+/// within the years the server keeps.
+fn checked_patch(patch: &TaskPatch) -> Result<()> {
+    if patch.is_empty() {
+        return Err(Error::Invalid("nothing to change".into()));
+    }
+    if patch
+        .description
+        .as_deref()
+        .is_some_and(|d| d.trim().is_empty())
+    {
+        return Err(Error::Invalid("the description must not be empty".into()));
+    }
+    if let Some(due) = patch.due {
+        callsign_core::validate::due(due).map_err(|e| Error::Invalid(e.0))?;
+    }
+    Ok(())
+}
+
 /// A project the user names for a task: a valid prefix (any case).
 /// Whether a numbered task may move to `prefix`: not to the local inbox, not a subtask alone.
 fn check_move(task: &LocalTask, prefix: &Prefix) -> Result<()> {
@@ -628,3 +711,6 @@ fn project_prefix(project: &str) -> Result<Prefix> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod undo_tests;

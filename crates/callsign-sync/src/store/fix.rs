@@ -2,7 +2,7 @@
 //! again; the local inbox's go to a server project), and discarding what the server never
 //! accepted. Each is one transaction, and each re-checks the outbox inside it, so a row the
 //! sync loop claimed meanwhile is never rewritten (a sent request stays frozen).
-use callsign_core::dto::{MutationOp, NewTask};
+use callsign_core::dto::{MutationOp, NewTask, TaskPatch};
 use callsign_core::{Prefix, LOCAL_PROJECT};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
@@ -12,6 +12,7 @@ use super::outbox::{retry_failed_in, rows_of, set_body};
 use super::{Store, CURSOR};
 use crate::error::{Error, Result};
 use crate::model::{OutboxRow, RowState};
+use crate::undo::Journal;
 
 /// What [`Store::discard`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +100,7 @@ fn rewrite_create(
 /// create's body; a refused create goes back to the queue under a new idempotency key. Its
 /// provisional subtasks go with it (a subtask is in its parent's project), and a subtask alone
 /// is refused unless `with_parent`.
-fn set_project_in(
+pub(super) fn set_project_in(
     tx: &Transaction<'_>,
     uuid: Uuid,
     project: &Prefix,
@@ -139,7 +140,11 @@ fn set_project_in(
 
 /// Makes the provisional subtasks of a task about to be removed tasks of their own (here and in
 /// their unsent creates); returns them.
-fn detach_children(tx: &Transaction<'_>, uuid: Uuid, now: DateTime<Utc>) -> Result<Vec<Uuid>> {
+pub(super) fn detach_children(
+    tx: &Transaction<'_>,
+    uuid: Uuid,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>> {
     let children = provisional_children(tx, uuid)?;
     for &child in &children {
         rewrite_create(tx, child, now, |body| body.parent = None)?;
@@ -163,7 +168,17 @@ fn descendants(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<Uuid>> {
     Ok(out)
 }
 
-fn remove_in(tx: &Transaction<'_>, uuid: Uuid) -> Result<()> {
+/// True when the server refused this task's create (it has no key and waits for the user).
+pub(super) fn create_refused_in(conn: &rusqlite::Connection, uuid: Uuid) -> Result<bool> {
+    Ok(conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND op = 'create'
+            AND state = 'failed')",
+        [uuid.to_string()],
+        |r| r.get(0),
+    )?)
+}
+
+pub(super) fn remove_in(tx: &Transaction<'_>, uuid: Uuid) -> Result<()> {
     let u = uuid.to_string();
     tx.execute("DELETE FROM outbox WHERE uuid = ?1", [&u])?;
     tx.execute("DELETE FROM tasks WHERE uuid = ?1", [&u])?;
@@ -173,15 +188,23 @@ fn remove_in(tx: &Transaction<'_>, uuid: Uuid) -> Result<()> {
 impl Store {
     /// Gives a task the server has not numbered another project. Refused before it goes:
     /// a task with a key, or whose create is on the wire (or sent and waiting to be retried).
-    /// A refused create is queued again, under a new idempotency key.
+    /// A refused create is queued again, under a new idempotency key. The move goes on the
+    /// undo journal as `journal` says (its revert: the project it had).
     pub fn set_project(
         &mut self,
         uuid: Uuid,
         project: &Prefix,
         mut new_key: impl FnMut() -> String,
         now: DateTime<Utc>,
+        journal: Journal,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
+        let before = super::tasks::task_in(&tx, uuid)?;
+        let revert = TaskPatch {
+            project: Some(before.project),
+            ..TaskPatch::default()
+        };
+        super::undo::journal(&tx, journal, uuid, &revert, now)?;
         set_project_in(&tx, uuid, project, &mut new_key, now, false)?;
         tx.commit()?;
         Ok(())
@@ -272,11 +295,6 @@ impl Store {
 
     /// True when the server refused this task's create (it has no key and waits for the user).
     pub fn create_refused(&self, uuid: Uuid) -> Result<bool> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1 AND op = 'create'
-                AND state = 'failed')",
-            [uuid.to_string()],
-            |r| r.get(0),
-        )?)
+        create_refused_in(&self.conn, uuid)
     }
 }

@@ -9,6 +9,7 @@ mod listing;
 mod outbox;
 mod reconcile;
 mod tasks;
+mod undo;
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -33,6 +34,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/005_subtasks.sql")),
         M::up(include_str!("migrations/006_previous_keys.sql")),
         M::up(include_str!("migrations/007_conflicts.sql")),
+        M::up(include_str!("migrations/008_undo.sql")),
     ])
 });
 

@@ -25,6 +25,11 @@ use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use uuid::Uuid;
 
+use crate::undo::{Journal, UndoKind};
+
+/// A user's edit, journaled as its own undo step.
+const EDIT: Journal = Journal::Step(UndoKind::Edit);
+
 use super::Store;
 use crate::model::{OutboxRow, RowState};
 use crate::outbox_state::Outcome;
@@ -288,7 +293,7 @@ impl World {
                     _ => unreachable!("only edits, completions and deletes reach here"),
                 };
                 self.store
-                    .edit_local(*uuid, patch, &Uuid::new_v4().to_string(), now())
+                    .edit_local(*uuid, patch, &Uuid::new_v4().to_string(), now(), EDIT)
                     .expect("edit");
             }
             Op::Edit(..) | Op::Complete(_) | Op::Delete(_) => {}

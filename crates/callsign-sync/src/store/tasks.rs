@@ -12,6 +12,7 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::fold::{fold, Fold};
 use crate::model::{LocalTask, SyncState};
+use crate::undo::{revert_of, revert_of_capture, Journal, UndoKind};
 
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
@@ -234,8 +235,80 @@ fn insert_local(
     )
 }
 
+/// The task row of `uuid` as the transaction sees it (no outbox facts), or `NotFound`.
+pub(super) fn task_in(tx: &rusqlite::Transaction<'_>, uuid: Uuid) -> Result<LocalTask> {
+    let u = uuid.to_string();
+    tx.query_row(
+        &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.uuid = ?1"),
+        [&u],
+        task_row,
+    )
+    .optional()?
+    .ok_or(Error::NotFound(u))
+}
+
+/// Applies an edit to the local row and queues it (folded into an unsent request where [`fold`]
+/// allows), inside the caller's transaction, journaling its revert as `journal` says.
+pub(super) fn edit_in(
+    tx: &rusqlite::Transaction<'_>,
+    uuid: Uuid,
+    mut patch: TaskPatch,
+    new_key: &str,
+    now: DateTime<Utc>,
+    journal: Journal,
+) -> Result<()> {
+    let u = uuid.to_string();
+    let before = task_in(tx, uuid)?;
+    super::undo::journal(tx, journal, uuid, &revert_of(&before, &patch), now)?;
+    let base = callsign_core::merge::base_for(&before.fields(), &patch);
+    patch.base = (base != Default::default()).then_some(base);
+    let conflicts = resolved_here(&before, &patch);
+    let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
+    // ?7/?9: whether the patch sets due/priority (a null value clears it).
+    let changed = tx.execute(
+        "UPDATE tasks SET description = COALESCE(?2, description),
+            notes = COALESCE(?3, notes), status = COALESCE(?4, status),
+            tags = COALESCE(?5, tags), modified_at = ?6,
+            due = CASE WHEN ?7 THEN ?8 ELSE due END,
+            priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
+            project = COALESCE(upper(?11), project), conflicts = ?12
+         WHERE uuid = ?1",
+        params![
+            u,
+            patch.description,
+            patch.notes,
+            patch.status.map(TaskStatus::as_str),
+            tags.map_err(|e| Error::Invalid(e.to_string()))?,
+            ts(now),
+            patch.due.is_some(),
+            patch.due.flatten().map(ts),
+            patch.priority.is_some(),
+            patch.priority.flatten().map(Priority::as_str),
+            patch.project.as_deref().map(str::trim),
+            conflicts,
+        ],
+    )?;
+    if changed == 0 {
+        return Err(Error::NotFound(u));
+    }
+    let rows = super::outbox::rows_of(tx, uuid)?;
+    match fold(&rows, patch) {
+        Fold::Into { id, body } => super::outbox::set_body(tx, id, &body, now)?,
+        Fold::Append(p) => super::outbox::insert(
+            tx,
+            uuid,
+            MutationOp::Update,
+            new_key,
+            &serde_json::to_value(p).unwrap_or_default(),
+            now.timestamp_millis(),
+        )?,
+    }
+    Ok(())
+}
+
 impl Store {
-    /// Writes a new provisional task and its `create` outbox row in one transaction.
+    /// Writes a new provisional task and its `create` outbox row in one transaction, and
+    /// journals it as its own undo step (undoing it deletes the task).
     pub fn create_local(
         &mut self,
         uuid: Uuid,
@@ -245,22 +318,35 @@ impl Store {
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
         insert_local(&tx, uuid, idempotency_key, body, now)?;
+        super::undo::journal(
+            &tx,
+            Journal::Step(UndoKind::Create),
+            uuid,
+            &revert_of_capture(),
+            now,
+        )?;
         tx.commit()?;
         Ok(())
     }
 
     /// Writes many new provisional tasks, each with its `create` outbox row, in one
     /// transaction: either all of them are saved or none is. Items are `(uuid, idempotency
-    /// key, body)`; the rows are inserted in that order, which is capture order.
+    /// key, body)`; the rows are inserted in that order, which is capture order. The batch is
+    /// one undo step (an `import`): undoing it deletes every task of it.
     pub fn create_local_many(
         &mut self,
         items: &[(Uuid, String, NewTask)],
         now: DateTime<Utc>,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
+        let step = super::undo::step_for(&tx, Journal::Step(UndoKind::Import))?;
         for (uuid, key, body) in items {
             insert_local(&tx, *uuid, key, body, now)?;
+            if let Some(step) = step {
+                super::undo::record(&tx, step, *uuid, &revert_of_capture(), now)?;
+            }
         }
+        super::undo::prune(&tx)?;
         tx.commit()?;
         Ok(())
     }
@@ -268,67 +354,19 @@ impl Store {
     /// Applies an edit to the local row and queues it (folded into an unsent request where
     /// [`fold`] allows), in one transaction. `new_key` is used only if a new row is needed.
     /// The queued patch carries, as its `base`, each field's value here before the edit, so
-    /// the server can tell a concurrent edit of the same field (`callsign_core::merge`).
+    /// the server can tell a concurrent edit of the same field (`callsign_core::merge`). The
+    /// same values, as the patch that sets them back, go on the undo journal as `journal`
+    /// says, in the same transaction.
     pub fn edit_local(
         &mut self,
         uuid: Uuid,
-        mut patch: TaskPatch,
+        patch: TaskPatch,
         new_key: &str,
         now: DateTime<Utc>,
+        journal: Journal,
     ) -> Result<()> {
         let tx = self.conn.transaction()?;
-        let u = uuid.to_string();
-        let before = tx
-            .query_row(
-                &format!("SELECT {TASK_COLUMNS} FROM tasks t WHERE t.uuid = ?1"),
-                [&u],
-                task_row,
-            )
-            .optional()?
-            .ok_or_else(|| Error::NotFound(u.clone()))?;
-        let base = callsign_core::merge::base_for(&before.fields(), &patch);
-        patch.base = (base != Default::default()).then_some(base);
-        let conflicts = resolved_here(&before, &patch);
-        let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
-        // ?7/?9: whether the patch sets due/priority (a null value clears it).
-        let changed = tx.execute(
-            "UPDATE tasks SET description = COALESCE(?2, description),
-                notes = COALESCE(?3, notes), status = COALESCE(?4, status),
-                tags = COALESCE(?5, tags), modified_at = ?6,
-                due = CASE WHEN ?7 THEN ?8 ELSE due END,
-                priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
-                project = COALESCE(upper(?11), project), conflicts = ?12
-             WHERE uuid = ?1",
-            params![
-                u,
-                patch.description,
-                patch.notes,
-                patch.status.map(TaskStatus::as_str),
-                tags.map_err(|e| Error::Invalid(e.to_string()))?,
-                ts(now),
-                patch.due.is_some(),
-                patch.due.flatten().map(ts),
-                patch.priority.is_some(),
-                patch.priority.flatten().map(Priority::as_str),
-                patch.project.as_deref().map(str::trim),
-                conflicts,
-            ],
-        )?;
-        if changed == 0 {
-            return Err(Error::NotFound(u));
-        }
-        let rows = super::outbox::rows_of(&tx, uuid)?;
-        match fold(&rows, patch) {
-            Fold::Into { id, body } => super::outbox::set_body(&tx, id, &body, now)?,
-            Fold::Append(p) => super::outbox::insert(
-                &tx,
-                uuid,
-                MutationOp::Update,
-                new_key,
-                &serde_json::to_value(p).unwrap_or_default(),
-                now.timestamp_millis(),
-            )?,
-        }
+        edit_in(&tx, uuid, patch, new_key, now, journal)?;
         tx.commit()?;
         Ok(())
     }

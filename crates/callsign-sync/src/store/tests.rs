@@ -4,6 +4,11 @@ use callsign_core::dto::{MutationOp, NewTask, Task, TaskPatch, TaskStatus};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::undo::{Journal, UndoKind};
+
+/// A user's edit, journaled as its own undo step.
+const EDIT: Journal = Journal::Step(UndoKind::Edit);
+
 use super::{Store, TaskQuery, MIGRATIONS};
 use crate::model::{RowState, SyncState};
 use crate::outbox_state::Outcome;
@@ -111,12 +116,12 @@ fn a_batch_create_is_one_transaction_a_failing_row_saves_none() {
 #[test]
 fn edits_fold_into_the_unsent_create_then_queue_after_it_is_sent() {
     let (mut s, u) = with_task("draft");
-    s.edit_local(u, patch("final"), "k2", now()).unwrap();
+    s.edit_local(u, patch("final"), "k2", now(), EDIT).unwrap();
     let rows = s.open_rows(10).unwrap();
     assert_eq!(rows.len(), 1, "folded");
     assert_eq!(rows[0].body["description"], "final");
     s.claim(&[rows[0].id], 1).unwrap();
-    s.edit_local(u, patch("later"), "k3", now()).unwrap();
+    s.edit_local(u, patch("later"), "k3", now(), EDIT).unwrap();
     let rows = s.open_rows(10).unwrap();
     assert_eq!(
         rows.len(),
@@ -145,13 +150,13 @@ fn updates_carry_their_base_and_conflicts_arrive_and_settle_here() {
     let done = Outcome::Done(Some(server_task(u, Some(("SYN-1", 1)), "draft")));
     s.record_answers(&[(rows[0].clone(), done)], |_| 0, 2)
         .unwrap();
-    s.edit_local(u, patch("one"), "k2", now()).unwrap();
-    s.edit_local(u, patch("two"), "k3", now()).unwrap();
+    s.edit_local(u, patch("one"), "k2", now(), EDIT).unwrap();
+    s.edit_local(u, patch("two"), "k3", now(), EDIT).unwrap();
     let notes = TaskPatch {
         notes: Some("n".into()),
         ..TaskPatch::default()
     };
-    s.edit_local(u, notes, "k4", now()).unwrap();
+    s.edit_local(u, notes, "k4", now(), EDIT).unwrap();
     let rows = s.open_rows(10).unwrap();
     assert_eq!(rows.len(), 1, "folded into one unsent update");
     assert_eq!(
@@ -176,7 +181,7 @@ fn updates_carry_their_base_and_conflicts_arrive_and_settle_here() {
         resolve: vec![callsign_core::merge::Field::Description],
         ..TaskPatch::default()
     };
-    s.edit_local(u, keep, "k5", now()).unwrap();
+    s.edit_local(u, keep, "k5", now(), EDIT).unwrap();
     assert!(s.task(u).unwrap().unwrap().conflicts.is_empty());
     assert_eq!(
         s.open_rows(10).unwrap()[0].body,
@@ -254,7 +259,7 @@ fn a_retried_update_does_not_undo_a_later_edit() {
             description: Some(d.into()),
             ..TaskPatch::default()
         };
-        s.edit_local(u, patch, key, now()).unwrap();
+        s.edit_local(u, patch, key, now(), EDIT).unwrap();
     };
     edit(&mut s, "first edit", "k1");
     let first = s.claim(&[s.open_rows(1).unwrap()[0].id], 3).unwrap();
@@ -297,7 +302,7 @@ fn due_and_priority_fold_clear_and_retry_with_current_values() {
         priority: Some(Some(Priority::M)),
         ..TaskPatch::default()
     };
-    s.edit_local(u, clear, "k2", now()).unwrap();
+    s.edit_local(u, clear, "k2", now(), EDIT).unwrap();
     let rows = s.open_rows(10).unwrap();
     assert_eq!(rows.len(), 1, "folded into the unsent create");
     assert!(rows[0].body.get("due").is_none(), "{}", rows[0].body);
@@ -313,7 +318,7 @@ fn due_and_priority_fold_clear_and_retry_with_current_values() {
         due: Some(Some(now())),
         ..TaskPatch::default()
     };
-    s.edit_local(u, set, "k3", now()).unwrap();
+    s.edit_local(u, set, "k3", now(), EDIT).unwrap();
     let first = s.claim(&[s.open_rows(1).unwrap()[0].id], 3).unwrap();
     s.record_answers(
         &[(first[0].clone(), Outcome::Fail("refused".into()))],
@@ -325,7 +330,7 @@ fn due_and_priority_fold_clear_and_retry_with_current_values() {
         due: Some(None),
         ..TaskPatch::default()
     };
-    s.edit_local(u, unset, "k4", now()).unwrap();
+    s.edit_local(u, unset, "k4", now(), EDIT).unwrap();
     let rows = s.open_rows(10).unwrap();
     let last = rows.last().unwrap();
     assert_eq!(
@@ -441,6 +446,7 @@ fn lookups_by_uuid_prefix() {
         },
         "k",
         now(),
+        EDIT,
     )
     .unwrap();
     assert_eq!(
@@ -780,12 +786,14 @@ fn counts_are_tasks_and_agree_with_each_tasks_state() {
     let first_row = |s: &Store, u: Uuid| s.rows_for_test(u)[0].clone();
     // 1: queued, with an edit folded in and a second row appended after a claim.
     let queued = new(&mut s, 1, "SYN");
-    s.edit_local(queued, patch("edited"), "e1", now()).unwrap();
+    s.edit_local(queued, patch("edited"), "e1", now(), EDIT)
+        .unwrap();
     // 2: its create on the wire and an edit queued behind it: in flight, not also pending.
     let flying = new(&mut s, 2, "SYN");
     let row = first_row(&s, flying);
     s.claim(&[row.id], 1).unwrap();
-    s.edit_local(flying, patch("later"), "e2", now()).unwrap();
+    s.edit_local(flying, patch("later"), "e2", now(), EDIT)
+        .unwrap();
     // 3: refused create with an edit held behind it: failed, not pending.
     let refused = new(&mut s, 3, "ZZZ");
     let row = first_row(&s, refused);
@@ -796,7 +804,8 @@ fn counts_are_tasks_and_agree_with_each_tasks_state() {
         2,
     )
     .unwrap();
-    s.edit_local(refused, patch("held"), "e3", now()).unwrap();
+    s.edit_local(refused, patch("held"), "e3", now(), EDIT)
+        .unwrap();
     // 4, 5: in the local inbox; 5 deleted there (not counted).
     new(&mut s, 4, "INBOX");
     let gone = new(&mut s, 5, "INBOX");
@@ -808,6 +817,7 @@ fn counts_are_tasks_and_agree_with_each_tasks_state() {
         },
         "e5",
         now(),
+        EDIT,
     )
     .unwrap();
     let c = s.counts().unwrap();
