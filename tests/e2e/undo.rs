@@ -61,6 +61,36 @@ fn add_done_and_edit_are_undone_offline_newest_first() -> Result<()> {
     Ok(())
 }
 
+/// `modify` of two tasks is one step: one `undo` puts back both tasks' tags and description.
+#[test]
+fn a_modify_of_two_tasks_is_undone_in_one_step() -> Result<()> {
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    let a = cli.add("Fix the login redirect", &["--tag", "ui"])?;
+    let b = cli.add("Login page copy", &["--tag", "ui"])?;
+    let id = |u: &str| format!("~{}", &u[..8]);
+    cli.ok(&["modify", &id(&a), &id(&b), "+bug", "-ui", "pri:H"])?;
+    cli.ok(&["modify", &id(&a), "Fix", "the", "SSO", "redirect"])?;
+    assert_eq!(
+        cli.json(&["undo"])?["task"]["description"],
+        "Fix the login redirect"
+    );
+    let undone = cli.json(&["undo"])?;
+    assert_eq!(
+        undone["changes"].as_array().map(Vec::len),
+        Some(2),
+        "{undone}"
+    );
+    for t in [&a, &b] {
+        let t = cli.json(&["show", t])?;
+        assert_eq!(
+            (t["tags"].clone(), t["priority"].clone()),
+            (serde_json::json!(["ui"]), serde_json::Value::Null)
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn an_undone_completion_syncs_and_a_second_device_sees_it_pending_under_the_same_key() -> Result<()>
 {

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::{LocalTask, SyncState};
 use crate::projects;
 use crate::store::TaskQuery;
+use crate::undo::{Journal, UndoKind};
 
 impl Engine {
     /// The prefixes a `PFX-N` in a filter may name: the account's projects as last seen (old
@@ -77,6 +78,9 @@ impl Engine {
                 check_move(t, p)?;
             }
         }
+        // The whole command is one undo step: its first change starts it, the rest join it.
+        let mut journal = Journal::Step(UndoKind::Edit);
+        let next = |j: &mut Journal| std::mem::replace(j, Journal::Join(UndoKind::Edit));
         let mut out = Vec::with_capacity(tasks.len());
         for t in tasks {
             let uuid = t.uuid.to_string();
@@ -84,14 +88,14 @@ impl Engine {
             match moving(&t) {
                 Some(p) if t.key.is_some() => patch.project = Some(p.to_string()),
                 Some(p) => {
-                    self.set_project(&uuid, p.as_str())?;
+                    self.set_project_as(&uuid, p.as_str(), next(&mut journal))?;
                 }
                 None => {}
             }
             let after = if patch.is_empty() {
                 self.get(&uuid)?
             } else {
-                self.edit(&uuid, patch)?
+                self.edit_as(&uuid, patch, next(&mut journal))?
             };
             out.push(after);
         }
