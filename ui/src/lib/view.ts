@@ -161,6 +161,8 @@ function compile(f: Filter, status: ViewStatus): (t: LocalTask) => boolean {
   const after = ms(f.due.after);
   const before = ms(f.due.before);
   const bounded = from !== null || after !== null || before !== null;
+  // Dates are read only when the filter asks about them: a keystroke of words pays for words.
+  const dueAsked = bounded || f.due.has !== null;
   const ownStatus = f.statuses.length > 0 || f.sync.length > 0;
   const inRange = (key: string) => {
     const k = splitKey(key);
@@ -178,12 +180,14 @@ function compile(f: Filter, status: ViewStatus): (t: LocalTask) => boolean {
     for (const tag of f.tags) if (!hasTag(t, tag)) return false;
     for (const tag of f.not_tags) if (hasTag(t, tag)) return false;
     if (f.priorities.length > 0 && !f.priorities.includes(t.priority)) return false;
-    if (t.due === null) {
-      if (f.due.has === true || bounded) return false;
-    } else {
-      const d = Date.parse(t.due);
-      if (f.due.has === false) return false;
-      if ((from !== null && d < from) || (after !== null && d <= after) || (before !== null && d >= before)) return false;
+    if (dueAsked) {
+      if (t.due == null) {
+        if (f.due.has === true || bounded) return false;
+      } else {
+        const d = Date.parse(t.due);
+        if (f.due.has === false) return false;
+        if ((from !== null && d < from) || (after !== null && d <= after) || (before !== null && d >= before)) return false;
+      }
     }
     if (f.keys.length > 0 && !((t.key !== null && inRange(t.key)) || (t.previous_keys ?? []).some(inRange))) return false;
     if (f.words.length > 0) {
