@@ -350,24 +350,18 @@ fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
 /// A command that waits for the server stopped with work saved on this device but not yet
 /// acknowledged by the server: exit code [`NotSynced::EXIT`], so a script can tell "try again
 /// later, nothing is lost" from a refusal.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct NotSynced(pub String);
 
 impl NotSynced {
     pub const EXIT: u8 = 3;
 }
 
-impl std::fmt::Display for NotSynced {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NotSynced {}
-
 /// An engine error explained in plain words for people that keeps the engine's machine code
 /// (`prefix_taken`, `unreachable`, …) for `--json`'s error object.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct Coded {
     pub code: &'static str,
     pub message: String,
@@ -382,13 +376,6 @@ impl Coded {
     }
 }
 
-impl std::fmt::Display for Coded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Coded {}
 
 /// Why `project rename` did nothing, in plain words for each refusal.
 fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {
