@@ -2,11 +2,11 @@
 // (the app through the `parse_filter` command). This applies the filters callsign-core made of
 // the shared cases (crates/callsign-core/src/filter/cases.parsed.json, checked current by the
 // Rust test) to the same tasks, and must keep exactly the tasks the Rust test keeps.
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Filter, LocalTask, TaskStatus } from '../src/lib/types';
 import { filterTasks } from '../src/lib/view';
+import casesJson from '../../crates/callsign-core/src/filter/cases.json';
+import parsedJson from '../../crates/callsign-core/src/filter/cases.parsed.json';
 import { failure, task } from './fixtures';
 
 type CaseTask = Pick<
@@ -14,13 +14,12 @@ type CaseTask = Pick<
   'uuid' | 'key' | 'previous_keys' | 'project' | 'description' | 'notes' | 'status' | 'tags' | 'due' | 'priority'
 > & { label: string; failed: boolean };
 
-const dir = fileURLToPath(new URL('../../crates/callsign-core/src/filter/', import.meta.url));
-const cases = JSON.parse(readFileSync(`${dir}cases.json`, 'utf8')) as {
+const cases = casesJson as unknown as {
   default_statuses: TaskStatus[];
   tasks: CaseTask[];
   cases: { filter: string; expect: string[] }[];
 };
-const parsed = JSON.parse(readFileSync(`${dir}cases.parsed.json`, 'utf8')) as { filter: string; parsed: Filter }[];
+const parsed = parsedJson as unknown as { filter: string; parsed: Filter }[];
 
 const labels = new Map<string, string>();
 const tasks: LocalTask[] = cases.tasks.map((c) => {
