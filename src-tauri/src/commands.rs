@@ -407,15 +407,20 @@ pub async fn list_projects(engine: State<'_, AppEngine>) -> CmdResult<Vec<UiProj
 }
 
 /// Creates a server project (`callsign project add`): the prefix is checked by the same rule
-/// and message as the server's, and the server's refusals (`prefix_taken`) come back as it gave
-/// them. Without a server this is refused (`not_logged_in`): a project is the server's.
+/// and message as the server's, and the server's refusals (`prefix_taken`, and
+/// `prefix_sounds_alike` unless `allowSimilar`, as the UI spells `allow_similar`) come back as
+/// it gave them. Without a server this is refused (`not_logged_in`): a project is the server's.
 #[tauri::command]
 pub async fn create_project(
     engine: State<'_, AppEngine>,
     name: String,
     prefix: String,
+    allow_similar: bool,
 ) -> CmdResult<UiProject> {
-    let p = engine.0.create_project(&name, &prefix).await?;
+    let p = engine
+        .0
+        .create_project(&name, &prefix, allow_similar)
+        .await?;
     Ok(UiProject {
         prefix: p.prefix,
         name: p.name,

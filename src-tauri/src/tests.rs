@@ -570,7 +570,10 @@ fn conflicts_are_restored_or_kept() {
 #[test]
 fn create_project_needs_a_server_and_a_valid_prefix() {
     let ui = ui();
-    let e = ui.err("create_project", json!({"name": "Web", "prefix": "1web"}));
+    let e = ui.err(
+        "create_project",
+        json!({"name": "Web", "prefix": "1web", "allowSimilar": false}),
+    );
     assert_eq!(e["code"], "invalid");
     assert!(
         e["message"]
@@ -581,10 +584,19 @@ fn create_project_needs_a_server_and_a_valid_prefix() {
     );
     let e = ui.err(
         "create_project",
-        json!({"name": "Inbox", "prefix": "inbox"}),
+        json!({"name": "Inbox", "prefix": "inbox", "allowSimilar": false}),
     );
     assert_eq!(e["code"], "invalid");
-    let e = ui.err("create_project", json!({"name": "Web", "prefix": "WEB"}));
+    let e = ui.err(
+        "create_project",
+        json!({"name": "Web", "prefix": "WEB", "allowSimilar": false}),
+    );
+    assert_eq!(e["code"], "not_logged_in", "{e}");
+    // "Create anyway" sends the flag as the UI spells it; the command takes it.
+    let e = ui.err(
+        "create_project",
+        json!({"name": "Web", "prefix": "WEB", "allowSimilar": true}),
+    );
     assert_eq!(e["code"], "not_logged_in", "{e}");
 }
 

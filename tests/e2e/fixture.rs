@@ -261,7 +261,7 @@ pub fn create_project(url: &str, token: &str, prefix: &str) -> Result<()> {
     rt.block_on(async {
         let client = callsign_sync::client::Client::new(url, callsign_sync::Token::new(token))?;
         client
-            .create_project(prefix, prefix)
+            .create_project(prefix, prefix, false)
             .await
             .map_err(|e| anyhow!("{}", e.error))?;
         Ok(())

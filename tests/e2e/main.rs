@@ -6,6 +6,7 @@
 //! them; alone: `cargo build -p callsign-server --features fault-injection -p callsign-cli`).
 //! The measurements of issue 3 are `#[ignore]`d tests: `cargo test -p callsign-e2e --release
 //! -- --ignored --nocapture measure`.
+mod alike;
 mod chaos;
 mod cli;
 mod crash;

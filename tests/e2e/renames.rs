@@ -22,7 +22,7 @@ fn refused_project(url: &str, token: &str, prefix: &str) -> Result<Option<ErrorC
         .build()?;
     rt.block_on(async {
         let client = callsign_sync::client::Client::new(url, callsign_sync::Token::new(token))?;
-        match client.create_project(prefix, prefix).await {
+        match client.create_project(prefix, prefix, false).await {
             Ok(_) => Ok(None),
             Err(e) => match e.error {
                 callsign_sync::Error::Server(p) => Ok(Some(p.code)),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   capturePrefixes,
+  createRefusal,
   currentProject,
   dedupeProjects,
   examplePrefix,
@@ -101,5 +102,20 @@ describe('prefixError', () => {
     ['inbox', "INBOX is this device's inbox: no server project can take its name"],
   ])('%j: %s', (input, want) => {
     expect(prefixError(input)).toBe(want);
+  });
+});
+
+// The New project dialog's refusal: "Create anyway" only where resending with allowSimilar helps.
+describe('createRefusal', () => {
+  const alike =
+    'SIN sounds like SYN, the prefix of project "Sync": said as words, SIN and SYN both sound like "SIN", so SIN-4 and SYN-4 would be misheard (with allow_similar it is taken anyway)';
+  it.each([
+    ['prefix_sounds_alike', alike, true],
+    ['prefix_taken', 'SYN is taken: a project of this account has it', false],
+    ['invalid', 'invalid prefix "1x"', false],
+    ['unreachable', "Can't reach the server", false],
+    ['not_logged_in', 'Creating a project needs a server', false],
+  ])('%s: the message as given, anyway = %s', (code, message, anyway) => {
+    expect(createRefusal({ code, message })).toEqual({ message, anyway });
   });
 });

@@ -210,19 +210,29 @@ pub async fn run(cli: Cli) -> Result<()> {
             out.inbox_sent(n, &project)
         }
         Command::Project {
-            command: ProjectCommand::Rename { from, to },
+            command:
+                ProjectCommand::Rename {
+                    from,
+                    to,
+                    allow_similar,
+                },
         } => {
             let project = engine
-                .rename_project(&from, &to)
+                .rename_project(&from, &to, allow_similar)
                 .await
                 .map_err(|e| Coded::wrap(e.code(), rename_refused(&from, &to, e)))?;
             out.project_renamed(&from, &project)
         }
         Command::Project {
-            command: ProjectCommand::Add { name, prefix },
+            command:
+                ProjectCommand::Add {
+                    name,
+                    prefix,
+                    allow_similar,
+                },
         } => {
             let project = engine
-                .create_project(&name, &prefix)
+                .create_project(&name, &prefix, allow_similar)
                 .await
                 .map_err(|e| Coded::wrap(e.code(), project_refused(&prefix, e)))?;
             out.project_added(&project)
@@ -377,7 +387,7 @@ impl Coded {
 }
 
 
-/// Why `project rename` did nothing, in plain words for each refusal.
+/// Why `project add` did nothing, in plain words for each refusal.
 fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {
     use callsign_core::ErrorCode;
     use callsign_sync::Error;
@@ -398,9 +408,14 @@ fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {
             "cannot create {prefix}: {detail}\n  a prefix names one project for good: choose \
              another (`callsign project list` shows the account's)"
         ),
+        ErrorCode::PrefixSoundsAlike => anyhow!("cannot create {prefix}: {detail}\n  {ALIKE_HINT}"),
         _ => anyhow!("cannot create {prefix}: {detail}"),
     }
 }
+
+/// What to do about `prefix_sounds_alike`, after the server's detail (which names the project).
+const ALIKE_HINT: &str = "choose a prefix that sounds different, or add --allow-similar to take \
+                          this one anyway";
 
 fn rename_refused(from: &str, to: &str, e: callsign_sync::Error) -> anyhow::Error {
     use callsign_core::ErrorCode;
@@ -425,6 +440,9 @@ fn rename_refused(from: &str, to: &str, e: callsign_sync::Error) -> anyhow::Erro
             "cannot rename {from} to {to}: {detail}\n  a prefix names one project for good (its \
              keys keep finding their tasks): choose another"
         ),
+        ErrorCode::PrefixSoundsAlike => {
+            anyhow!("cannot rename {from} to {to}: {detail}\n  {ALIKE_HINT}")
+        }
         ErrorCode::InvalidPrefix => anyhow!("cannot rename {from} to {to}: {detail}"),
         ErrorCode::ProjectNotFound => anyhow!(
             "no project {from} on the server: {detail}\n  `callsign login` lists the projects"

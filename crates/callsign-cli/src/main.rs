@@ -287,13 +287,17 @@ pub enum ProjectCommand {
     /// The account's projects (from the server when it answers, else as last seen).
     List,
     /// Create a project on the server (needs the server; the prefix is checked there: 2-10
-    /// letters or digits, a letter first, not one any project of the account has or had).
+    /// letters or digits, a letter first, not one any project of the account has or had, and
+    /// not one that sounds like another project's: SIN beside SYN).
     Add {
         /// Its name, as people call it.
         name: String,
         /// Its key prefix (any case; stored upper-case): PFX-1, PFX-2, …
         #[arg(long)]
         prefix: String,
+        /// Take the prefix even if it sounds like another project's.
+        #[arg(long)]
+        allow_similar: bool,
     },
     /// Give a project a new prefix (needs the server): SYN-42 becomes SYX-42 on every device
     /// at its next sync, and SYN-42 still finds the task. No prefix a project had before can be
@@ -303,6 +307,9 @@ pub enum ProjectCommand {
         from: String,
         /// Its new prefix (2-10 letters or digits, a letter first).
         to: String,
+        /// Take the new prefix even if it sounds like another project's.
+        #[arg(long)]
+        allow_similar: bool,
     },
 }
 

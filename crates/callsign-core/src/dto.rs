@@ -311,13 +311,20 @@ pub struct ProjectPatch {
     pub prefix: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Take a new `prefix` even if it sounds like another project's (`prefix_sounds_alike`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_similar: bool,
 }
 
+/// `POST /v1/projects`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewProject {
     pub name: String,
     pub prefix: String,
+    /// Take the prefix even if it sounds like another project's (`prefix_sounds_alike`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_similar: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

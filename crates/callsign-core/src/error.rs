@@ -33,6 +33,10 @@ pub enum ErrorCode {
     /// completed or deleted, or is as deep as keys go.
     InvalidParent,
     PrefixTaken,
+    /// A new prefix that sounds like one a project of the account has or had (said as a word
+    /// or spelled out, [`crate::alike`]); the message names that project. Sent again with
+    /// `allow_similar: true`, it is taken.
+    PrefixSoundsAlike,
     InvalidPrefix,
     /// A body that does not parse or breaks a field rule (unknown fields included).
     InvalidBody,
@@ -88,6 +92,7 @@ impl ErrorCode {
             ErrorCode::TaskBlocked => "task_blocked",
             ErrorCode::InvalidParent => "invalid_parent",
             ErrorCode::PrefixTaken => "prefix_taken",
+            ErrorCode::PrefixSoundsAlike => "prefix_sounds_alike",
             ErrorCode::InvalidPrefix => "invalid_prefix",
             ErrorCode::InvalidBody => "invalid_body",
             ErrorCode::InvalidCursor => "invalid_cursor",
@@ -139,6 +144,7 @@ impl ErrorCode {
             ErrorCode::RequestInProgress
             | ErrorCode::TaskExists
             | ErrorCode::PrefixTaken
+            | ErrorCode::PrefixSoundsAlike
             | ErrorCode::TaskNotCommitted
             | ErrorCode::TaskBlocked => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
@@ -167,6 +173,7 @@ impl ErrorCode {
             ErrorCode::TaskBlocked => "The task has open subtasks",
             ErrorCode::InvalidParent => "Not a valid parent for this task",
             ErrorCode::PrefixTaken => "Prefix already in use",
+            ErrorCode::PrefixSoundsAlike => "Prefix sounds like another project's",
             ErrorCode::InvalidPrefix => "Invalid prefix",
             ErrorCode::InvalidBody => "Invalid request body",
             ErrorCode::InvalidCursor => "Invalid cursor",
@@ -253,6 +260,7 @@ mod tests {
             ErrorCode::TaskNotCommitted,
             ErrorCode::TaskBlocked,
             ErrorCode::InvalidParent,
+            ErrorCode::PrefixSoundsAlike,
             ErrorCode::NotReady,
             ErrorCode::MethodNotAllowed,
             ErrorCode::TooManyRequests,

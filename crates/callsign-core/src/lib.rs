@@ -1,6 +1,7 @@
 //! Callsign's domain types. Pure: no I/O, no clocks, no randomness.
 //!
 //! - [`Prefix`] and [`TaskKey`]: the short, speakable key `SYN-42`.
+//! - [`alike`]: prefixes a person would mishear (`SIN` beside `SYN`), said or spelled.
 //! - [`TaskRef`]: what a user may type to name a task (a UUID or a key, leniently).
 //! - [`dto`]: the JSON bodies of the HTTP API v1, shared by server and client.
 //! - [`when`]: due dates as people type them, and [`Priority`].
@@ -10,6 +11,7 @@
 //! - [`ErrorCode`] and [`Problem`]: stable machine codes and RFC 9457 problem bodies.
 #![forbid(unsafe_code)]
 
+pub mod alike;
 pub mod dto;
 mod error;
 pub mod filter;

@@ -117,15 +117,18 @@ impl Client {
     }
 
     /// Creates a project (`prefix` any case; the server checks it and answers `409
-    /// prefix_taken` for one in use).
+    /// prefix_taken` for one in use, `409 prefix_sounds_alike` for one that sounds like
+    /// another project's unless `allow_similar`).
     pub async fn create_project(
         &self,
         name: &str,
         prefix: &str,
+        allow_similar: bool,
     ) -> Result<callsign_core::dto::Project, CallError> {
         let body = callsign_core::dto::NewProject {
             name: name.to_owned(),
             prefix: prefix.to_owned(),
+            allow_similar,
         };
         let rb = self
             .http

@@ -13,7 +13,7 @@
 // next number there (its subtasks renumbered under the new key, in their old order), each old
 // key kept in `previous_keys` and still found; a subtask alone is refused.
 // Projects (`create_project`) are checked as the server checks them (`prefixError`, a taken
-// prefix); the desktop's preferences are kept, a shortcut it cannot read refused; the capture
+// prefix; not the server's sounds-alike rule, which lives in callsign-core); the desktop's preferences are kept, a shortcut it cannot read refused; the capture
 // window's `open_capture` / `close_capture` are counted; `openTask` plays a notification's click.
 import type {
   CmdError,

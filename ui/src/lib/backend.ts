@@ -73,8 +73,12 @@ export const backend = {
   syncNow: () => call<void>('sync_now'),
   syncStatus: () => call<SyncStatus>('sync_status'),
   listProjects: () => call<Project[]>('list_projects'),
-  /** A new project on the server (`prefix` any case; refusals: `invalid`, `prefix_taken`, network codes). */
-  createProject: (name: string, prefix: string) => call<Project>('create_project', { name, prefix }),
+  /**
+   * A new project on the server (`prefix` any case; refusals: `invalid`, `prefix_taken`,
+   * `prefix_sounds_alike` unless `allowSimilar`, network codes).
+   */
+  createProject: (name: string, prefix: string, allowSimilar = false) =>
+    call<Project>('create_project', { name, prefix, allowSimilar }),
   getDesktopPrefs: () => call<DesktopPrefs>('get_desktop_prefs'),
   /** The prefs as saved; a shortcut that cannot be registered is refused (`invalid`). */
   saveDesktopPrefs: (prefs: DesktopPrefs) => call<DesktopPrefs>('save_desktop_prefs', { prefs }),

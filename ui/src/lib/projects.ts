@@ -1,7 +1,7 @@
 // Projects as the pickers show them, and the prefix the UI's examples use. Pure: tested in
 // tests/projects.test.ts. `INBOX` is the device's own inbox: tasks captured with no server
 // project wait there until they are sent to one.
-import type { LocalTask, Project } from './types';
+import type { CmdError, LocalTask, Project } from './types';
 
 export const INBOX = 'INBOX';
 export const INBOX_LABEL = 'Inbox (this device)';
@@ -88,4 +88,19 @@ export function prefixError(input: string): string | null {
   }
   if (p.toUpperCase() === INBOX) return `${INBOX} is this device's inbox: no server project can take its name`;
   return null;
+}
+
+/** What the New project dialog shows when the server refuses a project. */
+export interface CreateRefusal {
+  /** The refusal in the server's (or the engine's) words: for a prefix that sounds alike, it names the other project. */
+  message: string;
+  /**
+   * "Create anyway" is offered: the prefix sounds like another project's (`prefix_sounds_alike`),
+   * which the request overrides with `allowSimilar`. Every other refusal needs a change, not a resend.
+   */
+  anyway: boolean;
+}
+
+export function createRefusal(e: CmdError): CreateRefusal {
+  return { message: e.message, anyway: e.code === 'prefix_sounds_alike' };
 }

@@ -3,10 +3,18 @@
 //! A rename is a move of the prefix (docs/STRUCTURE.md): the project keeps its tasks and their
 //! numbers, SYN-42 becomes SYX-42, and every key it had keeps naming its task. A prefix any
 //! project of the account has or ever had is taken, but a project may take back its own.
+//!
+//! A new prefix (a create, a rename) that sounds like one any other project of the account has
+//! or had (`callsign_core::alike`: said as a word or spelled out) is refused with `409
+//! prefix_sounds_alike` naming that project, unless the request says `allow_similar: true`.
+//! The check reads the account's projects and then writes, outside the store's transaction: two
+//! requests at once (SIN and SYN) may both pass it. That is accepted: the rule guards against
+//! a person's slip, not an invariant of keys (`prefix_taken` is the one the database keeps).
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use callsign_core::alike::sounds_alike;
 use callsign_core::dto::{NewProject, Project, ProjectList, ProjectPatch};
 use callsign_core::{ErrorCode, Prefix};
 
@@ -52,10 +60,80 @@ fn project_name(raw: &str) -> ApiResult<String> {
     Ok(name)
 }
 
-#[utoipa::path(post, path = "/v1/projects", operation_id = "createProject", request_body = NewProject, responses(
+/// Refuses `prefix` when [`alike_refusal`] finds a project it sounds like.
+async fn refuse_alike(
+    state: &AppState,
+    account: crate::db::AccountId,
+    prefix: &Prefix,
+    from: Option<&Prefix>,
+) -> ApiResult<()> {
+    let projects = state.alloc.list_projects(account).await?;
+    match alike_refusal(&projects, prefix, from) {
+        Some(detail) => Err(ApiError::new(ErrorCode::PrefixSoundsAlike, detail)),
+        None => Ok(()),
+    }
+}
+
+/// Why `prefix`, for a new project (`from` is `None`) or for the project whose prefix is `from`
+/// now (a rename), sounds like a prefix another of `projects` has or had; `None` if it does
+/// not. Left to the store: a prefix some project has or had exactly (`prefix_taken`, or a
+/// project taking back its own) and a rename of no current project (`project_not_found`).
+fn alike_refusal(projects: &[Project], prefix: &Prefix, from: Option<&Prefix>) -> Option<String> {
+    if projects.iter().any(|p| p.is_named(prefix.as_str())) {
+        return None;
+    }
+    let renamed = match from {
+        None => None,
+        Some(from) => Some(projects.iter().find(|p| p.prefix == from.as_str())?.id),
+    };
+    projects
+        .iter()
+        .filter(|p| Some(p.id) != renamed)
+        .find_map(|project| {
+            let now = std::iter::once((&project.prefix, true));
+            let before = project.previous_prefixes.iter().map(|p| (p, false));
+            now.chain(before).find_map(|(other, current)| {
+                let other = Prefix::parse(other).ok()?;
+                let alike = sounds_alike(prefix, &other)?;
+                let whose = if current {
+                    format!("the prefix of project {:?}", project.name)
+                } else {
+                    format!(
+                        "which project {:?} (now {}) had before a rename, and whose old keys \
+                         still name its tasks",
+                        project.name, project.prefix
+                    )
+                };
+                Some(format!(
+                    "{prefix} sounds like {other}, {whose}: {alike}, so {prefix}-4 and {other}-4 \
+                     would be misheard (with allow_similar it is taken anyway)"
+                ))
+            })
+        })
+}
+
+/// The rule, in each operation's description (the OpenAPI document is the API's reference).
+macro_rules! alike_rule {
+    () => {
+        "A new prefix that sounds like one another project of the account has or had is refused \
+         with `409 prefix_sounds_alike`, whose `detail` names that project, unless the body says \
+         `\"allow_similar\": true`. Two prefixes sound alike when said as words they have the \
+         same phonetic key (`Y` as `I`; `B P`, `D T`, `C G K Q`, `F V`, `S Z` one sound each; \
+         `PH` = `F`; `X` = `KS`; silent `H` after a consonant; doubled sounds once: `SIN` and \
+         `SYN`, `DEF` and `DEV`), or when spelled letter by letter they differ at one position \
+         only, in two letters that rhyme (`B C D E G P T V Z`, `A J K`, `I Y`, `M N`, `F S X`, \
+         `Q U`: `MOD` and `MOV`). `OPS` beside `DEV` or `WEB` beside `API` is taken. The same \
+         prefix is `prefix_taken`, not this. The check precedes the write without a lock: two \
+         requests at once may both pass it."
+    };
+}
+
+#[utoipa::path(post, path = "/v1/projects", operation_id = "createProject", request_body = NewProject,
+    description = alike_rule!(),
+    responses(
     (status = 201, body = Project),
     (status = 422, description = "invalid_prefix, invalid_body", body = callsign_core::Problem),
-    (status = 409, description = "prefix_taken: a project of the account has or had it", body = callsign_core::Problem)))]
+    (status = 409, description = "prefix_taken: a project of the account has or had it; prefix_sounds_alike: it sounds like a prefix another project has or had (the detail names it), and `allow_similar` is not true", body = callsign_core::Problem)))]
 pub async fn create(
     State(state): State<AppState>,
     Account(account): Account,
@@ -63,6 +141,9 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<Project>)> {
     let prefix = new_prefix(&body.prefix)?;
     let name = project_name(&body.name)?;
+    if !body.allow_similar {
+        refuse_alike(&state, account, &prefix, None).await?;
+    }
     let made = state.alloc.create_project(account, &name, &prefix).await?;
     made.map(|p| (StatusCode::CREATED, Json(p))).ok_or_else(|| {
         ApiError::new(
@@ -77,11 +158,12 @@ pub async fn create(
 
 #[utoipa::path(patch, path = "/v1/projects/{prefix}", operation_id = "updateProject",
     request_body = ProjectPatch,
+    description = alike_rule!(),
     params(("prefix" = String, Path, description = "the project's prefix now, any case")),
     responses(
     (status = 200, body = Project, description = "renamed: every task's key has the new prefix (in the change feed), every old key still resolves"),
     (status = 404, description = "project_not_found", body = callsign_core::Problem),
-    (status = 409, description = "prefix_taken: another project of the account has or had it", body = callsign_core::Problem),
+    (status = 409, description = "prefix_taken: another project of the account has or had it; prefix_sounds_alike: it sounds like a prefix another project has or had (the detail names it), and `allow_similar` is not true", body = callsign_core::Problem),
     (status = 422, description = "invalid_prefix, invalid_body", body = callsign_core::Problem)))]
 pub async fn update(
     State(state): State<AppState>,
@@ -104,6 +186,9 @@ pub async fn update(
             ErrorCode::InvalidBody,
             "nothing to change: give a new prefix, a new name, or both",
         ));
+    }
+    if let Some(to) = to.as_ref().filter(|_| !body.allow_similar) {
+        refuse_alike(&state, account, to, Some(&from)).await?;
     }
     let done = state
         .alloc

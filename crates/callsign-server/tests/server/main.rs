@@ -1,5 +1,6 @@
 //! The server's integration tests: route tests through `router(state)` (no socket) and
 //! end-to-end tests against the real `callsign-server` binary on 127.0.0.1:0.
+mod alike;
 mod batch;
 mod coalesce;
 mod common;

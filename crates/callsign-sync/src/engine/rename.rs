@@ -12,9 +12,15 @@ use crate::projects;
 
 impl Engine {
     /// Creates a project `name` with `prefix` (any case) on the server. Refusals come back as
-    /// the server gave them (`prefix_taken`, `invalid_prefix`); the local inbox's name is
-    /// refused here.
-    pub async fn create_project(&self, name: &str, prefix: &str) -> Result<Project> {
+    /// the server gave them (`prefix_taken`, `invalid_prefix`, and `prefix_sounds_alike` unless
+    /// `allow_similar`: the prefix sounds like another project's, which the message names); the
+    /// local inbox's name is refused here.
+    pub async fn create_project(
+        &self,
+        name: &str,
+        prefix: &str,
+        allow_similar: bool,
+    ) -> Result<Project> {
         let prefix =
             Prefix::parse(prefix.trim()).map_err(|e| Error::Invalid(format!("prefix: {e}")))?;
         if prefix.is_local() {
@@ -29,7 +35,9 @@ impl Engine {
             name
         };
         let client = self.client()?;
-        let project = client.create_project(name, prefix.as_str()).await?;
+        let project = client
+            .create_project(name, prefix.as_str(), allow_similar)
+            .await?;
         self.remember_projects(&client, &project).await?;
         Ok(project)
     }
@@ -57,8 +65,14 @@ impl Engine {
 
     /// Renames the project `from` (its prefix now, any case) to `to`. Refusals come back as
     /// the server gave them ([`Error::Server`]: `prefix_taken`, `invalid_prefix`,
-    /// `project_not_found`); the local inbox cannot be renamed or taken.
-    pub async fn rename_project(&self, from: &str, to: &str) -> Result<Project> {
+    /// `project_not_found`, and `prefix_sounds_alike` unless `allow_similar`); the local inbox
+    /// cannot be renamed or taken.
+    pub async fn rename_project(
+        &self,
+        from: &str,
+        to: &str,
+        allow_similar: bool,
+    ) -> Result<Project> {
         let parse = |what: &str, p: &str| {
             Prefix::parse(p.trim()).map_err(|e| Error::Invalid(format!("{what}: {e}")))
         };
@@ -73,6 +87,7 @@ impl Engine {
         let patch = ProjectPatch {
             prefix: Some(to.to_string()),
             name: None,
+            allow_similar,
         };
         let project = client.update_project(from.as_str(), &patch).await?;
         self.remember_projects(&client, &project).await?;
