@@ -386,7 +386,6 @@ impl Coded {
     }
 }
 
-
 /// Why `project add` did nothing, in plain words for each refusal.
 fn project_refused(prefix: &str, e: callsign_sync::Error) -> anyhow::Error {
     use callsign_core::ErrorCode;
