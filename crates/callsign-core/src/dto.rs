@@ -332,6 +332,21 @@ pub struct ProjectList {
     pub projects: Vec<Project>,
 }
 
+/// A member of the team (the account): the handle tasks name them by, and their role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Member {
+    /// Lower-case handle (`bob`), unique in the account for good: a removed member's name
+    /// still names them on the tasks they made.
+    pub name: String,
+    pub role: crate::Role,
+}
+
+/// `GET /v1/members`: the team's current members, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MemberList {
+    pub members: Vec<Member>,
+}
+
 /// `GET /v1/changes`: tasks changed since the cursor, each with its current state and key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ChangesPage {

@@ -73,6 +73,14 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// The server cannot do this with its configuration (the message says what is missing).
     NotImplemented,
+    /// The token's member may not do this (only owners manage members, invites and projects).
+    Forbidden,
+    /// No current member of the account has this name.
+    MemberNotFound,
+    /// The account has (or had) a member of this name.
+    MemberTaken,
+    /// The request would leave the team without an owner.
+    LastOwner,
 }
 
 impl ErrorCode {
@@ -114,6 +122,10 @@ impl ErrorCode {
             ErrorCode::VersionGone => "version_gone",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::NotImplemented => "not_implemented",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::MemberNotFound => "member_not_found",
+            ErrorCode::MemberTaken => "member_taken",
+            ErrorCode::LastOwner => "last_owner",
         }
     }
 
@@ -128,7 +140,7 @@ impl ErrorCode {
             | ErrorCode::InvalidQuery
             | ErrorCode::DuplicateHeader
             | ErrorCode::InvalidClientId => 400,
-            ErrorCode::UnknownClient => 403,
+            ErrorCode::UnknownClient | ErrorCode::Forbidden => 403,
             ErrorCode::VersionGone => 410,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::NotImplemented => 501,
@@ -140,13 +152,16 @@ impl ErrorCode {
             ErrorCode::UnknownPrefix
             | ErrorCode::TaskNotFound
             | ErrorCode::ProjectNotFound
+            | ErrorCode::MemberNotFound
             | ErrorCode::NotFound => 404,
             ErrorCode::RequestInProgress
             | ErrorCode::TaskExists
             | ErrorCode::PrefixTaken
             | ErrorCode::PrefixSoundsAlike
             | ErrorCode::TaskNotCommitted
-            | ErrorCode::TaskBlocked => 409,
+            | ErrorCode::TaskBlocked
+            | ErrorCode::MemberTaken
+            | ErrorCode::LastOwner => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
             ErrorCode::IdempotencyKeyReused
             | ErrorCode::InvalidPrefix
@@ -195,6 +210,10 @@ impl ErrorCode {
             ErrorCode::VersionGone => "Version no longer kept",
             ErrorCode::UnsupportedMediaType => "Unsupported content type",
             ErrorCode::NotImplemented => "Not available on this server",
+            ErrorCode::Forbidden => "Only the team's owners may do this",
+            ErrorCode::MemberNotFound => "No such member",
+            ErrorCode::MemberTaken => "Member name already in use",
+            ErrorCode::LastOwner => "The team would have no owner",
         }
     }
 
@@ -274,6 +293,10 @@ mod tests {
             ErrorCode::VersionGone,
             ErrorCode::UnsupportedMediaType,
             ErrorCode::NotImplemented,
+            ErrorCode::Forbidden,
+            ErrorCode::MemberNotFound,
+            ErrorCode::MemberTaken,
+            ErrorCode::LastOwner,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));

@@ -17,6 +17,7 @@ mod error;
 pub mod filter;
 pub mod grammar;
 mod key;
+mod member;
 pub mod merge;
 pub mod modify;
 mod prefix;
@@ -26,6 +27,7 @@ pub mod when;
 
 pub use error::{ErrorCode, Problem};
 pub use key::{scope_of, KeyError, TaskKey, MAX_DEPTH};
+pub use member::{MemberName, MemberNameError, Role};
 pub use prefix::{Prefix, PrefixError};
 pub use task_ref::{RefError, TaskRef};
 pub use when::{Priority, WhenError};

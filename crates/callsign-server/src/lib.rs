@@ -116,6 +116,8 @@ pub struct Inner {
     /// The queues that coalesce single requests into batches, when in use (PostgreSQL).
     coalesce: Option<protocol::Coalescers>,
     tokens: api::auth::TokenCache,
+    /// Member removals seen here, on other nodes or by the admin CLI ([`api::auth`]).
+    pub revocations: Arc<api::auth::Revocations>,
     auth_failures: throttle::FailureLimit,
     cursors: cursor::CursorKey,
     body_budget: tokio::sync::Semaphore,
@@ -239,6 +241,15 @@ impl AppState {
                 )?))
             }
         };
+        let revocations = match &config.database {
+            storage::Database::Sqlite(dir) => Arc::new(api::auth::Revocations::watching(dir)),
+            storage::Database::Postgres(url) => {
+                let revs = Arc::new(api::auth::Revocations::default());
+                let heard = revs.clone();
+                pg::listen::spawn(url.clone(), &[pg::listen::MEMBERS], move |_| heard.bump());
+                revs
+            }
+        };
         let coalesce = (config.coalesce_requests && alloc.wants_coalescing())
             .then(|| protocol::Coalescers::new(config.coalesce_batches));
         Ok(AppState(Arc::new(Inner {
@@ -248,6 +259,7 @@ impl AppState {
             sqlite,
             metrics,
             tokens: api::auth::TokenCache::default(),
+            revocations,
             auth_failures: throttle::FailureLimit::new(config.auth_failures_per_minute),
             cursors,
             body_budget: tokio::sync::Semaphore::new(body_budget_kib as usize),

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use callsign_core::Prefix;
+use callsign_core::{MemberName, Prefix, Role};
+use callsign_server::db::{now_ms, AddMember, RemoveMember};
 use callsign_server::storage::{AllocStore, Database, Renamed};
 use callsign_server::taskwarrior;
 use callsign_server::taskwarrior::envelope::ServerKey;
@@ -105,6 +106,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: AccountCmd,
     },
+    /// Manage a team's members (each with their own tokens).
+    Member {
+        #[command(subcommand)]
+        cmd: MemberCmd,
+    },
     /// Manage device tokens.
     Token {
         #[command(subcommand)]
@@ -144,7 +150,8 @@ enum ProjectCmd {
 
 #[derive(Subcommand)]
 enum AccountCmd {
-    /// Create an account with its first project and a token; prints JSON.
+    /// Create an account (a team) with its first project and its first member, an owner,
+    /// and a token of theirs; prints JSON.
     Create {
         #[command(flatten)]
         database: DatabaseArg,
@@ -156,6 +163,9 @@ enum AccountCmd {
         /// The first project's name (default: the prefix).
         #[arg(long)]
         project_name: Option<String>,
+        /// The first member's name (an owner).
+        #[arg(long, default_value = "owner", value_parser = parse_member)]
+        owner: MemberName,
     },
     /// Link an account to Taskwarrior 3: makes a new TaskChampion client id and encryption
     /// secret and prints them once as JSON (a new link replaces the old one). The secret is
@@ -173,7 +183,7 @@ enum AccountCmd {
 
 #[derive(Subcommand)]
 enum TokenCmd {
-    /// Create a token for a device; prints JSON `{token}`.
+    /// Create another token for a member's device; prints JSON `{token}`.
     Create {
         #[command(flatten)]
         database: DatabaseArg,
@@ -181,7 +191,65 @@ enum TokenCmd {
         account: i64,
         #[arg(long)]
         device: String,
+        /// Whose token (default: the account's first owner).
+        #[arg(long, value_parser = parse_member)]
+        member: Option<MemberName>,
     },
+}
+
+#[derive(Subcommand)]
+enum MemberCmd {
+    /// Add a member with a first token; prints JSON `{member_id, name, role, token}`.
+    Add {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        account: i64,
+        /// Their handle (1-32 characters, a letter first; `@name` in captures).
+        #[arg(long, value_parser = parse_member)]
+        name: MemberName,
+        #[arg(long, value_enum, default_value_t = RoleArg::Member)]
+        role: RoleArg,
+        /// The device the first token is for.
+        #[arg(long, default_value = "default")]
+        device: String,
+    },
+    /// List the members, current ones first; prints JSON.
+    List {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        account: i64,
+    },
+    /// Remove a member: their tokens stop working from their next request on, also while the
+    /// server runs; the tasks they made stay and still name them.
+    Remove {
+        #[command(flatten)]
+        database: DatabaseArg,
+        #[arg(long)]
+        account: i64,
+        #[arg(long, value_parser = parse_member)]
+        name: MemberName,
+    },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum RoleArg {
+    Owner,
+    Member,
+}
+
+impl From<RoleArg> for Role {
+    fn from(r: RoleArg) -> Role {
+        match r {
+            RoleArg::Owner => Role::Owner,
+            RoleArg::Member => Role::Member,
+        }
+    }
+}
+
+fn parse_member(s: &str) -> Result<MemberName, String> {
+    MemberName::parse(s.trim().trim_start_matches('@')).map_err(|e| e.to_string())
 }
 
 /// `--idempotency-window`: `auto` or a duration.
@@ -237,6 +305,80 @@ async fn open_alloc(database: &Database) -> anyhow::Result<Box<dyn AllocStore>> 
             )))
         }
     }
+}
+
+/// The account's first current owner (by name), whom `token create` gives a token by default.
+async fn first_owner(alloc: &dyn AllocStore, account: i64) -> anyhow::Result<MemberName> {
+    let members = alloc
+        .list_members(account)
+        .await?
+        .with_context(|| format!("no account {account}"))?;
+    members
+        .into_iter()
+        .find(|m| m.role == Role::Owner && m.removed_at.is_none())
+        .map(|m| m.name)
+        .with_context(|| format!("account {account} has no owner"))
+}
+
+async fn member_cmd(cmd: MemberCmd) -> anyhow::Result<()> {
+    match cmd {
+        MemberCmd::Add {
+            database,
+            account,
+            name,
+            role,
+            device,
+        } => {
+            let alloc = open_alloc(&database.get()?).await?;
+            match alloc
+                .add_member(account, &name, role.into(), &device)
+                .await?
+            {
+                AddMember::Added(made) => println!("{}", serde_json::to_string(&made)?),
+                AddMember::NoAccount => bail!("no account {account}"),
+                AddMember::Taken => bail!(
+                    "account {account} has or had a member {name} (a removed member's name \
+                     still names the tasks they made): choose another name"
+                ),
+            }
+        }
+        MemberCmd::List { database, account } => {
+            let alloc = open_alloc(&database.get()?).await?;
+            let members = alloc
+                .list_members(account)
+                .await?
+                .with_context(|| format!("no account {account}"))?;
+            println!("{}", serde_json::json!({ "members": members }));
+        }
+        MemberCmd::Remove {
+            database,
+            account,
+            name,
+        } => {
+            let database = database.get()?;
+            let alloc = open_alloc(&database).await?;
+            match alloc.remove_member(account, &name, now_ms()).await? {
+                RemoveMember::Removed { tokens } => {
+                    // A server running on this data dir stops taking their cached tokens now;
+                    // on PostgreSQL every node heard the removal's NOTIFY.
+                    if let Some(dir) = database.data_dir() {
+                        callsign_server::api::auth::mark_revoked(dir)
+                            .with_context(|| format!("telling the server in {}", dir.display()))?;
+                    }
+                    println!(
+                        "{}",
+                        serde_json::json!({ "removed": name, "tokens": tokens })
+                    );
+                }
+                RemoveMember::NotFound => bail!("account {account} has no member {name}"),
+                RemoveMember::LastOwner => bail!(
+                    "{name} is the only owner of account {account}: add another owner first \
+                     (member add --role owner)"
+                ),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -350,6 +492,7 @@ async fn main() -> anyhow::Result<()> {
                     name,
                     prefix,
                     project_name,
+                    owner,
                 },
         } => {
             let prefix = Prefix::parse(prefix.trim())?;
@@ -358,7 +501,9 @@ async fn main() -> anyhow::Result<()> {
             }
             let project_name = project_name.unwrap_or_else(|| prefix.to_string());
             let alloc = open_alloc(&database.get()?).await?;
-            let made = alloc.create_account(&name, &prefix, &project_name).await?;
+            let made = alloc
+                .create_account(&name, &prefix, &project_name, &owner)
+                .await?;
             println!("{}", serde_json::to_string(&made)?);
         }
         Cmd::Account {
@@ -406,15 +551,21 @@ async fn main() -> anyhow::Result<()> {
                     database,
                     account,
                     device,
+                    member,
                 },
         } => {
             let alloc = open_alloc(&database.get()?).await?;
-            let token = alloc.create_token(account, &device).await?;
+            let member = match member {
+                Some(m) => m,
+                None => first_owner(&*alloc, account).await?,
+            };
+            let token = alloc.create_token(account, &member, &device).await?;
             match token {
                 Some(token) => println!("{}", serde_json::json!({ "token": token })),
-                None => bail!("no account {account}"),
+                None => bail!("account {account} has no member {member}"),
             }
         }
+        Cmd::Member { cmd } => member_cmd(cmd).await?,
         Cmd::Project {
             cmd:
                 ProjectCmd::Rename {

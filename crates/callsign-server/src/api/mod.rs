@@ -5,6 +5,7 @@
 pub mod auth;
 mod changes;
 mod extract;
+mod members;
 mod ops;
 pub mod projects;
 pub mod resolve;
@@ -13,7 +14,7 @@ mod tasks;
 pub mod taskwarrior;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, patch, post, put};
+use axum::routing::{delete, get, patch, post, put};
 use axum::Router;
 
 use crate::AppState;
@@ -28,6 +29,8 @@ pub fn router(state: AppState) -> Router {
     let single = Router::new()
         .route("/v1/projects", get(projects::list).post(projects::create))
         .route("/v1/projects/{prefix}", patch(projects::update))
+        .route("/v1/members", get(members::list))
+        .route("/v1/members/{name}", delete(members::remove))
         .route(
             "/v1/tasks/{id}",
             put(tasks::create).get(tasks::get).patch(tasks::update),

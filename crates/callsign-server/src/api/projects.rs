@@ -1,4 +1,5 @@
-//! `GET /v1/projects`, `POST /v1/projects`, `PATCH /v1/projects/{prefix}`.
+//! `GET /v1/projects`, `POST /v1/projects`, `PATCH /v1/projects/{prefix}`. Every member
+//! lists the projects; only owners create and rename them (`403 forbidden`).
 //!
 //! A rename is a move of the prefix (docs/STRUCTURE.md): the project keeps its tasks and their
 //! numbers, SYN-42 becomes SYX-42, and every key it had keeps naming its task. A prefix any
@@ -18,9 +19,10 @@ use callsign_core::alike::sounds_alike;
 use callsign_core::dto::{NewProject, Project, ProjectList, ProjectPatch};
 use callsign_core::{ErrorCode, Prefix};
 
-use super::auth::Account;
+use super::auth::{owners_only, Account};
 use super::extract::ApiJson;
 use crate::db::now_ms;
+use crate::db::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::storage::Renamed;
 use crate::AppState;
@@ -132,13 +134,16 @@ macro_rules! alike_rule {
     description = alike_rule!(),
     responses(
     (status = 201, body = Project),
+    (status = 403, description = "forbidden: the token's member is not an owner", body = callsign_core::Problem),
     (status = 422, description = "invalid_prefix, invalid_body", body = callsign_core::Problem),
     (status = 409, description = "prefix_taken: a project of the account has or had it; prefix_sounds_alike: it sounds like a prefix another project has or had (the detail names it), and `allow_similar` is not true", body = callsign_core::Problem)))]
 pub async fn create(
     State(state): State<AppState>,
-    Account(account): Account,
+    caller: Caller,
     ApiJson(body): ApiJson<NewProject>,
 ) -> ApiResult<(StatusCode, Json<Project>)> {
+    owners_only(&caller, "create projects")?;
+    let account = caller.account;
     let prefix = new_prefix(&body.prefix)?;
     let name = project_name(&body.name)?;
     if !body.allow_similar {
@@ -162,15 +167,18 @@ pub async fn create(
     params(("prefix" = String, Path, description = "the project's prefix now, any case")),
     responses(
     (status = 200, body = Project, description = "renamed: every task's key has the new prefix (in the change feed), every old key still resolves"),
+    (status = 403, description = "forbidden: the token's member is not an owner", body = callsign_core::Problem),
     (status = 404, description = "project_not_found", body = callsign_core::Problem),
     (status = 409, description = "prefix_taken: another project of the account has or had it; prefix_sounds_alike: it sounds like a prefix another project has or had (the detail names it), and `allow_similar` is not true", body = callsign_core::Problem),
     (status = 422, description = "invalid_prefix, invalid_body", body = callsign_core::Problem)))]
 pub async fn update(
     State(state): State<AppState>,
-    Account(account): Account,
+    caller: Caller,
     path: Result<Path<String>, PathRejection>,
     ApiJson(body): ApiJson<ProjectPatch>,
 ) -> ApiResult<Json<Project>> {
+    owners_only(&caller, "rename projects")?;
+    let account = caller.account;
     let Path(raw) = path.map_err(|e| ApiError::new(ErrorCode::InvalidBody, e.body_text()))?;
     let no_project = || {
         ApiError::new(

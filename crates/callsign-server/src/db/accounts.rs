@@ -2,19 +2,23 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 
-use callsign_core::dto::Project;
-use callsign_core::Prefix;
+use callsign_core::dto::{Member, Project};
+use callsign_core::{MemberName, Prefix, Role};
 
+use super::members::MemberId;
 use super::{now_ms, Result};
 
 pub type AccountId = i64;
 
-/// What `account create` made: the plain token is shown once and never stored.
+/// What `account create` made: the plain token (the first owner's) is shown once and never
+/// stored.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct NewAccount {
     pub account_id: AccountId,
     pub token: String,
     pub project: Project,
+    /// The team's first member, an owner, whom the token belongs to.
+    pub member: Member,
 }
 
 pub fn hash_token(token: &str) -> Vec<u8> {
@@ -32,6 +36,7 @@ pub fn create_account(
     name: &str,
     prefix: &Prefix,
     project_name: &str,
+    owner: &MemberName,
 ) -> Result<NewAccount> {
     let now = now_ms();
     conn.execute(
@@ -39,13 +44,19 @@ pub fn create_account(
         params![name, now],
     )?;
     let account_id = conn.last_insert_rowid();
-    let token = create_token(conn, account_id, "default")?;
+    let member = super::members::insert_member(conn, account_id, owner, Role::Owner, now)?
+        .expect("a new account has no members, so the name is free");
+    let token = create_token(conn, account_id, member, "default")?;
     let project = create_project(conn, account_id, project_name, prefix)?
         .expect("a new account has no projects, so the prefix is free");
     Ok(NewAccount {
         account_id,
         token,
         project,
+        member: Member {
+            name: owner.to_string(),
+            role: Role::Owner,
+        },
     })
 }
 
@@ -60,20 +71,20 @@ pub fn account_exists(conn: &Connection, account: AccountId) -> Result<bool> {
         .is_some())
 }
 
-pub fn create_token(conn: &Connection, account: AccountId, device: &str) -> Result<String> {
+/// A new token for one of the account's members.
+pub fn create_token(
+    conn: &Connection,
+    account: AccountId,
+    member: MemberId,
+    device: &str,
+) -> Result<String> {
     let token = new_token();
     conn.execute(
-        "INSERT INTO tokens (account_id, token_hash, device, created_at) VALUES (?1, ?2, ?3, ?4)",
-        params![account, hash_token(&token), device, now_ms()],
+        "INSERT INTO tokens (account_id, member_id, token_hash, device, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![account, member, hash_token(&token), device, now_ms()],
     )?;
     Ok(token)
-}
-
-pub fn account_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<AccountId>> {
-    Ok(conn
-        .prepare_cached("SELECT account_id FROM tokens WHERE token_hash = ?1")?
-        .query_row([hash], |r| r.get(0))
-        .optional()?)
 }
 
 /// Creates a project; `None` when the prefix is one of the account's projects has or ever had

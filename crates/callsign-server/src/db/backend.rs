@@ -5,12 +5,16 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use callsign_core::dto::Project;
-use callsign_core::Prefix;
+use callsign_core::{MemberName, Prefix, Role};
 use uuid::Uuid;
 
 use super::protocol::{self as sql, Decided};
-use super::{accounts, changes, each_item, meta, renames, slots, window as db_window};
-use super::{AccountId, ChangeRow, Db, NewAccount, Result, Slot};
+use super::{
+    accounts, changes, each_item, members, meta, now_ms, renames, slots, window as db_window,
+};
+use super::{
+    AccountId, AddMember, Caller, ChangeRow, Db, MemberRow, NewAccount, RemoveMember, Result, Slot,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::inflight::InFlight;
 use crate::protocol::Reply;
@@ -51,30 +55,71 @@ impl AllocStore for SqliteAlloc {
         name: &str,
         prefix: &Prefix,
         project_name: &str,
+        owner: &MemberName,
     ) -> Result<NewAccount> {
-        let (name, prefix, project_name) =
-            (name.to_owned(), prefix.clone(), project_name.to_owned());
+        let (name, prefix, project_name, owner) = (
+            name.to_owned(),
+            prefix.clone(),
+            project_name.to_owned(),
+            owner.clone(),
+        );
         self.db
-            .write(move |c| accounts::create_account(c, &name, &prefix, &project_name))
+            .write(move |c| accounts::create_account(c, &name, &prefix, &project_name, &owner))
             .await
     }
 
-    async fn create_token(&self, account: AccountId, device: &str) -> Result<Option<String>> {
-        let device = device.to_owned();
+    async fn create_token(
+        &self,
+        account: AccountId,
+        member: &MemberName,
+        device: &str,
+    ) -> Result<Option<String>> {
+        let (member, device) = (member.clone(), device.to_owned());
         self.db
             .write(move |c| {
-                if !accounts::account_exists(c, account)? {
+                let Some((id, _)) = members::current_member(c, account, &member)? else {
                     return Ok(None);
-                }
-                accounts::create_token(c, account, &device).map(Some)
+                };
+                accounts::create_token(c, account, id, &device).map(Some)
             })
             .await
     }
 
-    async fn account_by_token_hash(&self, hash: &[u8]) -> Result<Option<AccountId>> {
+    async fn caller_by_token_hash(&self, hash: &[u8]) -> Result<Option<Caller>> {
         let hash = hash.to_vec();
         self.db
-            .read(move |c| accounts::account_by_token_hash(c, &hash))
+            .read(move |c| members::caller_by_token_hash(c, &hash))
+            .await
+    }
+
+    async fn add_member(
+        &self,
+        account: AccountId,
+        name: &MemberName,
+        role: Role,
+        device: &str,
+    ) -> Result<AddMember> {
+        let (name, device) = (name.clone(), device.to_owned());
+        self.db
+            .write(move |c| members::add_member(c, account, &name, role, &device, now_ms()))
+            .await
+    }
+
+    async fn list_members(&self, account: AccountId) -> Result<Option<Vec<MemberRow>>> {
+        self.db
+            .read(move |c| members::list_members(c, account))
+            .await
+    }
+
+    async fn remove_member(
+        &self,
+        account: AccountId,
+        name: &MemberName,
+        now: i64,
+    ) -> Result<RemoveMember> {
+        let name = name.clone();
+        self.db
+            .write(move |c| members::remove_member(c, account, &name, now))
             .await
     }
 

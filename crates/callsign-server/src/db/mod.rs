@@ -16,6 +16,7 @@
 pub mod accounts;
 pub mod backend;
 pub mod changes;
+pub mod members;
 pub mod meta;
 pub mod protocol;
 pub mod renames;
@@ -35,6 +36,7 @@ use crate::wal::Checkpointer;
 
 pub use accounts::{AccountId, NewAccount};
 pub use changes::ChangeRow;
+pub use members::{AddMember, Caller, MemberRow, NewMember, RemoveMember};
 pub use slots::{KeyRow, Slot, SlotState};
 
 /// The most jobs one group commit takes.
@@ -91,6 +93,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0009_subtasks.sql")),
         M::up(include_str!("../../migrations/0010_moves.sql")),
         M::up(include_str!("../../migrations/0011_prefix_renames.sql")),
+        M::up(include_str!("../../migrations/0012_members.sql")),
     ])
 }
 

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use callsign_core::dto::Project;
-use callsign_core::Prefix;
+use callsign_core::dto::{Member, Project};
+use callsign_core::{MemberName, Prefix, Role};
 use deadpool_postgres::{GenericClient, Pool, Transaction};
 use tokio_postgres::Row;
 use uuid::Uuid;
@@ -29,7 +29,8 @@ use uuid::Uuid;
 use crate::db::accounts::{hash_token, new_token};
 use crate::db::meta::InstanceId;
 use crate::db::{
-    now_ms, AccountId, ChangeRow, DbError, KeyRow, NewAccount, Result, Slot, SlotState,
+    now_ms, AccountId, AddMember, Caller, ChangeRow, DbError, KeyRow, MemberRow, NewAccount,
+    RemoveMember, Result, Slot, SlotState,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{refused_reuse, Reply};
@@ -39,6 +40,7 @@ use crate::storage::{
 use crate::window::{is_late, Basis, Evidence, Setting, Window};
 
 mod batch;
+mod members;
 mod moves;
 mod renames;
 
@@ -301,6 +303,7 @@ impl AllocStore for PgAlloc {
         name: &str,
         prefix: &Prefix,
         project_name: &str,
+        owner: &MemberName,
     ) -> Result<NewAccount> {
         let mut c = self.pool.get().await?;
         let tx = c.transaction().await?;
@@ -312,13 +315,10 @@ impl AllocStore for PgAlloc {
             )
             .await?
             .get(0);
-        let token = new_token();
-        tx.execute(
-            "INSERT INTO tokens (account_id, token_hash, device, created_at)
-             VALUES ($1, $2, 'default', $3)",
-            &[&account_id, &hash_token(&token), &now],
-        )
-        .await?;
+        let member = members::insert_member(&tx, account_id, owner, Role::Owner, now)
+            .await?
+            .expect("a new account has no members, so the name is free");
+        let token = members::insert_token(&tx, account_id, member, "default", now).await?;
         let project = insert_project(&tx, account_id, project_name, prefix)
             .await?
             .expect("a new account has no projects, so the prefix is free");
@@ -327,28 +327,71 @@ impl AllocStore for PgAlloc {
             account_id,
             token,
             project,
+            member: Member {
+                name: owner.to_string(),
+                role: Role::Owner,
+            },
         })
     }
 
-    async fn create_token(&self, account: AccountId, device: &str) -> Result<Option<String>> {
+    async fn create_token(
+        &self,
+        account: AccountId,
+        member: &MemberName,
+        device: &str,
+    ) -> Result<Option<String>> {
         let c = self.pool.get().await?;
+        let Some((id, _)) = members::current_member(&c, account, member).await? else {
+            return Ok(None);
+        };
+        // A member removed meanwhile keeps no token: the insert takes only a current member.
         let token = new_token();
         let n = c
             .execute(
-                "INSERT INTO tokens (account_id, token_hash, device, created_at)
-                 SELECT id, $2, $3, $4 FROM accounts WHERE id = $1",
-                &[&account, &hash_token(&token), &device, &now_ms()],
+                "INSERT INTO tokens (account_id, member_id, token_hash, device, created_at)
+                 SELECT account_id, id, $3, $4, $5 FROM members
+                 WHERE id = $2 AND account_id = $1 AND removed_at IS NULL",
+                &[&account, &id, &hash_token(&token), &device, &now_ms()],
             )
             .await?;
         Ok((n == 1).then_some(token))
     }
 
-    async fn account_by_token_hash(&self, hash: &[u8]) -> Result<Option<AccountId>> {
+    async fn caller_by_token_hash(&self, hash: &[u8]) -> Result<Option<Caller>> {
         let c = self.pool.get().await?;
-        let st = c
-            .prepare_cached("SELECT account_id FROM tokens WHERE token_hash = $1")
-            .await?;
-        Ok(c.query_opt(&st, &[&hash]).await?.map(|r| r.get(0)))
+        members::caller_by_token_hash(&c, hash).await
+    }
+
+    async fn add_member(
+        &self,
+        account: AccountId,
+        name: &MemberName,
+        role: Role,
+        device: &str,
+    ) -> Result<AddMember> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let made = members::add_member(&tx, account, name, role, device, now_ms()).await?;
+        tx.commit().await?;
+        Ok(made)
+    }
+
+    async fn list_members(&self, account: AccountId) -> Result<Option<Vec<MemberRow>>> {
+        let c = self.pool.get().await?;
+        members::list_members(&c, account).await
+    }
+
+    async fn remove_member(
+        &self,
+        account: AccountId,
+        name: &MemberName,
+        now: i64,
+    ) -> Result<RemoveMember> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let out = members::remove_member(&tx, account, name, now).await?;
+        tx.commit().await?;
+        Ok(out)
     }
 
     async fn list_projects(&self, account: AccountId) -> Result<Vec<Project>> {

@@ -7,6 +7,7 @@
 //! per-account feed counter are bumped with row locks held to COMMIT, which is all the
 //! ordering the key protocol needs.
 pub mod alloc;
+pub mod listen;
 mod replica;
 pub mod tasks;
 
@@ -40,6 +41,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0006_taskwarrior",
         include_str!("../../migrations/pg/0006_taskwarrior.sql"),
+    ),
+    (
+        "0007_members",
+        include_str!("../../migrations/pg/0007_members.sql"),
     ),
 ];
 
@@ -89,6 +94,11 @@ pub fn pool(url: &str, size: usize) -> Result<Pool> {
 /// Applies the migrations not applied yet, and makes the server's identity row (random
 /// instance id and cursor key) if there is none. Safe to run from several nodes at once.
 pub async fn migrate(pool: &Pool) -> Result<()> {
+    migrate_first(pool, MIGRATIONS.len()).await
+}
+
+/// [`migrate`] with only the first `n` migrations (a test of what a later one does to data).
+pub async fn migrate_first(pool: &Pool, n: usize) -> Result<()> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
@@ -100,7 +110,7 @@ pub async fn migrate(pool: &Pool) -> Result<()> {
          )",
     )
     .await?;
-    for (name, sql) in MIGRATIONS {
+    for (name, sql) in &MIGRATIONS[..n.min(MIGRATIONS.len())] {
         let done = tx
             .query_opt("SELECT 1 FROM callsign_migrations WHERE name = $1", &[name])
             .await?

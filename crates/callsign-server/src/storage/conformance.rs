@@ -16,11 +16,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use callsign_core::dto::{NewTask, Task, TaskPatch, TaskStatus};
-use callsign_core::{ErrorCode, Prefix, Priority};
+use callsign_core::{ErrorCode, MemberName, Prefix, Priority, Role};
 use uuid::Uuid;
 
 use super::{AllocStore, Commit, Mutation, Op, Phase1, Reserved, TaskStore};
-use crate::db::{now_ms, AccountId};
+use crate::db::{now_ms, AccountId, AddMember, RemoveMember};
 use crate::protocol::{fingerprint, Reply};
 
 /// A backend under test: fresh stores, and whatever must live as long as they do.
@@ -37,6 +37,7 @@ macro_rules! storage_conformance {
     ($make:path) => {
         $crate::storage_conformance!(@tests $make;
             accounts_tokens_and_projects,
+            members_own_tokens_and_a_removed_one_has_none,
             creates_number_without_gaps_and_replay,
             a_claimed_key_is_in_progress_until_released,
             concurrent_creates_take_every_number_once,
@@ -95,7 +96,7 @@ fn mutation(idem: &str, uuid: Uuid, body: &NewTask) -> Mutation {
 async fn account(b: &Backend, prefix: &str) -> AccountId {
     let p = Prefix::parse(prefix).unwrap();
     b.alloc
-        .create_account("team", &p, prefix)
+        .create_account("team", &p, prefix, &member("owner"))
         .await
         .unwrap()
         .account_id
@@ -177,35 +178,44 @@ async fn commit(
         .unwrap()
 }
 
+fn member(name: &str) -> MemberName {
+    MemberName::parse(name).unwrap()
+}
+
 pub async fn accounts_tokens_and_projects(b: Backend) {
     let p = Prefix::parse("SYN").unwrap();
-    let made = b.alloc.create_account("team", &p, "Sync").await.unwrap();
+    let made = b
+        .alloc
+        .create_account("team", &p, "Sync", &member("alice"))
+        .await
+        .unwrap();
     assert_eq!(made.project.prefix, "SYN");
-    let hash = crate::db::accounts::hash_token(&made.token);
     assert_eq!(
-        b.alloc.account_by_token_hash(&hash).await.unwrap(),
-        Some(made.account_id)
+        (made.member.name.as_str(), made.member.role),
+        ("alice", Role::Owner)
     );
-    assert_eq!(b.alloc.account_by_token_hash(b"nope").await.unwrap(), None);
+    let hash = crate::db::accounts::hash_token(&made.token);
+    let alice = b.alloc.caller_by_token_hash(&hash).await.unwrap().unwrap();
+    assert_eq!(alice.account, made.account_id);
+    assert_eq!((alice.name.as_str(), alice.role), ("alice", Role::Owner));
+    assert_eq!(b.alloc.caller_by_token_hash(b"nope").await.unwrap(), None);
     let token = b
         .alloc
-        .create_token(made.account_id, "laptop")
+        .create_token(made.account_id, &member("Alice"), "laptop")
         .await
         .unwrap()
-        .expect("the account exists");
+        .expect("the account and its member exist");
     assert_ne!(token, made.token);
     let hash = crate::db::accounts::hash_token(&token);
     assert_eq!(
-        b.alloc.account_by_token_hash(&hash).await.unwrap(),
-        Some(made.account_id)
+        b.alloc.caller_by_token_hash(&hash).await.unwrap(),
+        Some(alice.clone()),
+        "a second device of the same member"
     );
-    assert_eq!(
-        b.alloc
-            .create_token(made.account_id + 1000, "x")
-            .await
-            .unwrap(),
-        None
-    );
+    for (account, name) in [(made.account_id + 1000, "alice"), (made.account_id, "bob")] {
+        let none = b.alloc.create_token(account, &member(name), "x").await;
+        assert_eq!(none.unwrap(), None, "{account} {name}");
+    }
 
     let ops = Prefix::parse("OPS").unwrap();
     let made_ops = b
@@ -232,7 +242,11 @@ pub async fn accounts_tokens_and_projects(b: Backend) {
         .map(|p| p.prefix)
         .collect();
     assert_eq!(names, ["OPS", "SYN"], "listed by prefix");
-    let other = b.alloc.create_account("other", &ops, "Ops").await.unwrap();
+    let other = b
+        .alloc
+        .create_account("other", &ops, "Ops", &member("alice"))
+        .await
+        .unwrap();
     assert_ne!(other.account_id, made.account_id);
     assert_ne!(
         other.project.id, made_ops.id,
@@ -245,6 +259,140 @@ pub async fn accounts_tokens_and_projects(b: Backend) {
     b.alloc.probe().await.unwrap();
 }
 
+pub async fn members_own_tokens_and_a_removed_one_has_none(b: Backend) {
+    let syn = Prefix::parse("SYN").unwrap();
+    let team = b
+        .alloc
+        .create_account("team", &syn, "Sync", &member("alice"))
+        .await
+        .unwrap();
+    let other = b
+        .alloc
+        .create_account("other", &syn, "Sync", &member("zed"))
+        .await
+        .unwrap();
+    let add = |account, name: &str, role| {
+        let (alloc, name) = (b.alloc.clone(), member(name));
+        async move {
+            alloc
+                .add_member(account, &name, role, "laptop")
+                .await
+                .unwrap()
+        }
+    };
+    let AddMember::Added(bob) = add(team.account_id, "Bob", Role::Member).await else {
+        panic!("bob is new");
+    };
+    assert_eq!((bob.name.as_str(), bob.role), ("bob", Role::Member));
+    assert_eq!(
+        add(team.account_id, "bob", Role::Owner).await,
+        AddMember::Taken
+    );
+    assert_eq!(
+        add(team.account_id + 1000, "bob", Role::Member).await,
+        AddMember::NoAccount
+    );
+    assert!(
+        matches!(
+            add(other.account_id, "bob", Role::Member).await,
+            AddMember::Added(_)
+        ),
+        "names are per account"
+    );
+    let caller = |token: String| {
+        let alloc = b.alloc.clone();
+        async move {
+            let hash = crate::db::accounts::hash_token(&token);
+            alloc.caller_by_token_hash(&hash).await.unwrap()
+        }
+    };
+    let bob_caller = caller(bob.token.clone()).await.expect("bob's token works");
+    assert_eq!(
+        (bob_caller.account, bob_caller.member),
+        (team.account_id, bob.member_id)
+    );
+    assert_eq!(bob_caller.role, Role::Member);
+    let phone = b
+        .alloc
+        .create_token(team.account_id, &member("bob"), "phone")
+        .await
+        .unwrap()
+        .unwrap();
+
+    let listed = b
+        .alloc
+        .list_members(team.account_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let shown: Vec<_> = listed
+        .iter()
+        .map(|m| (m.name.as_str(), m.role, m.tokens))
+        .collect();
+    assert_eq!(shown, [("alice", Role::Owner, 1), ("bob", Role::Member, 2)]);
+    assert_eq!(
+        b.alloc.list_members(team.account_id + 1000).await.unwrap(),
+        None
+    );
+
+    let now = now_ms();
+    let remove = |name: &str| {
+        let (alloc, name) = (b.alloc.clone(), member(name));
+        async move {
+            alloc
+                .remove_member(team.account_id, &name, now)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        remove("alice").await,
+        RemoveMember::LastOwner,
+        "the only owner stays"
+    );
+    assert_eq!(remove("carol").await, RemoveMember::NotFound);
+    assert_eq!(remove("bob").await, RemoveMember::Removed { tokens: 2 });
+    assert_eq!(caller(bob.token.clone()).await, None, "bob's laptop is out");
+    assert_eq!(caller(phone).await, None, "and his phone");
+    assert_eq!(
+        remove("bob").await,
+        RemoveMember::NotFound,
+        "removed already"
+    );
+    assert_eq!(
+        add(team.account_id, "bob", Role::Member).await,
+        AddMember::Taken,
+        "a removed member's name still names them"
+    );
+    let none = b
+        .alloc
+        .create_token(team.account_id, &member("bob"), "x")
+        .await;
+    assert_eq!(none.unwrap(), None, "no new token for a removed member");
+    let listed = b
+        .alloc
+        .list_members(team.account_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let last = listed.last().unwrap();
+    assert_eq!(
+        (last.name.as_str(), last.removed_at, last.tokens),
+        ("bob", Some(now), 0)
+    );
+    assert!(
+        caller(team.token.clone()).await.is_some(),
+        "alice still works"
+    );
+
+    // With a second owner, the first may go.
+    assert!(matches!(
+        add(team.account_id, "carol", Role::Owner).await,
+        AddMember::Added(_)
+    ));
+    assert_eq!(remove("alice").await, RemoveMember::Removed { tokens: 1 });
+    assert_eq!(remove("carol").await, RemoveMember::LastOwner);
+}
 pub async fn creates_number_without_gaps_and_replay(b: Backend) {
     let a = account(&b, "SYN").await;
     let mut uuids = Vec::new();

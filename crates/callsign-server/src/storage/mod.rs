@@ -19,11 +19,14 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use callsign_core::dto::{NewTask, Project, TaskPatch};
-use callsign_core::Prefix;
+use callsign_core::{MemberName, Prefix, Role};
 use uuid::Uuid;
 
 use crate::db::meta::InstanceId;
-use crate::db::{AccountId, ChangeRow, KeyRow, NewAccount, Result, Slot};
+use crate::db::{
+    AccountId, AddMember, Caller, ChangeRow, KeyRow, MemberRow, NewAccount, RemoveMember, Result,
+    Slot,
+};
 use crate::error::ApiResult;
 use crate::protocol::Reply;
 use crate::store::{Snapshot, StoreError};
@@ -204,16 +207,43 @@ pub trait AllocStore: Send + Sync + 'static {
         false
     }
 
-    // --- accounts, tokens, projects ---
+    // --- accounts, members, tokens, projects ---
+    /// A new account (a team) with its first project and its first member, an owner named
+    /// `owner`, who holds the token it returns.
     async fn create_account(
         &self,
         name: &str,
         prefix: &Prefix,
         project_name: &str,
+        owner: &MemberName,
     ) -> Result<NewAccount>;
-    /// A new token for `account` (`None`: no such account).
-    async fn create_token(&self, account: AccountId, device: &str) -> Result<Option<String>>;
-    async fn account_by_token_hash(&self, hash: &[u8]) -> Result<Option<AccountId>>;
+    /// A new token for the account's current member `member` (`None`: no such account or
+    /// current member).
+    async fn create_token(
+        &self,
+        account: AccountId,
+        member: &MemberName,
+        device: &str,
+    ) -> Result<Option<String>>;
+    /// The member a token belongs to; `None` for an unknown token or a removed member's.
+    async fn caller_by_token_hash(&self, hash: &[u8]) -> Result<Option<Caller>>;
+    /// Adds a member with a first token.
+    async fn add_member(
+        &self,
+        account: AccountId,
+        name: &MemberName,
+        role: Role,
+        device: &str,
+    ) -> Result<AddMember>;
+    /// Every member the account has had, current ones first (`None`: no such account).
+    async fn list_members(&self, account: AccountId) -> Result<Option<Vec<MemberRow>>>;
+    /// Removes a current member and deletes their tokens; never the last owner.
+    async fn remove_member(
+        &self,
+        account: AccountId,
+        name: &MemberName,
+        now: i64,
+    ) -> Result<RemoveMember>;
     async fn list_projects(&self, account: AccountId) -> Result<Vec<Project>>;
     /// `None`: the account has a project with this prefix already.
     async fn create_project(

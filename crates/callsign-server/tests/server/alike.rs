@@ -2,33 +2,9 @@
 //! renames through `router(state)`, on SQLite and on PostgreSQL (skipped without it, outside
 //! CI), since the check reads the account's projects through the storage trait.
 use axum::http::StatusCode;
-use callsign_server::storage::Database;
-use callsign_server::{AppState, Config};
 use serde_json::{json, Value};
 
-use crate::common::{add_account, Answer, TestApp};
-
-/// An app on `backend` ("sqlite" or "postgres") whose account's project is `prefix`; `None`
-/// when there is no PostgreSQL here.
-async fn app_on(backend: &str, prefix: &str) -> Option<TestApp> {
-    let dir = tempfile::tempdir().unwrap();
-    let database = match backend {
-        "sqlite" => Database::Sqlite(dir.path().to_owned()),
-        _ => {
-            let pg = callsign_pgtest::shared()?;
-            Database::Postgres(pg.fresh_schema("alike").await.unwrap())
-        }
-    };
-    let state = AppState::open(Config::with_database(database))
-        .await
-        .unwrap();
-    let account = add_account(&state, "a", prefix).await;
-    Some(TestApp {
-        state,
-        account,
-        _dir: dir,
-    })
-}
+use crate::common::{app_on, Answer, TestApp};
 
 impl TestApp {
     async fn new_project(&self, body: Value) -> Answer {

@@ -122,13 +122,41 @@ impl TestApp {
     }
 }
 
+/// An app on `backend` ("sqlite" or "postgres") whose account's project is `prefix`; `None`
+/// when there is no PostgreSQL here (outside CI).
+pub async fn app_on(backend: &str, prefix: &str) -> Option<TestApp> {
+    let dir = tempfile::tempdir().unwrap();
+    let database = match backend {
+        "sqlite" => callsign_server::storage::Database::Sqlite(dir.path().to_owned()),
+        _ => {
+            let pg = callsign_pgtest::shared()?;
+            let label = format!("app_{}", prefix.to_ascii_lowercase());
+            callsign_server::storage::Database::Postgres(pg.fresh_schema(&label).await.unwrap())
+        }
+    };
+    let state = AppState::open(Config::with_database(database))
+        .await
+        .unwrap();
+    let account = add_account(&state, "a", prefix).await;
+    Some(TestApp {
+        state,
+        account,
+        _dir: dir,
+    })
+}
+
 pub async fn add_account(state: &AppState, name: &str, prefix: &str) -> NewAccount {
     let prefix = Prefix::parse(prefix).unwrap();
     state
         .alloc
-        .create_account(name, &prefix, "Project")
+        .create_account(name, &prefix, "Project", &owner())
         .await
         .unwrap()
+}
+
+/// The member `account create` makes when it is not told a name.
+pub fn owner() -> callsign_core::MemberName {
+    callsign_core::MemberName::parse("owner").unwrap()
 }
 
 pub fn task(description: &str) -> Value {

@@ -11,6 +11,7 @@ mod crash;
 mod growth;
 mod hardening;
 mod limits;
+mod members;
 mod memory;
 mod nodes;
 mod renames;

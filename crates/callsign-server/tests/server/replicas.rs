@@ -23,7 +23,9 @@ async fn make_accounts(data_dir: &Path, n: usize) -> Vec<String> {
     db.write(move |c| {
         (0..n)
             .map(|i| {
-                accounts::create_account(c, &format!("a{i}"), &prefix, "Project").map(|a| a.token)
+                let owner = crate::common::owner();
+                accounts::create_account(c, &format!("a{i}"), &prefix, "Project", &owner)
+                    .map(|a| a.token)
             })
             .collect()
     })

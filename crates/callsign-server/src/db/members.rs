@@ -1,0 +1,246 @@
+//! Members of a team (an account) and the tokens that belong to them, on SQLite.
+//!
+//! The types here are the allocation store's for every backend ([`crate::storage::AllocStore`]).
+use callsign_core::{MemberName, Role};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::accounts::{self, AccountId};
+use super::Result;
+
+pub type MemberId = i64;
+
+/// Who a request comes from: the member its bearer token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub account: AccountId,
+    pub member: MemberId,
+    pub name: MemberName,
+    pub role: Role,
+}
+
+/// What `member add` made: the plain token is shown once and never stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct NewMember {
+    pub account_id: AccountId,
+    pub member_id: MemberId,
+    pub name: MemberName,
+    pub role: Role,
+    pub token: String,
+}
+
+/// A member as `member list` shows them to an admin.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MemberRow {
+    pub name: MemberName,
+    pub role: Role,
+    pub created_at: i64,
+    /// When they were removed; their name stays theirs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed_at: Option<i64>,
+    /// Tokens they hold now (none once removed).
+    pub tokens: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddMember {
+    Added(NewMember),
+    NoAccount,
+    /// The account has or had a member of this name.
+    Taken,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoveMember {
+    /// Removed; this many tokens stopped working.
+    Removed { tokens: u64 },
+    /// No current member of this name.
+    NotFound,
+    /// They are the team's only owner.
+    LastOwner,
+}
+
+/// Reads a stored role or name back; the table's CHECKs make a bad one corruption.
+pub fn role_of(s: &str) -> std::result::Result<Role, String> {
+    Role::parse(s).ok_or_else(|| format!("stored role {s:?} is not owner or member"))
+}
+
+pub fn name_of(s: &str) -> std::result::Result<MemberName, String> {
+    MemberName::parse(s).map_err(|e| format!("stored member name: {e}"))
+}
+
+fn convert<T>(col: usize, r: std::result::Result<T, String>) -> rusqlite::Result<T> {
+    r.map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+/// Adds a member; `None` when the account has or had one of this name.
+pub fn insert_member(
+    conn: &Connection,
+    account: AccountId,
+    name: &MemberName,
+    role: Role,
+    now: i64,
+) -> Result<Option<MemberId>> {
+    Ok(conn
+        .query_row(
+            "INSERT INTO members (account_id, name, role, created_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (account_id, name) DO NOTHING RETURNING id",
+            params![account, name.as_str(), role.as_str(), now],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// Adds a member with a first token, one transaction.
+pub fn add_member(
+    conn: &Connection,
+    account: AccountId,
+    name: &MemberName,
+    role: Role,
+    device: &str,
+    now: i64,
+) -> Result<AddMember> {
+    if !accounts::account_exists(conn, account)? {
+        return Ok(AddMember::NoAccount);
+    }
+    let Some(member_id) = insert_member(conn, account, name, role, now)? else {
+        return Ok(AddMember::Taken);
+    };
+    let token = accounts::create_token(conn, account, member_id, device)?;
+    Ok(AddMember::Added(NewMember {
+        account_id: account,
+        member_id,
+        name: name.clone(),
+        role,
+        token,
+    }))
+}
+
+/// The id of the account's current member of this name.
+pub fn current_member(
+    conn: &Connection,
+    account: AccountId,
+    name: &MemberName,
+) -> Result<Option<(MemberId, Role)>> {
+    Ok(conn
+        .query_row(
+            "SELECT id, role FROM members
+             WHERE account_id = ?1 AND name = ?2 AND removed_at IS NULL",
+            params![account, name.as_str()],
+            |r| Ok((r.get(0)?, convert(1, role_of(&r.get::<_, String>(1)?))?)),
+        )
+        .optional()?)
+}
+
+/// The member a token belongs to, if the token exists and its member is current.
+pub fn caller_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<Caller>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT t.account_id, m.id, m.name, m.role FROM tokens t
+             JOIN members m ON m.id = t.member_id
+             WHERE t.token_hash = ?1 AND m.removed_at IS NULL",
+        )?
+        .query_row([hash], |r| {
+            Ok(Caller {
+                account: r.get(0)?,
+                member: r.get(1)?,
+                name: convert(2, name_of(&r.get::<_, String>(2)?))?,
+                role: convert(3, role_of(&r.get::<_, String>(3)?))?,
+            })
+        })
+        .optional()?)
+}
+
+/// Every member the account has had, current ones first, each by name; `None`: no account.
+pub fn list_members(conn: &Connection, account: AccountId) -> Result<Option<Vec<MemberRow>>> {
+    if !accounts::account_exists(conn, account)? {
+        return Ok(None);
+    }
+    let mut st = conn.prepare_cached(
+        "SELECT m.name, m.role, m.created_at, m.removed_at,
+                (SELECT COUNT(*) FROM tokens t WHERE t.member_id = m.id)
+         FROM members m WHERE m.account_id = ?1
+         ORDER BY m.removed_at IS NOT NULL, m.name",
+    )?;
+    let rows = st.query_map([account], |r| {
+        Ok(MemberRow {
+            name: convert(0, name_of(&r.get::<_, String>(0)?))?,
+            role: convert(1, role_of(&r.get::<_, String>(1)?))?,
+            created_at: r.get(2)?,
+            removed_at: r.get(3)?,
+            tokens: r.get(4)?,
+        })
+    })?;
+    Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
+}
+
+/// Removes a current member: marks them removed and deletes their tokens, one transaction.
+/// The team's last owner cannot be removed.
+pub fn remove_member(
+    conn: &Connection,
+    account: AccountId,
+    name: &MemberName,
+    now: i64,
+) -> Result<RemoveMember> {
+    let Some((id, role)) = current_member(conn, account, name)? else {
+        return Ok(RemoveMember::NotFound);
+    };
+    if role == Role::Owner {
+        let owners: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM members
+             WHERE account_id = ?1 AND role = 'owner' AND removed_at IS NULL",
+            [account],
+            |r| r.get(0),
+        )?;
+        if owners <= 1 {
+            return Ok(RemoveMember::LastOwner);
+        }
+    }
+    conn.execute(
+        "UPDATE members SET removed_at = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
+    let tokens = conn.execute("DELETE FROM tokens WHERE member_id = ?1", [id])?;
+    Ok(RemoveMember::Removed {
+        tokens: tokens as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::accounts::hash_token;
+    use crate::db::{migrations, open_conn};
+
+    #[test]
+    fn the_migration_gives_each_account_an_owner_who_holds_its_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open_conn(&dir.path().join("a.sqlite3")).unwrap();
+        migrations().to_version(&mut c, 11).unwrap();
+        for (account, token) in [(1, "t1"), (1, "t2"), (2, "t3")] {
+            c.execute(
+                "INSERT OR IGNORE INTO accounts (id, name, created_at) VALUES (?1, 'a', 0)",
+                [account],
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO tokens (account_id, token_hash, device, created_at)
+                 VALUES (?1, ?2, 'd', 0)",
+                params![account, hash_token(token)],
+            )
+            .unwrap();
+        }
+        migrations().to_latest(&mut c).unwrap();
+        for (account, token) in [(1, "t1"), (1, "t2"), (2, "t3")] {
+            let caller = caller_by_token_hash(&c, &hash_token(token))
+                .unwrap()
+                .unwrap();
+            assert_eq!(caller.account, account);
+            assert_eq!((caller.name.as_str(), caller.role), ("owner", Role::Owner));
+        }
+        let listed = list_members(&c, 1).unwrap().unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].tokens, 2);
+    }
+}
