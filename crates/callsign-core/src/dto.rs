@@ -341,6 +341,46 @@ pub struct Member {
     pub role: crate::Role,
 }
 
+/// `POST /v1/invites`: an invite for one new member.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewInvite {
+    /// The role the new member gets (default `member`).
+    #[serde(default)]
+    pub role: Option<crate::Role>,
+    /// Hours until the code expires, 1-168 (default 24).
+    #[serde(default)]
+    pub expires_in_hours: Option<u32>,
+}
+
+/// An invite code, shown once: single use, until `expires_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Invite {
+    /// `XXXX-XXXX-XXXX-XXXX` (Crockford base 32; case, dashes and spaces are forgiven).
+    pub code: String,
+    pub role: crate::Role,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// `POST /v1/join`: redeem an invite code as a new member, with no token yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JoinRequest {
+    pub code: String,
+    /// The handle the new member picks (`@name` in captures).
+    pub name: String,
+    /// What the first token is for (default `default`).
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+/// What joining gave: the new member and their first token (shown once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Joined {
+    pub member: Member,
+    pub token: String,
+}
+
 /// `GET /v1/members`: the team's current members, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MemberList {

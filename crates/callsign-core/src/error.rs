@@ -81,6 +81,12 @@ pub enum ErrorCode {
     MemberTaken,
     /// The request would leave the team without an owner.
     LastOwner,
+    /// No invite has this code.
+    InviteNotFound,
+    /// The invite was redeemed already (each is single use).
+    InviteUsed,
+    /// The invite's time ran out.
+    InviteExpired,
 }
 
 impl ErrorCode {
@@ -126,6 +132,9 @@ impl ErrorCode {
             ErrorCode::MemberNotFound => "member_not_found",
             ErrorCode::MemberTaken => "member_taken",
             ErrorCode::LastOwner => "last_owner",
+            ErrorCode::InviteNotFound => "invite_not_found",
+            ErrorCode::InviteUsed => "invite_used",
+            ErrorCode::InviteExpired => "invite_expired",
         }
     }
 
@@ -141,7 +150,7 @@ impl ErrorCode {
             | ErrorCode::DuplicateHeader
             | ErrorCode::InvalidClientId => 400,
             ErrorCode::UnknownClient | ErrorCode::Forbidden => 403,
-            ErrorCode::VersionGone => 410,
+            ErrorCode::VersionGone | ErrorCode::InviteUsed | ErrorCode::InviteExpired => 410,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::NotImplemented => 501,
             ErrorCode::MethodNotAllowed => 405,
@@ -153,6 +162,7 @@ impl ErrorCode {
             | ErrorCode::TaskNotFound
             | ErrorCode::ProjectNotFound
             | ErrorCode::MemberNotFound
+            | ErrorCode::InviteNotFound
             | ErrorCode::NotFound => 404,
             ErrorCode::RequestInProgress
             | ErrorCode::TaskExists
@@ -214,6 +224,9 @@ impl ErrorCode {
             ErrorCode::MemberNotFound => "No such member",
             ErrorCode::MemberTaken => "Member name already in use",
             ErrorCode::LastOwner => "The team would have no owner",
+            ErrorCode::InviteNotFound => "No such invite code",
+            ErrorCode::InviteUsed => "Invite code already used",
+            ErrorCode::InviteExpired => "Invite code expired",
         }
     }
 
@@ -297,6 +310,9 @@ mod tests {
             ErrorCode::MemberNotFound,
             ErrorCode::MemberTaken,
             ErrorCode::LastOwner,
+            ErrorCode::InviteNotFound,
+            ErrorCode::InviteUsed,
+            ErrorCode::InviteExpired,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));

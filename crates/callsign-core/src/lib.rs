@@ -16,6 +16,7 @@ pub mod dto;
 mod error;
 pub mod filter;
 pub mod grammar;
+pub mod invite;
 mod key;
 mod member;
 pub mod merge;

@@ -9,7 +9,8 @@
 //! - a committed key missing from its TaskChampion task is written there;
 //! - settled slots older than the idempotency window in force are purged, in batches of
 //!   [`PURGE_BATCH`] (each its own short transaction), leaving a tombstone for the window's
-//!   evidence period ([`crate::storage::AllocStore::purge_settled`]).
+//!   evidence period ([`crate::storage::AllocStore::purge_settled`]);
+//! - invite codes a week past their expiry are deleted ([`crate::db::members::INVITE_KEPT_MS`]).
 //!
 //! It claims each slot's idempotency key like a request does, so it never runs beside a
 //! request for the same slot; every step checks the slot is still pending in the transaction
@@ -40,6 +41,7 @@ pub struct Report {
     pub failed: u64,
     pub keys_repaired: u64,
     pub purged: u64,
+    pub invites_purged: u64,
 }
 
 /// Runs the reaper every `interval` until the runtime shuts down.
@@ -74,6 +76,10 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     }
     report.keys_repaired = repair_keys(state).await?;
     report.purged = purge(state, now, window).await?;
+    report.invites_purged = state
+        .alloc
+        .purge_invites(now - crate::db::members::INVITE_KEPT_MS)
+        .await?;
     state.metrics.reaped("committed", report.committed);
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);

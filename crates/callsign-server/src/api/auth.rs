@@ -157,6 +157,36 @@ pub fn client_ip(parts: &Parts) -> IpAddr {
         .map_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED), |c| c.0.ip())
 }
 
+/// The client's address ([`client_ip`]), for a handler that limits failures itself.
+pub struct ClientIp(pub IpAddr);
+
+impl FromRequestParts<AppState> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp(client_ip(parts)))
+    }
+}
+
+/// `429 too_many_requests` with `Retry-After` while `ip` is past its failure limit.
+pub fn not_blocked(state: &AppState, ip: IpAddr) -> Result<(), ApiError> {
+    match state.auth_failures.blocked(ip, Instant::now()) {
+        Some(wait) => Err(ApiError {
+            retry_after: Some(wait.as_secs().max(1)),
+            ..ApiError::new(
+                ErrorCode::TooManyRequests,
+                "too many failed authentications from this address; wait and retry",
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Counts a failed authentication (or invite code) from `ip`.
+pub fn failed_from(state: &AppState, ip: IpAddr) {
+    state.auth_failures.failed(ip, Instant::now());
+}
+
 impl FromRequestParts<AppState> for Account {
     type Rejection = ApiError;
 
@@ -194,15 +224,7 @@ impl FromRequestParts<AppState> for Caller {
             return Ok(c);
         }
         if present {
-            if let Some(wait) = state.auth_failures.blocked(ip, Instant::now()) {
-                return Err(ApiError {
-                    retry_after: Some(wait.as_secs().max(1)),
-                    ..ApiError::new(
-                        ErrorCode::TooManyRequests,
-                        "too many failed authentications from this address; wait and retry",
-                    )
-                });
-            }
+            not_blocked(state, ip)?;
         }
         let hash = hash.ok_or_else(failed)?;
         let caller = state

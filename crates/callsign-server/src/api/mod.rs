@@ -31,6 +31,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/projects/{prefix}", patch(projects::update))
         .route("/v1/members", get(members::list))
         .route("/v1/members/{name}", delete(members::remove))
+        .route("/v1/invites", post(members::invite))
+        .route("/v1/join", post(members::join))
         .route(
             "/v1/tasks/{id}",
             put(tasks::create).get(tasks::get).patch(tasks::update),

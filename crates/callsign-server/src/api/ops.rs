@@ -28,6 +28,8 @@ use crate::AppState;
         super::projects::update,
         super::members::list,
         super::members::remove,
+        super::members::invite,
+        super::members::join,
         super::tasks::create,
         super::tasks::get,
         super::tasks::update,
@@ -48,6 +50,10 @@ use crate::AppState;
         callsign_core::dto::ProjectList,
         callsign_core::dto::Member,
         callsign_core::dto::MemberList,
+        callsign_core::dto::NewInvite,
+        callsign_core::dto::Invite,
+        callsign_core::dto::JoinRequest,
+        callsign_core::dto::Joined,
         callsign_core::Role,
         callsign_core::dto::ChangesPage,
         callsign_core::dto::Mutation,
@@ -102,16 +108,23 @@ impl utoipa::Modify for Contract {
             for op in ops.into_iter().flatten() {
                 let responses = &mut op.responses.responses;
                 if path.starts_with("/v1/") {
-                    op.security = Some(vec![SecurityRequirement::new(
-                        "bearer",
-                        Vec::<String>::new(),
-                    )]);
+                    // Joining is how a device without a token gets one.
+                    let open = path == "/v1/join";
+                    if !open {
+                        op.security = Some(vec![SecurityRequirement::new(
+                            "bearer",
+                            Vec::<String>::new(),
+                        )]);
+                    }
                     for (status, code) in [
                         ("400", "duplicate_header"),
                         ("401", "unauthorized"),
                         ("429", "too_many_requests (Retry-After)"),
                         ("503", "unavailable (Retry-After)"),
                     ] {
+                        if open && status == "401" {
+                            continue;
+                        }
                         match responses.get_mut(status) {
                             Some(RefOr::T(r)) => {
                                 r.description = format!("{}, {code}", r.description)

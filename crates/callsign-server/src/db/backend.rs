@@ -13,7 +13,8 @@ use super::{
     accounts, changes, each_item, members, meta, now_ms, renames, slots, window as db_window,
 };
 use super::{
-    AccountId, AddMember, Caller, ChangeRow, Db, MemberRow, NewAccount, RemoveMember, Result, Slot,
+    AccountId, AddMember, Caller, ChangeRow, Db, MemberRow, NewAccount, NewInvite, Redeem,
+    RemoveMember, Result, Slot,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::inflight::InFlight;
@@ -120,6 +121,31 @@ impl AllocStore for SqliteAlloc {
         let name = name.clone();
         self.db
             .write(move |c| members::remove_member(c, account, &name, now))
+            .await
+    }
+
+    async fn create_invite(&self, invite: NewInvite) -> Result<()> {
+        self.db
+            .write(move |c| members::create_invite(c, &invite))
+            .await
+    }
+
+    async fn redeem_invite(
+        &self,
+        code_hash: &[u8],
+        name: &MemberName,
+        device: &str,
+        now: i64,
+    ) -> Result<Redeem> {
+        let (hash, name, device) = (code_hash.to_vec(), name.clone(), device.to_owned());
+        self.db
+            .write(move |c| members::redeem_invite(c, &hash, &name, &device, now))
+            .await
+    }
+
+    async fn purge_invites(&self, before: i64) -> Result<u64> {
+        self.db
+            .write(move |c| members::purge_invites(c, before))
             .await
     }
 

@@ -59,6 +59,31 @@ pub enum RemoveMember {
     LastOwner,
 }
 
+/// An invite about to be stored: the code's hash, never the code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewInvite {
+    pub account: AccountId,
+    pub code_hash: Vec<u8>,
+    pub role: Role,
+    pub made_by: MemberId,
+    pub now: i64,
+    pub expires_at: i64,
+}
+
+/// What redeeming an invite code came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redeem {
+    Joined(NewMember),
+    NotFound,
+    Used,
+    Expired,
+    /// The team has or had a member of this name; the invite stays unused.
+    Taken,
+}
+
+/// How long an expired invite is kept before the reaper deletes it (ms).
+pub const INVITE_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
+
 /// Reads a stored role or name back; the table's CHECKs make a bad one corruption.
 pub fn role_of(s: &str) -> std::result::Result<Role, String> {
     Role::parse(s).ok_or_else(|| format!("stored role {s:?} is not owner or member"))
@@ -205,6 +230,77 @@ pub fn remove_member(
     Ok(RemoveMember::Removed {
         tokens: tokens as u64,
     })
+}
+
+pub fn create_invite(conn: &Connection, inv: &NewInvite) -> Result<()> {
+    conn.execute(
+        "INSERT INTO invites (account_id, code_hash, role, made_by, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            inv.account,
+            inv.code_hash,
+            inv.role.as_str(),
+            inv.made_by,
+            inv.now,
+            inv.expires_at
+        ],
+    )?;
+    Ok(())
+}
+
+/// Redeems an invite, one transaction: a new member of its account with its role, and a first
+/// token; the invite is used from then on.
+pub fn redeem_invite(
+    conn: &Connection,
+    code_hash: &[u8],
+    name: &MemberName,
+    device: &str,
+    now: i64,
+) -> Result<Redeem> {
+    let found = conn
+        .query_row(
+            "SELECT id, account_id, role, expires_at, used_at FROM invites WHERE code_hash = ?1",
+            [code_hash],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, AccountId>(1)?,
+                    convert(2, role_of(&r.get::<_, String>(2)?))?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((id, account, role, expires_at, used_at)) = found else {
+        return Ok(Redeem::NotFound);
+    };
+    if used_at.is_some() {
+        return Ok(Redeem::Used);
+    }
+    if expires_at <= now {
+        return Ok(Redeem::Expired);
+    }
+    let Some(member_id) = insert_member(conn, account, name, role, now)? else {
+        return Ok(Redeem::Taken);
+    };
+    conn.execute(
+        "UPDATE invites SET used_at = ?2, used_by = ?3 WHERE id = ?1",
+        params![id, now, member_id],
+    )?;
+    let token = accounts::create_token(conn, account, member_id, device)?;
+    Ok(Redeem::Joined(NewMember {
+        account_id: account,
+        member_id,
+        name: name.clone(),
+        role,
+        token,
+    }))
+}
+
+/// Deletes invites that expired before `before`; how many.
+pub fn purge_invites(conn: &Connection, before: i64) -> Result<u64> {
+    Ok(conn.execute("DELETE FROM invites WHERE expires_at < ?1", [before])? as u64)
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use crate::wal::Checkpointer;
 
 pub use accounts::{AccountId, NewAccount};
 pub use changes::ChangeRow;
-pub use members::{AddMember, Caller, MemberRow, NewMember, RemoveMember};
+pub use members::{AddMember, Caller, MemberRow, NewInvite, NewMember, Redeem, RemoveMember};
 pub use slots::{KeyRow, Slot, SlotState};
 
 /// The most jobs one group commit takes.
@@ -94,6 +94,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0010_moves.sql")),
         M::up(include_str!("../../migrations/0011_prefix_renames.sql")),
         M::up(include_str!("../../migrations/0012_members.sql")),
+        M::up(include_str!("../../migrations/0013_invites.sql")),
     ])
 }
 

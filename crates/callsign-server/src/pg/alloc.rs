@@ -30,7 +30,7 @@ use crate::db::accounts::{hash_token, new_token};
 use crate::db::meta::InstanceId;
 use crate::db::{
     now_ms, AccountId, AddMember, Caller, ChangeRow, DbError, KeyRow, MemberRow, NewAccount,
-    RemoveMember, Result, Slot, SlotState,
+    NewInvite, Redeem, RemoveMember, Result, Slot, SlotState,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{refused_reuse, Reply};
@@ -392,6 +392,33 @@ impl AllocStore for PgAlloc {
         let out = members::remove_member(&tx, account, name, now).await?;
         tx.commit().await?;
         Ok(out)
+    }
+
+    async fn create_invite(&self, invite: NewInvite) -> Result<()> {
+        let c = self.pool.get().await?;
+        members::create_invite(&c, &invite).await
+    }
+
+    async fn redeem_invite(
+        &self,
+        code_hash: &[u8],
+        name: &MemberName,
+        device: &str,
+        now: i64,
+    ) -> Result<Redeem> {
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let out = members::redeem_invite(&tx, code_hash, name, device, now).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    async fn purge_invites(&self, before: i64) -> Result<u64> {
+        let c = self.pool.get().await?;
+        Ok(
+            c.execute("DELETE FROM invites WHERE expires_at < $1", &[&before])
+                .await?,
+        )
     }
 
     async fn list_projects(&self, account: AccountId) -> Result<Vec<Project>> {

@@ -46,6 +46,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_members",
         include_str!("../../migrations/pg/0007_members.sql"),
     ),
+    (
+        "0008_invites",
+        include_str!("../../migrations/pg/0008_invites.sql"),
+    ),
 ];
 
 /// The advisory lock the migrations run under (any fixed number; "CALLSIGN" in ASCII).

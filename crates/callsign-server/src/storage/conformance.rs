@@ -20,7 +20,7 @@ use callsign_core::{ErrorCode, MemberName, Prefix, Priority, Role};
 use uuid::Uuid;
 
 use super::{AllocStore, Commit, Mutation, Op, Phase1, Reserved, TaskStore};
-use crate::db::{now_ms, AccountId, AddMember, RemoveMember};
+use crate::db::{now_ms, AccountId, AddMember, NewInvite, Redeem, RemoveMember};
 use crate::protocol::{fingerprint, Reply};
 
 /// A backend under test: fresh stores, and whatever must live as long as they do.
@@ -38,6 +38,7 @@ macro_rules! storage_conformance {
         $crate::storage_conformance!(@tests $make;
             accounts_tokens_and_projects,
             members_own_tokens_and_a_removed_one_has_none,
+            an_invite_is_redeemed_once_and_not_after_it_expires,
             creates_number_without_gaps_and_replay,
             a_claimed_key_is_in_progress_until_released,
             concurrent_creates_take_every_number_once,
@@ -257,6 +258,77 @@ pub async fn accounts_tokens_and_projects(b: Backend) {
     assert_eq!(b.alloc.instance_id().await.unwrap().len(), 16);
     assert!(b.alloc.cursor_key().await.unwrap().len() >= 32);
     b.alloc.probe().await.unwrap();
+}
+
+pub async fn an_invite_is_redeemed_once_and_not_after_it_expires(b: Backend) {
+    let syn = Prefix::parse("SYN").unwrap();
+    let team = b
+        .alloc
+        .create_account("team", &syn, "Sync", &member("alice"))
+        .await
+        .unwrap();
+    let hash = crate::db::accounts::hash_token(&team.token);
+    let alice = b.alloc.caller_by_token_hash(&hash).await.unwrap().unwrap();
+    let now = now_ms();
+    let invite = |code: &str, role, expires_at| {
+        let alloc = b.alloc.clone();
+        let inv = NewInvite {
+            account: team.account_id,
+            code_hash: code.as_bytes().to_vec(),
+            role,
+            made_by: alice.member,
+            now,
+            expires_at,
+        };
+        async move { alloc.create_invite(inv).await.unwrap() }
+    };
+    let redeem = |code: &str, name: &str, at| {
+        let (alloc, code, name) = (b.alloc.clone(), code.as_bytes().to_vec(), member(name));
+        async move {
+            alloc
+                .redeem_invite(&code, &name, "laptop", at)
+                .await
+                .unwrap()
+        }
+    };
+    invite("one", Role::Member, now + 1_000).await;
+    invite("two", Role::Owner, now + 1_000).await;
+    assert_eq!(
+        redeem("one", "alice", now).await,
+        Redeem::Taken,
+        "a taken name"
+    );
+    let Redeem::Joined(bob) = redeem("one", "bob", now).await else {
+        panic!("the code is still good after a taken name");
+    };
+    assert_eq!(
+        (bob.name.as_str(), bob.role, bob.account_id),
+        ("bob", Role::Member, team.account_id)
+    );
+    let hash = crate::db::accounts::hash_token(&bob.token);
+    let caller = b.alloc.caller_by_token_hash(&hash).await.unwrap().unwrap();
+    assert_eq!(
+        caller.member, bob.member_id,
+        "the token is the new member's"
+    );
+    assert_eq!(redeem("one", "carol", now).await, Redeem::Used);
+    assert_eq!(redeem("nope", "carol", now).await, Redeem::NotFound);
+    assert_eq!(redeem("two", "carol", now + 1_000).await, Redeem::Expired);
+    let Redeem::Joined(carol) = redeem("two", "carol", now + 999).await else {
+        panic!("not expired yet");
+    };
+    assert_eq!(carol.role, Role::Owner, "the invite's role");
+    invite("three", Role::Member, now + 5_000).await;
+    assert_eq!(
+        b.alloc.purge_invites(now + 2_000).await.unwrap(),
+        2,
+        "the expired two"
+    );
+    assert_eq!(redeem("one", "dave", now).await, Redeem::NotFound, "purged");
+    assert!(
+        matches!(redeem("three", "dave", now).await, Redeem::Joined(_)),
+        "kept"
+    );
 }
 
 pub async fn members_own_tokens_and_a_removed_one_has_none(b: Backend) {

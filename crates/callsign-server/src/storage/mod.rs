@@ -24,8 +24,8 @@ use uuid::Uuid;
 
 use crate::db::meta::InstanceId;
 use crate::db::{
-    AccountId, AddMember, Caller, ChangeRow, KeyRow, MemberRow, NewAccount, RemoveMember, Result,
-    Slot,
+    AccountId, AddMember, Caller, ChangeRow, KeyRow, MemberRow, NewAccount, NewInvite, Redeem,
+    RemoveMember, Result, Slot,
 };
 use crate::error::ApiResult;
 use crate::protocol::Reply;
@@ -244,6 +244,17 @@ pub trait AllocStore: Send + Sync + 'static {
         name: &MemberName,
         now: i64,
     ) -> Result<RemoveMember>;
+    async fn create_invite(&self, invite: NewInvite) -> Result<()>;
+    /// Redeems the invite whose code hashes to `code_hash`, one transaction (see [`Redeem`]).
+    async fn redeem_invite(
+        &self,
+        code_hash: &[u8],
+        name: &MemberName,
+        device: &str,
+        now: i64,
+    ) -> Result<Redeem>;
+    /// Deletes invites that expired before `before` (the reaper); how many.
+    async fn purge_invites(&self, before: i64) -> Result<u64>;
     async fn list_projects(&self, account: AccountId) -> Result<Vec<Project>>;
     /// `None`: the account has a project with this prefix already.
     async fn create_project(

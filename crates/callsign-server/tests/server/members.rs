@@ -373,3 +373,159 @@ async fn the_postgres_migration_gives_each_account_an_owner_who_holds_its_tokens
     let listed = alloc.list_members(1).await.unwrap().unwrap();
     assert_eq!((listed.len(), listed[0].tokens), (1, 2));
 }
+
+async fn join(app: &TestApp, body: Value) -> Answer {
+    app.call("", "POST", "/v1/join", None, Some(body)).await
+}
+
+async fn invites_and_joining(backend: &str) {
+    let Some(app) = app_on(backend, "SYN").await else {
+        return;
+    };
+    let owner = app.account.token.clone();
+    let bob = add(&app, "bob", Role::Member).await.token;
+    let a = app
+        .call(&bob, "POST", "/v1/invites", None, Some(json!({})))
+        .await;
+    refused(
+        &a,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "a member makes an invite",
+    );
+    for hours in [0, 169] {
+        let body = json!({"expires_in_hours": hours});
+        let a = app
+            .call(&owner, "POST", "/v1/invites", None, Some(body))
+            .await;
+        refused(
+            &a,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            "hours",
+        );
+    }
+    let a = app
+        .call(&owner, "POST", "/v1/invites", None, Some(json!({})))
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    let code = a.body["code"].as_str().unwrap().to_owned();
+    assert_eq!((code.len(), a.body["role"].as_str()), (19, Some("member")));
+    let expires: chrono::DateTime<chrono::Utc> =
+        a.body["expires_at"].as_str().unwrap().parse().unwrap();
+    let hours = (expires - chrono::Utc::now()).num_minutes() as f64 / 60.0;
+    assert!((23.9..=24.0).contains(&hours), "{hours} h");
+
+    // Redeemed once, typed loosely; the new member's token works and they are listed.
+    let loose = code.to_lowercase().replace('-', " ");
+    let a = join(&app, json!({"code": loose, "name": "bob", "device": "pc"})).await;
+    refused(&a, StatusCode::CONFLICT, "member_taken", "a taken name");
+    let a = join(&app, json!({"code": loose, "name": "Dave", "device": "pc"})).await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    assert_eq!(a.body["member"], json!({"name": "dave", "role": "member"}));
+    let dave = a.body["token"].as_str().unwrap().to_owned();
+    let list = app.call(&dave, "GET", "/v1/members", None, None).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(list.body["members"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"name": "dave", "role": "member"})));
+    let a = join(&app, json!({"code": code, "name": "erin"})).await;
+    refused(&a, StatusCode::GONE, "invite_used", "a used code");
+    assert!(
+        a.body["detail"].as_str().unwrap().contains("ask an owner"),
+        "{}",
+        a.body
+    );
+    let a = join(&app, json!({"code": "0000-0000-0000-0000", "name": "erin"})).await;
+    refused(
+        &a,
+        StatusCode::NOT_FOUND,
+        "invite_not_found",
+        "an unknown code",
+    );
+    let a = join(&app, json!({"code": "hello", "name": "erin"})).await;
+    refused(
+        &a,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_body",
+        "not a code",
+    );
+    let a = join(&app, json!({"code": code, "name": "9lives"})).await;
+    refused(
+        &a,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_body",
+        "not a name",
+    );
+    let a = join(
+        &app,
+        json!({"code": code, "name": "erin", "created_by": "x"}),
+    )
+    .await;
+    refused(
+        &a,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_body",
+        "an unknown field",
+    );
+
+    // An owner's invite makes an owner.
+    let body = json!({"role": "owner", "expires_in_hours": 1});
+    let a = app
+        .call(&owner, "POST", "/v1/invites", None, Some(body))
+        .await;
+    let a = join(&app, json!({"code": a.body["code"], "name": "erin"})).await;
+    assert_eq!(a.body["member"]["role"], "owner", "{}", a.body);
+    let erin = a.body["token"].as_str().unwrap().to_owned();
+    let made = app.call(
+        &erin,
+        "POST",
+        "/v1/projects",
+        None,
+        Some(json!({"name": "Ops", "prefix": "OPS"})),
+    );
+    assert_eq!(made.await.status, StatusCode::CREATED);
+
+    // Guessing codes is limited like guessing tokens.
+    let mut last = StatusCode::OK;
+    for _ in 0..30 {
+        last = join(
+            &app,
+            json!({"code": "0000-0000-0000-0001", "name": "mallory"}),
+        )
+        .await
+        .status;
+    }
+    assert_eq!(last, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invites_and_joining_on_sqlite() {
+    invites_and_joining("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invites_and_joining_on_postgres() {
+    invites_and_joining("postgres").await;
+}
+
+/// An expired code over HTTP: the invite's expiry is moved into the past in the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_code_is_refused() {
+    let app = app_on("sqlite", "SYN").await.unwrap();
+    let owner = app.account.token.clone();
+    let a = app
+        .call(&owner, "POST", "/v1/invites", None, Some(json!({})))
+        .await;
+    let code = a.body["code"].as_str().unwrap().to_owned();
+    let db = app.state.sqlite.clone().unwrap();
+    db.write(|c| {
+        c.execute("UPDATE invites SET expires_at = 0", [])
+            .map_err(Into::into)
+    })
+    .await
+    .unwrap();
+    let a = join(&app, json!({"code": code, "name": "late"})).await;
+    refused(&a, StatusCode::GONE, "invite_expired", "an expired code");
+}

@@ -7,7 +7,8 @@ use tokio_postgres::Row;
 use crate::db::accounts::{hash_token, new_token};
 use crate::db::members::{name_of, role_of, MemberId};
 use crate::db::{
-    AccountId, AddMember, Caller, DbError, MemberRow, NewMember, RemoveMember, Result,
+    AccountId, AddMember, Caller, DbError, MemberRow, NewInvite, NewMember, Redeem, RemoveMember,
+    Result,
 };
 
 fn stored<T>(r: std::result::Result<T, String>) -> Result<T> {
@@ -184,4 +185,67 @@ pub(super) async fn remove_member(
     )
     .await?;
     Ok(RemoveMember::Removed { tokens })
+}
+
+pub(super) async fn create_invite(c: &impl GenericClient, inv: &NewInvite) -> Result<()> {
+    c.execute(
+        "INSERT INTO invites (account_id, code_hash, role, made_by, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        &[
+            &inv.account,
+            &inv.code_hash,
+            &inv.role.as_str(),
+            &inv.made_by,
+            &inv.now,
+            &inv.expires_at,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// SQLite's `redeem_invite`, with the invite's row locked so two redemptions at once make one
+/// member.
+pub(super) async fn redeem_invite(
+    tx: &Transaction<'_>,
+    code_hash: &[u8],
+    name: &MemberName,
+    device: &str,
+    now: i64,
+) -> Result<Redeem> {
+    let found = tx
+        .query_opt(
+            "SELECT id, account_id, role, expires_at, used_at FROM invites
+             WHERE code_hash = $1 FOR UPDATE",
+            &[&code_hash],
+        )
+        .await?;
+    let Some(r) = found else {
+        return Ok(Redeem::NotFound);
+    };
+    let (id, account, expires_at, used_at): (i64, AccountId, i64, Option<i64>) =
+        (r.get(0), r.get(1), r.get(3), r.get(4));
+    let role = stored(role_of(r.get(2)))?;
+    if used_at.is_some() {
+        return Ok(Redeem::Used);
+    }
+    if expires_at <= now {
+        return Ok(Redeem::Expired);
+    }
+    let Some(member_id) = insert_member(tx, account, name, role, now).await? else {
+        return Ok(Redeem::Taken);
+    };
+    tx.execute(
+        "UPDATE invites SET used_at = $2, used_by = $3 WHERE id = $1",
+        &[&id, &now, &member_id],
+    )
+    .await?;
+    let token = insert_token(tx, account, member_id, device, now).await?;
+    Ok(Redeem::Joined(NewMember {
+        account_id: account,
+        member_id,
+        name: name.clone(),
+        role,
+        token,
+    }))
 }
