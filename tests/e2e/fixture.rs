@@ -119,6 +119,17 @@ impl TestServer {
             .to_owned())
     }
 
+    /// `callsign-server ARGS… --data-dir/--database … --account ID`, which must succeed: its
+    /// JSON (an admin's command, e.g. `member remove`, also while the server runs).
+    pub fn admin(&self, account: &Account, args: &[&str]) -> Result<Value> {
+        run_json(
+            Command::new(server_bin())
+                .args(args)
+                .args(&self.store)
+                .args(["--account", &account.id.to_string()]),
+        )
+    }
+
     /// Starts `serve` on `127.0.0.1:port` and waits (bounded) for its one listening line.
     pub fn serve(&mut self, port: u16) -> Result<()> {
         self.serve_crashing(port, None)

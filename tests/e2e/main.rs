@@ -32,4 +32,5 @@ mod server_crash;
 mod subtasks;
 mod task3;
 mod taskwarrior;
+mod team;
 mod undo;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_core::LOCAL_PROJECT;
+use callsign_core::{Role, LOCAL_PROJECT};
 use callsign_sync::paths::default_data_dir;
 use callsign_sync::reason::sync_problem;
 use callsign_sync::{Engine, NewTaskInput, TaskQuery, Token};
@@ -44,6 +44,24 @@ pub async fn run(cli: Cli) -> Result<()> {
             let token = login_token(token, token_stdin)?;
             let report = engine.login(&server, token, device).await?;
             out.login(&server, &report)
+        }
+        Command::Join {
+            server,
+            code,
+            name,
+            device,
+        } => {
+            let report = engine.join(&server, &code, &name, device).await?;
+            out.joined(&server, &report)
+        }
+        Command::Invite { owner, hours } => {
+            let role = if owner { Role::Owner } else { Role::Member };
+            let invite = engine.invite(role, hours).await?;
+            out.invite(&invite)
+        }
+        Command::Members => {
+            let members = engine.members().await?;
+            out.members(&members, engine.me()?.as_ref())
         }
         Command::Add {
             text,

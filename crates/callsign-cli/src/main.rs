@@ -108,6 +108,31 @@ pub enum Command {
         #[arg(long)]
         device: Option<String>,
     },
+    /// Join a team with an invite code from one of its owners: makes you a member with a
+    /// handle of your own and logs this device in (as `login` does) with your new token.
+    Join {
+        #[arg(long)]
+        server: String,
+        /// The invite code (XXXX-XXXX-XXXX-XXXX; case and dashes do not matter).
+        #[arg(long)]
+        code: String,
+        /// Your handle in the team (1-32 letters, digits, . _ -; a letter first): `@name`.
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        device: Option<String>,
+    },
+    /// Make an invite code for a new teammate (owners only): single use, valid 24 hours
+    /// unless `--hours` says otherwise (1-168).
+    Invite {
+        /// Invite another owner instead of a member.
+        #[arg(long)]
+        owner: bool,
+        #[arg(long)]
+        hours: Option<u32>,
+    },
+    /// The team's members and their roles (needs the server); `*` marks you.
+    Members,
     /// Capture a task (saved at once; provisional until the server numbers it).
     Add {
         #[arg(required = true, num_args = 1..)]

@@ -11,11 +11,11 @@ use std::borrow::Cow;
 use std::io::Write;
 
 use anyhow::Result;
-use callsign_core::dto::TaskStatus;
+use callsign_core::dto::{Invite, Member, TaskStatus};
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::lock::SyncLock;
 use callsign_sync::reason::{task_failure, waiting_reason};
-use callsign_sync::{Engine, Event, LocalTask, LoginReport, SyncStatus};
+use callsign_sync::{Engine, Event, JoinReport, LocalTask, LoginReport, SyncStatus};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -261,17 +261,76 @@ impl Out {
         Ok(())
     }
 
+    pub fn joined(&self, server: &str, r: &JoinReport) -> Result<()> {
+        if self.json {
+            return print_json(&json!({
+                "server": server,
+                "member": r.member,
+                "projects": r.login.projects.as_ref().ok(),
+                "error": r.login.projects.as_ref().err(),
+                "project": r.login.project,
+                "local": r.login.local,
+            }));
+        }
+        println!(
+            "joined the team at {server} as @{} ({})",
+            safe(&r.member.name),
+            r.member.role
+        );
+        self.login_lines(&r.login)
+    }
+
+    pub fn invite(&self, i: &Invite) -> Result<()> {
+        if self.json {
+            return print_json(&json!(i));
+        }
+        let local = i.expires_at.with_timezone(&chrono::Local);
+        println!("{}", i.code);
+        println!(
+            "single use, for a new {}, until {}: they run\n  callsign join --server URL \
+             --code {} --name THEIR-NAME\nor use \"Join a team\" in the app's settings",
+            i.role,
+            local.format("%Y-%m-%d %H:%M"),
+            i.code
+        );
+        Ok(())
+    }
+
+    pub fn members(&self, members: &[Member], me: Option<&Member>) -> Result<()> {
+        if self.json {
+            return print_json(&json!({ "members": members, "me": me }));
+        }
+        for m in members {
+            let mark = if me.is_some_and(|me| me.name == m.name) {
+                "*"
+            } else {
+                " "
+            };
+            println!("{mark} @{:<32} {}", safe(&m.name), m.role);
+        }
+        Ok(())
+    }
+
     pub fn login(&self, server: &str, r: &LoginReport) -> Result<()> {
         if self.json {
             return print_json(&json!({
                 "server": server,
+                "me": r.me.as_ref().ok(),
                 "projects": r.projects.as_ref().ok(),
                 "error": r.projects.as_ref().err(),
                 "project": r.project,
                 "local": r.local,
             }));
         }
-        println!("logged in to {server}");
+        match &r.me {
+            Ok(me) => println!("logged in to {server} as @{} ({})", safe(&me.name), me.role),
+            Err(_) => println!("logged in to {server}"),
+        }
+        self.login_lines(r)
+    }
+
+    /// What a login found: the projects, the default project, the local inbox.
+    fn login_lines(&self, r: &LoginReport) -> Result<()> {
         match &r.projects {
             Ok(ps) => {
                 let names: Vec<_> = ps

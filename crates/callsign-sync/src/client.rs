@@ -1,5 +1,7 @@
 //! The HTTP side: `POST /v1/sync`, `GET /v1/changes`, `GET`/`POST /v1/projects`,
-//! `PATCH /v1/projects/{prefix}`, with the bearer token, and the reconnect probe `GET /healthz`.
+//! `PATCH /v1/projects/{prefix}`, the team's `GET /v1/me`, `GET /v1/members` and
+//! `POST /v1/invites`, with the bearer token; `POST /v1/join` and the reconnect probe
+//! `GET /healthz` without it.
 //!
 //! Every failure comes back as a [`CallError`] that says whether to retry and honours the
 //! server's `Retry-After`. No request waits longer than [`REQUEST_TIMEOUT`]; connecting gives up
@@ -10,7 +12,10 @@
 //! configured origin (scheme, host and port), so task text is never sent anywhere else.
 use std::time::Duration;
 
-use callsign_core::dto::{MutationResult, ProjectList, SyncRequest, Task};
+use callsign_core::dto::{
+    Invite, JoinRequest, Joined, Member, MemberList, MutationResult, NewInvite, ProjectList,
+    SyncRequest, Task,
+};
 use callsign_core::{ErrorCode, Problem};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -54,11 +59,21 @@ impl From<CallError> for Error {
 pub struct Client {
     http: reqwest::Client,
     base: String,
-    token: Token,
+    /// `None` for a device with no token yet (it can only join).
+    token: Option<Token>,
 }
 
 impl Client {
     pub fn new(base: &str, token: Token) -> Result<Client, Error> {
+        Client::with(base, Some(token))
+    }
+
+    /// A client with no token: for `POST /v1/join` only.
+    pub fn anonymous(base: &str) -> Result<Client, Error> {
+        Client::with(base, None)
+    }
+
+    fn with(base: &str, token: Option<Token>) -> Result<Client, Error> {
         let origin = reqwest::Url::parse(base)
             .map_err(|e| Error::Invalid(format!("server URL {base:?}: {e}")))?
             .origin();
@@ -152,6 +167,33 @@ impl Client {
         self.send(rb).await
     }
 
+    /// Redeems an invite code: `POST /v1/join` (no token); the new member and their token.
+    pub async fn join(&self, req: &JoinRequest) -> Result<Joined, CallError> {
+        let rb = self.http.post(format!("{}/v1/join", self.base)).json(req);
+        self.send(rb).await
+    }
+
+    /// Whose the token is: `GET /v1/me`.
+    pub async fn me(&self) -> Result<Member, CallError> {
+        self.send(self.http.get(format!("{}/v1/me", self.base)))
+            .await
+    }
+
+    /// The team: `GET /v1/members`.
+    pub async fn members(&self) -> Result<MemberList, CallError> {
+        self.send(self.http.get(format!("{}/v1/members", self.base)))
+            .await
+    }
+
+    /// An invite code (owners): `POST /v1/invites`.
+    pub async fn invite(&self, req: &NewInvite) -> Result<Invite, CallError> {
+        let rb = self
+            .http
+            .post(format!("{}/v1/invites", self.base))
+            .json(req);
+        self.send(rb).await
+    }
+
     /// The cheap reconnect probe: does the server answer `GET /healthz` with a success within
     /// [`PROBE_TIMEOUT`]? No token is sent (the route needs none).
     pub async fn reachable(&self) -> bool {
@@ -167,21 +209,21 @@ impl Client {
             },
             retry_after: None,
         };
-        let mut resp = rb
-            .bearer_auth(self.token.expose())
-            .send()
-            .await
-            .map_err(|e| match off_origin(&e) {
-                Some(to) => CallError {
-                    error: Error::Untrusted(format!(
-                        "the server at {} redirected to {to}; a redirect off the configured \
+        let rb = match &self.token {
+            Some(t) => rb.bearer_auth(t.expose()),
+            None => rb,
+        };
+        let mut resp = rb.send().await.map_err(|e| match off_origin(&e) {
+            Some(to) => CallError {
+                error: Error::Untrusted(format!(
+                    "the server at {} redirected to {to}; a redirect off the configured \
                          origin is never followed (set the server URL to where it should go)",
-                        self.base
-                    )),
-                    retry_after: None,
-                },
-                None => unreachable(e),
-            })?;
+                    self.base
+                )),
+                retry_after: None,
+            },
+            None => unreachable(e),
+        })?;
         let status = resp.status();
         let retry_after = resp
             .headers()

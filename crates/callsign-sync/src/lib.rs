@@ -32,7 +32,7 @@ pub mod sync_loop;
 pub mod undo;
 pub mod verify;
 
-pub use engine::{matches_filter, Engine, LoginReport, NewTaskInput, Options};
+pub use engine::{matches_filter, Engine, JoinReport, LoginReport, NewTaskInput, Options};
 pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, Sort, SyncState};

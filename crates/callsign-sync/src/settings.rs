@@ -67,7 +67,7 @@ impl Settings {
     }
 }
 
-fn validate_url(url: &str) -> Result<()> {
+pub(crate) fn validate_url(url: &str) -> Result<()> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(())
     } else {

@@ -1,4 +1,4 @@
-//! The team: `GET /v1/members`, `DELETE /v1/members/{name}`, `POST /v1/invites`,
+//! The team: `GET /v1/me`, `GET /v1/members`, `DELETE /v1/members/{name}`, `POST /v1/invites`,
 //! `POST /v1/join`. Every member sees who is in it; only owners remove members and make
 //! invites (`403 forbidden`). A removed member's tokens answer `401` from their next request
 //! on, here and on every other node; the tasks they made keep their name. An invite code is
@@ -35,6 +35,16 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
         })
         .collect();
     Ok(Json(MemberList { members }))
+}
+
+#[utoipa::path(get, path = "/v1/me", operation_id = "me",
+    description = "The member the token belongs to: how a device learns whose it is.",
+    responses((status = 200, body = Member)))]
+pub async fn me(caller: Caller) -> Json<Member> {
+    Json(Member {
+        name: caller.name.to_string(),
+        role: caller.role,
+    })
 }
 
 #[utoipa::path(delete, path = "/v1/members/{name}", operation_id = "removeMember",

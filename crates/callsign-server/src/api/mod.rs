@@ -29,6 +29,7 @@ pub fn router(state: AppState) -> Router {
     let single = Router::new()
         .route("/v1/projects", get(projects::list).post(projects::create))
         .route("/v1/projects/{prefix}", patch(projects::update))
+        .route("/v1/me", get(members::me))
         .route("/v1/members", get(members::list))
         .route("/v1/members/{name}", delete(members::remove))
         .route("/v1/invites", post(members::invite))

@@ -26,6 +26,7 @@ use crate::AppState;
         super::projects::list,
         super::projects::create,
         super::projects::update,
+        super::members::me,
         super::members::list,
         super::members::remove,
         super::members::invite,

@@ -42,6 +42,8 @@ async fn roles_and_removal(backend: &str) {
     let bob = add(&app, "Bob", Role::Member).await.token;
     let carol = add(&app, "carol", Role::Owner).await.token;
 
+    let me = app.call(&bob, "GET", "/v1/me", None, None).await;
+    assert_eq!(me.body, json!({"name": "bob", "role": "member"}));
     let list = app.call(&bob, "GET", "/v1/members", None, None).await;
     assert_eq!(list.status, StatusCode::OK, "{}", list.body);
     assert_eq!(

@@ -22,6 +22,8 @@ const LOGIN_WAIT: Duration = Duration::from_secs(5);
 /// What `login` learned from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginReport {
+    /// The member the token belongs to, or why the server could not say.
+    pub me: std::result::Result<callsign_core::dto::Member, String>,
     /// The account's projects, or why they could not be fetched (the login is saved either way).
     pub projects: std::result::Result<Vec<Project>, String>,
     /// The default project after login.
@@ -50,11 +52,13 @@ impl Engine {
         // A cursor means something only to the server (and account) that gave it out: after a
         // login, read the whole feed again (reconciling a task twice is harmless).
         self.store().set(crate::store::CURSOR, None)?;
+        let me = self.learn_me().await;
         let projects = match tokio::time::timeout(LOGIN_WAIT, self.fetch_projects()).await {
             Ok(r) => r,
             Err(_) => Err(format!("no answer within {} s", LOGIN_WAIT.as_secs())),
         };
         Ok(LoginReport {
+            me,
             projects,
             project: self.settings()?.project,
             local: self.status()?.local,

@@ -8,11 +8,13 @@ mod control;
 mod drain;
 mod grammar;
 mod rename;
+mod team;
 
 pub use drain::LoginReport;
 pub use grammar::matches_filter;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+pub use team::JoinReport;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use callsign_core::merge::Field;
