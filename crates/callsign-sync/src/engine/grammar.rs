@@ -14,16 +14,25 @@ use crate::undo::{Journal, UndoKind};
 
 impl Engine {
     /// The prefixes a `PFX-N` in a filter may name: the account's projects as last seen (old
-    /// prefixes too), the local inbox, and the prefixes of the keys held here.
+    /// prefixes too), the local inbox, and the prefixes of the keys held here. Read again only
+    /// after a write to the store (the app asks on every keystroke of its filter bar, and the
+    /// prefixes in use take a scan of every task).
     pub fn known_prefixes(&self) -> Result<Vec<String>> {
+        let store = self.store();
+        let stamp = store.write_stamp()?;
+        let mut cache = self.inner.known.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, known)) = cache.as_ref().filter(|(at, _)| *at == stamp) {
+            return Ok(known.clone());
+        }
         let mut known = vec![LOCAL_PROJECT.to_owned()];
-        for p in projects::cached(&self.store())? {
+        for p in projects::cached(&store)? {
             known.push(p.prefix);
             known.extend(p.previous_prefixes);
         }
-        known.extend(self.store().projects_in_use()?);
+        known.extend(store.projects_in_use()?);
         known.sort();
         known.dedup();
+        *cache = Some((stamp, known.clone()));
         Ok(known)
     }
 
@@ -141,6 +150,7 @@ mod tests {
     use uuid::Uuid;
 
     use crate::engine::{Engine, NewTaskInput};
+    use crate::model::LocalTask;
     use crate::outbox_state::Outcome;
 
     fn engine() -> (tempfile::TempDir, Engine) {
@@ -174,29 +184,35 @@ mod tests {
             .enumerate()
             .map(|(i, r)| {
                 let t = store.task(r.uuid).unwrap().unwrap();
-                let key = keys[i];
-                let n = key.rsplit(['-', '.']).next().unwrap().parse().unwrap();
-                let task = Task {
-                    uuid: t.uuid,
-                    key: Some(key.to_owned()),
-                    project: "MOD".into(),
-                    number: Some(n),
-                    description: t.description,
-                    notes: t.notes,
-                    status: TaskStatus::Pending,
-                    tags: t.tags,
-                    due: None,
-                    priority: None,
-                    parent: t.parent,
-                    previous_keys: vec![],
-                    conflicts: vec![],
-                    created_at: t.created_at,
-                    modified_at: t.modified_at,
-                };
-                (r.clone(), Outcome::Done(Some(task)))
+                (
+                    r.clone(),
+                    Outcome::Done(Some(from_server(&t, keys[i], "MOD"))),
+                )
             })
             .collect();
         store.record_answers(&answers, |_| 0, 2).unwrap();
+    }
+
+    /// The task as the server sends it, numbered `key` in `project`.
+    fn from_server(t: &LocalTask, key: &str, project: &str) -> Task {
+        let n = key.rsplit(['-', '.']).next().unwrap().parse().unwrap();
+        Task {
+            uuid: t.uuid,
+            key: Some(key.to_owned()),
+            project: project.into(),
+            number: Some(n),
+            description: t.description.clone(),
+            notes: t.notes.clone(),
+            status: TaskStatus::Pending,
+            tags: t.tags.clone(),
+            due: None,
+            priority: None,
+            parent: t.parent,
+            previous_keys: vec![],
+            conflicts: vec![],
+            created_at: t.created_at,
+            modified_at: t.modified_at,
+        }
     }
 
     fn open_rows(e: &Engine, u: Uuid) -> usize {
@@ -252,6 +268,35 @@ mod tests {
             "nothing was written"
         );
         assert_eq!(open_rows(&e, a), 0);
+    }
+
+    /// Whether the engine's filter reads `word` as a key (its prefix is known) or as a word.
+    fn reads_as_key(e: &Engine, word: &str) -> bool {
+        !e.parse_filter(&[word]).unwrap().keys.is_empty()
+    }
+
+    #[test]
+    fn a_prefix_pulled_or_captured_elsewhere_is_known_to_the_next_filter() {
+        let (dir, e) = engine();
+        let u = add(&e, "Moved", &[]);
+        number_all(&e, &["MOD-1"]);
+        assert!(!reads_as_key(&e, "OPS-7"), "no task is in OPS yet");
+        // Moved on another device: the sync loop applies the pull through the store, not
+        // through the engine's writes.
+        let pulled = from_server(&e.get_uuid(u).unwrap(), "OPS-7", "OPS");
+        e.store().apply_changes(&[pulled], "c1").unwrap();
+        assert!(reads_as_key(&e, "OPS-7"));
+        // Another process (the CLI beside the app) captures into a new project.
+        assert!(!reads_as_key(&e, "NEW-1"));
+        let other = Engine::open(dir.path()).unwrap();
+        other
+            .create(NewTaskInput {
+                description: "Elsewhere".into(),
+                project: Some("NEW".into()),
+                ..NewTaskInput::default()
+            })
+            .unwrap();
+        assert!(reads_as_key(&e, "NEW-1"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::events::{Event, SyncStatus};
 use crate::model::{LocalTask, SyncState};
 use crate::pass::DEFAULT_BATCH;
 use crate::settings::{load_token, save_token, Settings, Token};
-use crate::store::{Discarded, Store, TaskFilter, TaskQuery};
+use crate::store::{Discarded, Store, TaskFilter, TaskQuery, WriteStamp};
 use crate::sync_loop::Command;
 use crate::undo::{Journal, UndoKind, Undone};
 
@@ -82,6 +82,9 @@ struct Inner {
     wake: Arc<Notify>,
     opts: Options,
     running: Mutex<Option<LoopHandle>>,
+    /// [`Engine::known_prefixes`] as last read, under the store's [`Store::write_stamp`] then:
+    /// reused only while no write (here, by the sync loop or by another process) came since.
+    known: Mutex<Option<(WriteStamp, Vec<String>)>>,
 }
 
 /// Cheap to clone; all clones share one store connection, one event channel and one loop.
@@ -113,6 +116,7 @@ impl Engine {
                 wake: Arc::new(Notify::new()),
                 opts,
                 running: Mutex::new(None),
+                known: Mutex::new(None),
             }),
         })
     }
