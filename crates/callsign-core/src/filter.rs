@@ -274,14 +274,20 @@ impl Filter {
         !self.statuses.is_empty() || !self.sync.is_empty()
     }
 
+    /// The statuses a task must have to pass (empty: any): the filter's own when it asks for
+    /// a status, else `default_statuses`.
+    pub fn statuses_or<'a>(&'a self, default_statuses: &'a [TaskStatus]) -> &'a [TaskStatus] {
+        if self.asks_status() {
+            &self.statuses
+        } else {
+            default_statuses
+        }
+    }
+
     /// Whether the task passes. `default_statuses` apply when the filter names no status (an
     /// empty default: any status).
     pub fn matches(&self, t: &Facts<'_>, default_statuses: &[TaskStatus]) -> bool {
-        let statuses = if self.asks_status() {
-            &self.statuses[..]
-        } else {
-            default_statuses
-        };
+        let statuses = self.statuses_or(default_statuses);
         if !statuses.is_empty() && !statuses.contains(&t.status) {
             return false;
         }

@@ -46,11 +46,17 @@ impl Engine {
 
     /// The filter's tasks in capture order; `default_statuses` apply when it names none.
     pub fn filter(&self, f: &Filter, default_statuses: &[TaskStatus]) -> Result<Vec<LocalTask>> {
-        let every = self.query(&TaskQuery {
-            all: true,
+        // The store reads pending tasks alone or every task, of one project when the filter
+        // names just one; that is never fewer than the filter keeps, and it decides the rest.
+        let read = self.query(&TaskQuery {
+            all: f.statuses_or(default_statuses) != [TaskStatus::Pending],
+            project: match f.projects.as_slice() {
+                [one] => Some(one.clone()),
+                _ => None,
+            },
             ..TaskQuery::default()
         })?;
-        Ok(every
+        Ok(read
             .into_iter()
             .filter(|t| matches_filter(f, t, default_statuses))
             .collect())
@@ -297,6 +303,43 @@ mod tests {
             })
             .unwrap();
         assert!(reads_as_key(&e, "NEW-1"));
+    }
+
+    #[test]
+    fn a_filter_keeps_the_same_tasks_as_from_a_read_of_every_task() {
+        let (_d, e) = engine();
+        for d in ["open", "done", "gone", "open too"] {
+            add(&e, d, &["x"]);
+        }
+        number_all(&e, &["MOD-1", "MOD-2", "MOD-3", "MOD-4"]);
+        e.complete("MOD-2").unwrap();
+        e.delete("MOD-3").unwrap();
+        e.set_project("MOD-4", "OPS").unwrap();
+        add(&e, "provisional", &[]);
+        let labels =
+            |tasks: Vec<LocalTask>| -> Vec<String> { tasks.iter().map(LocalTask::label).collect() };
+        let every = e.list(crate::store::TaskFilter { all: true }).unwrap();
+        for (words, want) in [
+            (&[][..], &["MOD-1", "MOD-4"][..]),
+            (&["+x"], &["MOD-1", "MOD-4"]),
+            (&["#MOD"], &["MOD-1"]),
+            (&["#MOD", "#OPS"], &["MOD-1", "MOD-4"]),
+            (&["status:completed"], &["MOD-2"]),
+            (&["#MOD", "status:all"], &["MOD-1", "MOD-2", "MOD-3"]),
+            (
+                &["status:pending", "status:deleted"],
+                &["MOD-1", "MOD-3", "MOD-4"],
+            ),
+        ] {
+            let f = e.parse_filter(words).unwrap();
+            let got = labels(e.filter(&f, &[TaskStatus::Pending]).unwrap());
+            let from_every = every
+                .iter()
+                .filter(|t| super::matches_filter(&f, t, &[TaskStatus::Pending]));
+            assert_eq!(got, labels(from_every.cloned().collect()), "{words:?}");
+            let numbered: Vec<&String> = got.iter().filter(|l| !l.starts_with('~')).collect();
+            assert_eq!(numbered, want, "{words:?}");
+        }
     }
 
     #[test]
