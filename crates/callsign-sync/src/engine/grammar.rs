@@ -1,7 +1,7 @@
 //! The shared filter grammar and `modify`'s changes ([`callsign_core::filter`],
 //! [`callsign_core::modify`]) on this device's tasks.
 use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_core::filter::{haystack, Facts, Filter};
+use callsign_core::filter::{Facts, Filter};
 use callsign_core::modify::Modification;
 use callsign_core::LOCAL_PROJECT;
 
@@ -120,22 +120,11 @@ impl Engine {
 
 /// The filter's verdict on a local task (`default_statuses` as in [`Filter::matches`]).
 pub fn matches_filter(f: &Filter, t: &LocalTask, default_statuses: &[TaskStatus]) -> bool {
-    // The text is built only when a word needs it.
-    let text = if f.words.is_empty() {
-        String::new()
-    } else {
-        haystack(
-            &t.description,
-            &t.notes,
-            t.key.as_deref(),
-            &t.previous_keys,
-            &t.short_id(),
-            &t.tags,
-        )
-    };
     f.matches(
         &Facts {
-            text: &text,
+            uuid: t.uuid,
+            description: &t.description,
+            notes: &t.notes,
             tags: &t.tags,
             project: &t.project,
             key: t.key.as_deref(),
