@@ -5,7 +5,7 @@ use callsign_core::filter::{Facts, Filter};
 use callsign_core::modify::Modification;
 use callsign_core::LOCAL_PROJECT;
 
-use super::{check_move, Engine};
+use super::{check_move, checked_patch, Engine};
 use crate::error::{Error, Result};
 use crate::model::{LocalTask, SyncState};
 use crate::projects;
@@ -97,20 +97,27 @@ impl Engine {
         let mut journal = Journal::Step(UndoKind::Edit);
         let next = |j: &mut Journal| std::mem::replace(j, Journal::Join(UndoKind::Edit));
         let mut out = Vec::with_capacity(tasks.len());
+        // A task is not read again to be changed: another task's change in this command
+        // leaves its fields and failed requests as they were read (a provisional parent's
+        // move takes its subtasks along, but a subtask named too is moved itself, and that
+        // answers it as it is then). One left unchanged is read again, since another's change
+        // may show on it (a parent sent again no longer holds it back).
         for t in tasks {
-            let uuid = t.uuid.to_string();
             let mut patch: TaskPatch = m.patch(&t.tags);
+            let mut moved = None;
             match moving(&t) {
                 Some(p) if t.key.is_some() => patch.project = Some(p.to_string()),
-                Some(p) => {
-                    self.set_project_as(&uuid, p.as_str(), next(&mut journal))?;
-                }
+                Some(p) => moved = Some(self.move_task(&t, p, next(&mut journal))?),
                 None => {}
             }
-            let after = if patch.is_empty() {
-                self.get(&uuid)?
+            let after = if !patch.is_empty() {
+                checked_patch(&patch)?;
+                self.edit_task(moved.as_ref().unwrap_or(&t), patch, next(&mut journal))?
             } else {
-                self.edit_as(&uuid, patch, next(&mut journal))?
+                match moved {
+                    Some(after) => after,
+                    None => self.get_uuid(t.uuid)?,
+                }
             };
             out.push(after);
         }

@@ -347,7 +347,12 @@ impl Engine {
 
     fn edit_as(&self, task_ref: &str, patch: TaskPatch, journal: Journal) -> Result<LocalTask> {
         checked_patch(&patch)?;
-        let task = self.get(task_ref)?;
+        self.edit_task(&self.get(task_ref)?, patch, journal)
+    }
+
+    /// [`Engine::edit_as`] on a task already read (and a `patch` already checked): `task`
+    /// names it and says whether it has a failed request to send again with the change.
+    fn edit_task(&self, task: &LocalTask, patch: TaskPatch, journal: Journal) -> Result<LocalTask> {
         let now = self.inner.opts.clock.now();
         {
             let mut store = self.store();
@@ -531,9 +536,13 @@ impl Engine {
 
     fn set_project_as(&self, task_ref: &str, project: &str, journal: Journal) -> Result<LocalTask> {
         let prefix = project_prefix(project)?;
-        let task = self.get(task_ref)?;
+        self.move_task(&self.get(task_ref)?, &prefix, journal)
+    }
+
+    /// [`Engine::set_project_as`] on a task already read.
+    fn move_task(&self, task: &LocalTask, prefix: &Prefix, journal: Journal) -> Result<LocalTask> {
         if task.key.is_some() {
-            check_move(&task, &prefix)?;
+            check_move(task, prefix)?;
             if task.project == prefix.as_str() {
                 return Err(Error::Invalid(format!(
                     "{} is in {prefix} already",
@@ -544,12 +553,12 @@ impl Engine {
                 project: Some(prefix.to_string()),
                 ..TaskPatch::default()
             };
-            return self.edit_as(&task.uuid.to_string(), patch, journal);
+            return self.edit_task(task, patch, journal);
         }
         let now = self.inner.opts.clock.now();
         self.store().set_project(
             task.uuid,
-            &prefix,
+            prefix,
             || Uuid::new_v4().to_string(),
             now,
             journal,
