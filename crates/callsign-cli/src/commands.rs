@@ -94,12 +94,17 @@ pub async fn run(cli: Cli) -> Result<()> {
             report,
         } => {
             let f = engine.parse_filter(&filter_words(filter, project, false, false))?;
-            let mut tasks = engine.next(&TaskQuery::default())?;
-            tasks.retain(|t| callsign_sync::matches_filter(&f, t, &[TaskStatus::Pending]));
-            if report.sort.is_some() {
-                // Sorted from capture order, as `list` is, so that ties keep it.
-                crate::report::capture_order(&mut tasks, &engine.query(&TaskQuery::default())?);
-            }
+            let mut tasks = if report.sort.is_some() {
+                // `next`'s tasks (pending, not blocked) sorted from capture order, as `list` is,
+                // so that ties keep it: read in that order, not leaf-first and put back.
+                let mut tasks = engine.filter(&f, &[TaskStatus::Pending])?;
+                tasks.retain(|t| t.status == TaskStatus::Pending && !t.is_blocked());
+                tasks
+            } else {
+                let mut tasks = engine.next(&TaskQuery::default())?;
+                tasks.retain(|t| callsign_sync::matches_filter(&f, t, &[TaskStatus::Pending]));
+                tasks
+            };
             crate::report::sort(report.sort, &mut tasks);
             out.list(&engine, &tasks, &report.columns)
         }

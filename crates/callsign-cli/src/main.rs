@@ -450,9 +450,13 @@ mod tests {
 
     use super::{error_code, json_asked, Cli, Command};
 
+    /// The command line as `main` hands it to clap.
+    fn argv(args: &[&str]) -> Vec<std::ffi::OsString> {
+        super::words_not_options(args.iter().map(Into::into).collect())
+    }
+
     fn parse(args: &[&str]) -> Cli {
-        let args = super::words_not_options(args.iter().map(Into::into).collect());
-        Cli::try_parse_from(args).unwrap()
+        Cli::try_parse_from(argv(args)).unwrap()
     }
 
     #[test]
@@ -481,24 +485,12 @@ mod tests {
             Command::Modify { args } => assert_eq!(args, ["DEV-1", "--", "-x", "DEV-2"]),
             other => panic!("parsed as {other:?}"),
         }
-        let bad = super::words_not_options(
-            ["callsign", "list", "--no-such-flag"]
-                .iter()
-                .map(Into::into)
-                .collect(),
-        );
         assert!(
-            Cli::try_parse_from(bad).is_err(),
+            Cli::try_parse_from(argv(&["callsign", "list", "--no-such-flag"])).is_err(),
             "an unknown option stays an error"
         );
-        let add = super::words_not_options(
-            ["callsign", "add", "x", "-y"]
-                .iter()
-                .map(Into::into)
-                .collect(),
-        );
         assert!(
-            Cli::try_parse_from(add).is_err(),
+            Cli::try_parse_from(argv(&["callsign", "add", "x", "-y"])).is_err(),
             "only list, next and modify take -words"
         );
     }

@@ -115,17 +115,6 @@ pub fn sort(order: Option<Sort>, tasks: &mut [LocalTask]) {
     }
 }
 
-/// Puts `tasks` in the order they have in `captured` (a listing in capture order that holds
-/// them all); any it lacks go last.
-pub fn capture_order(tasks: &mut [LocalTask], captured: &[LocalTask]) {
-    let rank: std::collections::HashMap<_, _> = captured
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.uuid, i))
-        .collect();
-    tasks.sort_by_key(|t| rank.get(&t.uuid).copied().unwrap_or(usize::MAX));
-}
-
 /// The lines of a listing for people, each fitted to `limit` columns when there is one.
 pub(crate) fn lines(
     ctx: &Ctx,
@@ -388,25 +377,6 @@ mod tests {
         // Below the description's floor the line runs over; the key and details stay.
         let narrow = lines(&ctx(), one, &[], Some(20), false);
         assert_eq!(narrow, ["DEV-7   Renew the pass…  (H)"]);
-    }
-
-    #[test]
-    fn capture_order_follows_the_listing_given() {
-        let ids = |ts: &[LocalTask]| {
-            ts.iter()
-                .map(|t| t.key.clone().unwrap())
-                .collect::<Vec<_>>()
-        };
-        let captured = [task("DEV-3", "a"), task("DEV-1", "b"), task("DEV-2", "c")];
-        let mut captured = captured.to_vec();
-        for (i, t) in captured.iter_mut().enumerate() {
-            t.uuid = uuid::Uuid::from_u128(i as u128 + 1);
-        }
-        let mut stray = task("DEV-9", "not listed");
-        stray.uuid = uuid::Uuid::from_u128(99);
-        let mut tasks = vec![stray, captured[2].clone(), captured[0].clone()];
-        capture_order(&mut tasks, &captured);
-        assert_eq!(ids(&tasks), ["DEV-3", "DEV-2", "DEV-9"]);
     }
 
     #[test]

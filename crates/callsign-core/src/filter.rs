@@ -24,6 +24,7 @@
 //! (`due:` forms are [`crate::when`]'s) and the known prefixes.
 use chrono::{DateTime, Days, NaiveTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use crate::dto::TaskStatus;
 use crate::grammar::{self, Token};
@@ -120,8 +121,9 @@ pub enum FilterError {
 /// The facts about one task a filter looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
-    /// [`haystack`] of the task: lower-cased.
-    pub text: &'a str,
+    pub uuid: Uuid,
+    pub description: &'a str,
+    pub notes: &'a str,
     pub tags: &'a [String],
     /// Upper-cased prefix.
     pub project: &'a str,
@@ -131,6 +133,22 @@ pub struct Facts<'a> {
     pub failed: bool,
     pub due: Option<DateTime<Utc>>,
     pub priority: Option<Priority>,
+}
+
+impl Facts<'_> {
+    /// The task's [`haystack`], its short id the provisional label (`~` and the UUID's first
+    /// eight hex digits).
+    pub fn text(&self) -> String {
+        let short_id = format!("~{}", &self.uuid.simple().to_string()[..8]);
+        haystack(
+            self.description,
+            self.notes,
+            self.key,
+            self.previous_keys,
+            &short_id,
+            self.tags,
+        )
+    }
 }
 
 /// The lower-cased text words match against: description, notes, key and old keys, the
@@ -274,14 +292,20 @@ impl Filter {
         !self.statuses.is_empty() || !self.sync.is_empty()
     }
 
+    /// The statuses a task must have to pass (empty: any): the filter's own when it asks for
+    /// a status, else `default_statuses`.
+    pub fn statuses_or<'a>(&'a self, default_statuses: &'a [TaskStatus]) -> &'a [TaskStatus] {
+        if self.asks_status() {
+            &self.statuses
+        } else {
+            default_statuses
+        }
+    }
+
     /// Whether the task passes. `default_statuses` apply when the filter names no status (an
     /// empty default: any status).
     pub fn matches(&self, t: &Facts<'_>, default_statuses: &[TaskStatus]) -> bool {
-        let statuses = if self.asks_status() {
-            &self.statuses[..]
-        } else {
-            default_statuses
-        };
+        let statuses = self.statuses_or(default_statuses);
         if !statuses.is_empty() && !statuses.contains(&t.status) {
             return false;
         }
@@ -318,7 +342,12 @@ impl Filter {
                 return false;
             }
         }
-        self.words.iter().all(|w| t.text.contains(w.as_str()))
+        // The text is built only when a word needs it.
+        if self.words.is_empty() {
+            return true;
+        }
+        let text = t.text();
+        self.words.iter().all(|w| text.contains(w.as_str()))
     }
 
     fn due_matches(&self, due: Option<DateTime<Utc>>) -> bool {

@@ -56,18 +56,11 @@ fn kept(f: &Filter, fx: &Fixture) -> Vec<String> {
     fx.tasks
         .iter()
         .filter(|t| {
-            let short = format!("~{}", &t.uuid.simple().to_string()[..8]);
-            let text = haystack(
-                &t.description,
-                &t.notes,
-                t.key.as_deref(),
-                &t.previous_keys,
-                &short,
-                &t.tags,
-            );
             f.matches(
                 &Facts {
-                    text: &text,
+                    uuid: t.uuid,
+                    description: &t.description,
+                    notes: &t.notes,
                     tags: &t.tags,
                     project: &t.project,
                     key: t.key.as_deref(),

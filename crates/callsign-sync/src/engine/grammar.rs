@@ -1,11 +1,11 @@
 //! The shared filter grammar and `modify`'s changes ([`callsign_core::filter`],
 //! [`callsign_core::modify`]) on this device's tasks.
 use callsign_core::dto::{TaskPatch, TaskStatus};
-use callsign_core::filter::{haystack, Facts, Filter};
+use callsign_core::filter::{Facts, Filter};
 use callsign_core::modify::Modification;
 use callsign_core::LOCAL_PROJECT;
 
-use super::{check_move, Engine};
+use super::{check_move, checked_patch, Engine};
 use crate::error::{Error, Result};
 use crate::model::{LocalTask, SyncState};
 use crate::projects;
@@ -14,16 +14,25 @@ use crate::undo::{Journal, UndoKind};
 
 impl Engine {
     /// The prefixes a `PFX-N` in a filter may name: the account's projects as last seen (old
-    /// prefixes too), the local inbox, and the prefixes of the keys held here.
+    /// prefixes too), the local inbox, and the prefixes of the keys held here. Read again only
+    /// after a write to the store (the app asks on every keystroke of its filter bar, and the
+    /// prefixes in use take a scan of every task).
     pub fn known_prefixes(&self) -> Result<Vec<String>> {
+        let store = self.store();
+        let stamp = store.write_stamp()?;
+        let mut cache = self.inner.known.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, known)) = cache.as_ref().filter(|(at, _)| *at == stamp) {
+            return Ok(known.clone());
+        }
         let mut known = vec![LOCAL_PROJECT.to_owned()];
-        for p in projects::cached(&self.store())? {
+        for p in projects::cached(&store)? {
             known.push(p.prefix);
             known.extend(p.previous_prefixes);
         }
-        known.extend(self.store().projects_in_use()?);
+        known.extend(store.projects_in_use()?);
         known.sort();
         known.dedup();
+        *cache = Some((stamp, known.clone()));
         Ok(known)
     }
 
@@ -37,11 +46,17 @@ impl Engine {
 
     /// The filter's tasks in capture order; `default_statuses` apply when it names none.
     pub fn filter(&self, f: &Filter, default_statuses: &[TaskStatus]) -> Result<Vec<LocalTask>> {
-        let every = self.query(&TaskQuery {
-            all: true,
+        // The store reads pending tasks alone or every task, of one project when the filter
+        // names just one; that is never fewer than the filter keeps, and it decides the rest.
+        let read = self.query(&TaskQuery {
+            all: f.statuses_or(default_statuses) != [TaskStatus::Pending],
+            project: match f.projects.as_slice() {
+                [one] => Some(one.clone()),
+                _ => None,
+            },
             ..TaskQuery::default()
         })?;
-        Ok(every
+        Ok(read
             .into_iter()
             .filter(|t| matches_filter(f, t, default_statuses))
             .collect())
@@ -82,20 +97,27 @@ impl Engine {
         let mut journal = Journal::Step(UndoKind::Edit);
         let next = |j: &mut Journal| std::mem::replace(j, Journal::Join(UndoKind::Edit));
         let mut out = Vec::with_capacity(tasks.len());
+        // A task is not read again to be changed: another task's change in this command
+        // leaves its fields and failed requests as they were read (a provisional parent's
+        // move takes its subtasks along, but a subtask named too is moved itself, and that
+        // answers it as it is then). One left unchanged is read again, since another's change
+        // may show on it (a parent sent again no longer holds it back).
         for t in tasks {
-            let uuid = t.uuid.to_string();
             let mut patch: TaskPatch = m.patch(&t.tags);
+            let mut moved = None;
             match moving(&t) {
                 Some(p) if t.key.is_some() => patch.project = Some(p.to_string()),
-                Some(p) => {
-                    self.set_project_as(&uuid, p.as_str(), next(&mut journal))?;
-                }
+                Some(p) => moved = Some(self.move_task(&t, p, next(&mut journal))?),
                 None => {}
             }
-            let after = if patch.is_empty() {
-                self.get(&uuid)?
+            let after = if !patch.is_empty() {
+                checked_patch(&patch)?;
+                self.edit_task(moved.as_ref().unwrap_or(&t), patch, next(&mut journal))?
             } else {
-                self.edit_as(&uuid, patch, next(&mut journal))?
+                match moved {
+                    Some(after) => after,
+                    None => self.get_uuid(t.uuid)?,
+                }
             };
             out.push(after);
         }
@@ -105,22 +127,11 @@ impl Engine {
 
 /// The filter's verdict on a local task (`default_statuses` as in [`Filter::matches`]).
 pub fn matches_filter(f: &Filter, t: &LocalTask, default_statuses: &[TaskStatus]) -> bool {
-    // The text is built only when a word needs it.
-    let text = if f.words.is_empty() {
-        String::new()
-    } else {
-        haystack(
-            &t.description,
-            &t.notes,
-            t.key.as_deref(),
-            &t.previous_keys,
-            &t.short_id(),
-            &t.tags,
-        )
-    };
     f.matches(
         &Facts {
-            text: &text,
+            uuid: t.uuid,
+            description: &t.description,
+            notes: &t.notes,
             tags: &t.tags,
             project: &t.project,
             key: t.key.as_deref(),
@@ -141,6 +152,7 @@ mod tests {
     use uuid::Uuid;
 
     use crate::engine::{Engine, NewTaskInput};
+    use crate::model::LocalTask;
     use crate::outbox_state::Outcome;
 
     fn engine() -> (tempfile::TempDir, Engine) {
@@ -174,29 +186,35 @@ mod tests {
             .enumerate()
             .map(|(i, r)| {
                 let t = store.task(r.uuid).unwrap().unwrap();
-                let key = keys[i];
-                let n = key.rsplit(['-', '.']).next().unwrap().parse().unwrap();
-                let task = Task {
-                    uuid: t.uuid,
-                    key: Some(key.to_owned()),
-                    project: "MOD".into(),
-                    number: Some(n),
-                    description: t.description,
-                    notes: t.notes,
-                    status: TaskStatus::Pending,
-                    tags: t.tags,
-                    due: None,
-                    priority: None,
-                    parent: t.parent,
-                    previous_keys: vec![],
-                    conflicts: vec![],
-                    created_at: t.created_at,
-                    modified_at: t.modified_at,
-                };
-                (r.clone(), Outcome::Done(Some(task)))
+                (
+                    r.clone(),
+                    Outcome::Done(Some(from_server(&t, keys[i], "MOD"))),
+                )
             })
             .collect();
         store.record_answers(&answers, |_| 0, 2).unwrap();
+    }
+
+    /// The task as the server sends it, numbered `key` in `project`.
+    fn from_server(t: &LocalTask, key: &str, project: &str) -> Task {
+        let n = key.rsplit(['-', '.']).next().unwrap().parse().unwrap();
+        Task {
+            uuid: t.uuid,
+            key: Some(key.to_owned()),
+            project: project.into(),
+            number: Some(n),
+            description: t.description.clone(),
+            notes: t.notes.clone(),
+            status: TaskStatus::Pending,
+            tags: t.tags.clone(),
+            due: None,
+            priority: None,
+            parent: t.parent,
+            previous_keys: vec![],
+            conflicts: vec![],
+            created_at: t.created_at,
+            modified_at: t.modified_at,
+        }
     }
 
     fn open_rows(e: &Engine, u: Uuid) -> usize {
@@ -252,6 +270,72 @@ mod tests {
             "nothing was written"
         );
         assert_eq!(open_rows(&e, a), 0);
+    }
+
+    /// Whether the engine's filter reads `word` as a key (its prefix is known) or as a word.
+    fn reads_as_key(e: &Engine, word: &str) -> bool {
+        !e.parse_filter(&[word]).unwrap().keys.is_empty()
+    }
+
+    #[test]
+    fn a_prefix_pulled_or_captured_elsewhere_is_known_to_the_next_filter() {
+        let (dir, e) = engine();
+        let u = add(&e, "Moved", &[]);
+        number_all(&e, &["MOD-1"]);
+        assert!(!reads_as_key(&e, "OPS-7"), "no task is in OPS yet");
+        // Moved on another device: the sync loop applies the pull through the store, not
+        // through the engine's writes.
+        let pulled = from_server(&e.get_uuid(u).unwrap(), "OPS-7", "OPS");
+        e.store().apply_changes(&[pulled], "c1").unwrap();
+        assert!(reads_as_key(&e, "OPS-7"));
+        // Another process (the CLI beside the app) captures into a new project.
+        assert!(!reads_as_key(&e, "NEW-1"));
+        let other = Engine::open(dir.path()).unwrap();
+        other
+            .create(NewTaskInput {
+                description: "Elsewhere".into(),
+                project: Some("NEW".into()),
+                ..NewTaskInput::default()
+            })
+            .unwrap();
+        assert!(reads_as_key(&e, "NEW-1"));
+    }
+
+    #[test]
+    fn a_filter_keeps_the_same_tasks_as_from_a_read_of_every_task() {
+        let (_d, e) = engine();
+        for d in ["open", "done", "gone", "open too"] {
+            add(&e, d, &["x"]);
+        }
+        number_all(&e, &["MOD-1", "MOD-2", "MOD-3", "MOD-4"]);
+        e.complete("MOD-2").unwrap();
+        e.delete("MOD-3").unwrap();
+        e.set_project("MOD-4", "OPS").unwrap();
+        add(&e, "provisional", &[]);
+        let labels =
+            |tasks: Vec<LocalTask>| -> Vec<String> { tasks.iter().map(LocalTask::label).collect() };
+        let every = e.list(crate::store::TaskFilter { all: true }).unwrap();
+        for (words, want) in [
+            (&[][..], &["MOD-1", "MOD-4"][..]),
+            (&["+x"], &["MOD-1", "MOD-4"]),
+            (&["#MOD"], &["MOD-1"]),
+            (&["#MOD", "#OPS"], &["MOD-1", "MOD-4"]),
+            (&["status:completed"], &["MOD-2"]),
+            (&["#MOD", "status:all"], &["MOD-1", "MOD-2", "MOD-3"]),
+            (
+                &["status:pending", "status:deleted"],
+                &["MOD-1", "MOD-3", "MOD-4"],
+            ),
+        ] {
+            let f = e.parse_filter(words).unwrap();
+            let got = labels(e.filter(&f, &[TaskStatus::Pending]).unwrap());
+            let from_every = every
+                .iter()
+                .filter(|t| super::matches_filter(&f, t, &[TaskStatus::Pending]));
+            assert_eq!(got, labels(from_every.cloned().collect()), "{words:?}");
+            let numbered: Vec<&String> = got.iter().filter(|l| !l.starts_with('~')).collect();
+            assert_eq!(numbered, want, "{words:?}");
+        }
     }
 
     #[test]

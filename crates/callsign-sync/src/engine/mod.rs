@@ -29,7 +29,7 @@ use crate::events::{Event, SyncStatus};
 use crate::model::{LocalTask, SyncState};
 use crate::pass::DEFAULT_BATCH;
 use crate::settings::{load_token, save_token, Settings, Token};
-use crate::store::{Discarded, Store, TaskFilter, TaskQuery};
+use crate::store::{Discarded, Store, TaskFilter, TaskQuery, WriteStamp};
 use crate::sync_loop::Command;
 use crate::undo::{Journal, UndoKind, Undone};
 
@@ -84,6 +84,9 @@ struct Inner {
     wake: Arc<Notify>,
     opts: Options,
     running: Mutex<Option<LoopHandle>>,
+    /// [`Engine::known_prefixes`] as last read, under the store's [`Store::write_stamp`] then:
+    /// reused only while no write (here, by the sync loop or by another process) came since.
+    known: Mutex<Option<(WriteStamp, Vec<String>)>>,
 }
 
 /// Cheap to clone; all clones share one store connection, one event channel and one loop.
@@ -115,6 +118,7 @@ impl Engine {
                 wake: Arc::new(Notify::new()),
                 opts,
                 running: Mutex::new(None),
+                known: Mutex::new(None),
             }),
         })
     }
@@ -345,7 +349,12 @@ impl Engine {
 
     fn edit_as(&self, task_ref: &str, patch: TaskPatch, journal: Journal) -> Result<LocalTask> {
         checked_patch(&patch)?;
-        let task = self.get(task_ref)?;
+        self.edit_task(&self.get(task_ref)?, patch, journal)
+    }
+
+    /// [`Engine::edit_as`] on a task already read (and a `patch` already checked): `task`
+    /// names it and says whether it has a failed request to send again with the change.
+    fn edit_task(&self, task: &LocalTask, patch: TaskPatch, journal: Journal) -> Result<LocalTask> {
         let now = self.inner.opts.clock.now();
         {
             let mut store = self.store();
@@ -529,9 +538,13 @@ impl Engine {
 
     fn set_project_as(&self, task_ref: &str, project: &str, journal: Journal) -> Result<LocalTask> {
         let prefix = project_prefix(project)?;
-        let task = self.get(task_ref)?;
+        self.move_task(&self.get(task_ref)?, &prefix, journal)
+    }
+
+    /// [`Engine::set_project_as`] on a task already read.
+    fn move_task(&self, task: &LocalTask, prefix: &Prefix, journal: Journal) -> Result<LocalTask> {
         if task.key.is_some() {
-            check_move(&task, &prefix)?;
+            check_move(task, prefix)?;
             if task.project == prefix.as_str() {
                 return Err(Error::Invalid(format!(
                     "{} is in {prefix} already",
@@ -542,12 +555,12 @@ impl Engine {
                 project: Some(prefix.to_string()),
                 ..TaskPatch::default()
             };
-            return self.edit_as(&task.uuid.to_string(), patch, journal);
+            return self.edit_task(task, patch, journal);
         }
         let now = self.inner.opts.clock.now();
         self.store().set_project(
             task.uuid,
-            &prefix,
+            prefix,
             || Uuid::new_v4().to_string(),
             now,
             journal,

@@ -40,6 +40,9 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
 
 pub const DB_FILE: &str = "callsign.sqlite3";
 
+/// [`Store::write_stamp`]: (`data_version`, `total_changes`).
+pub type WriteStamp = (i64, u64);
+
 pub struct Store {
     conn: Connection,
 }
@@ -69,6 +72,13 @@ impl Store {
         Ok(self
             .conn
             .pragma_query_value(None, "data_version", |r| r.get(0))?)
+    }
+
+    /// Changes whenever the database may have: after a write through this connection (the
+    /// engine's, the sync loop's) or a commit by another. Equal stamps: nothing was written in
+    /// between, so what was read from the tables still holds.
+    pub fn write_stamp(&self) -> Result<WriteStamp> {
+        Ok((self.data_version()?, self.conn.total_changes()))
     }
 
     pub fn get(&self, name: &str) -> Result<Option<String>> {
