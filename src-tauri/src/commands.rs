@@ -127,6 +127,7 @@ pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResul
             .map_err(invalid)?
             .flatten(),
         parent: input.parent,
+        assignee: None,
     })?;
     one(&engine.0, task)
 }

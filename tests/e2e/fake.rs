@@ -93,6 +93,8 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         parent: None,
         previous_keys: vec![],
         conflicts: vec![],
+        created_by: None,
+        assignee: None,
         created_at: now,
         modified_at: now,
     }

@@ -85,6 +85,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 due,
                 priority: priority.and_then(|p| p.0),
                 parent,
+                assignee: None,
             })?;
             out.task(&engine, &task)
         }

@@ -79,6 +79,13 @@ pub struct Task {
     /// one. See `callsign_core::merge`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<Conflict>,
+    /// The member whose token created it, stamped by the server (null for a task made in
+    /// Taskwarrior or before teams).
+    #[serde(default)]
+    pub created_by: Option<String>,
+    /// The member it is assigned to, or null.
+    #[serde(default)]
+    pub assignee: Option<String>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
 }
@@ -108,6 +115,15 @@ pub struct NewTask {
     /// When the task was captured on the client (offline tasks keep their capture time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime<Utc>>,
+    /// A member of the team to assign it to (`422 unknown_member` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<String>,
+    /// Who creates it: set by the server from the request's token, never read from a body (a
+    /// body that names `created_by` is refused like any unknown field) and not part of the
+    /// request's fingerprint.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub created_by: Option<String>,
 }
 
 impl NewTask {
@@ -123,6 +139,8 @@ impl NewTask {
             priority: None,
             parent: None,
             created_at: None,
+            assignee: None,
+            created_by: None,
         }
     }
 }
@@ -169,6 +187,15 @@ pub struct TaskPatch {
     /// Fields whose conflicts the user settled by keeping the current value: they are cleared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolve: Vec<Field>,
+    /// A member's name assigns the task to them (`422 unknown_member` for anyone else); `null`
+    /// unassigns it. The later write wins.
+    #[serde(
+        default,
+        deserialize_with = "some_or_null",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<String>, nullable)]
+    pub assignee: Option<Option<String>>,
 }
 
 /// The values a patch's fields had on the device before the edit (`TaskPatch::base`).
@@ -279,6 +306,9 @@ impl TaskPatch {
         }
         if let Some(p) = self.project {
             create.project = p;
+        }
+        if let Some(a) = self.assignee {
+            create.assignee = a;
         }
     }
 }
@@ -484,6 +514,8 @@ mod tests {
             priority: Some(Priority::L),
             parent: None,
             created_at: None,
+            assignee: None,
+            created_by: None,
         };
         p.fold_into(&mut create);
         assert_eq!(create.description, "b");

@@ -87,6 +87,8 @@ pub enum ErrorCode {
     InviteUsed,
     /// The invite's time ran out.
     InviteExpired,
+    /// An assignee who is not a current member of the team.
+    UnknownMember,
 }
 
 impl ErrorCode {
@@ -135,6 +137,7 @@ impl ErrorCode {
             ErrorCode::InviteNotFound => "invite_not_found",
             ErrorCode::InviteUsed => "invite_used",
             ErrorCode::InviteExpired => "invite_expired",
+            ErrorCode::UnknownMember => "unknown_member",
         }
     }
 
@@ -176,7 +179,8 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused
             | ErrorCode::InvalidPrefix
             | ErrorCode::InvalidBody
-            | ErrorCode::InvalidParent => 422,
+            | ErrorCode::InvalidParent
+            | ErrorCode::UnknownMember => 422,
             ErrorCode::Unavailable | ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,
         }
@@ -227,6 +231,7 @@ impl ErrorCode {
             ErrorCode::InviteNotFound => "No such invite code",
             ErrorCode::InviteUsed => "Invite code already used",
             ErrorCode::InviteExpired => "Invite code expired",
+            ErrorCode::UnknownMember => "Not a member of the team",
         }
     }
 
@@ -313,6 +318,7 @@ mod tests {
             ErrorCode::InviteNotFound,
             ErrorCode::InviteUsed,
             ErrorCode::InviteExpired,
+            ErrorCode::UnknownMember,
         ] {
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));

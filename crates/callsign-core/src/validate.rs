@@ -84,7 +84,16 @@ pub fn new_task(t: &NewTask) -> Result<(), FieldError> {
     description(&t.description)?;
     notes(&t.notes)?;
     tags(&t.tags)?;
+    member("assignee", t.assignee.as_deref())?;
     due(t.due)
+}
+
+/// A member's name where one is given (`assignee`, `created_by`).
+fn member(field: &str, name: Option<&str>) -> Result<(), FieldError> {
+    match name.map(crate::MemberName::parse) {
+        Some(Err(e)) => Err(FieldError(format!("{field}: {e}"))),
+        _ => Ok(()),
+    }
 }
 
 pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
@@ -103,6 +112,9 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
     if let Some(d) = p.due {
         due(d)?;
     }
+    if let Some(a) = &p.assignee {
+        member("assignee", a.as_deref())?;
+    }
     if let Some(project) = &p.project {
         let prefix =
             Prefix::parse(project).map_err(|e| FieldError(format!("project {project:?}: {e}")))?;
@@ -120,6 +132,8 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
 /// and a key that is exactly `PROJECT-NUMBER` with the number in `1..=MAX_NUMBER`. A server
 /// that breaks these is broken or hostile; the client skips such a task instead of storing it.
 pub fn task(t: &Task) -> Result<(), FieldError> {
+    member("created_by", t.created_by.as_deref())?;
+    member("assignee", t.assignee.as_deref())?;
     if t.conflicts.len() > crate::merge::MAX_CONFLICTS {
         return Err(FieldError(format!(
             "{} conflicts on one task (at most {} are kept)",
@@ -280,6 +294,8 @@ mod tests {
             parent: None,
             previous_keys: vec![],
             conflicts: vec![],
+            created_by: None,
+            assignee: None,
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
         }

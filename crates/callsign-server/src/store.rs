@@ -122,6 +122,9 @@ pub struct Snapshot {
     /// Values replaced by concurrent edits of the same field (`callsign_core::merge`), kept in
     /// the property `conflicts` as JSON.
     pub conflicts: Vec<Conflict>,
+    /// The properties `created_by` (stamped from the creating token's member) and `assignee`.
+    pub created_by: Option<String>,
+    pub assignee: Option<String>,
 }
 
 impl Snapshot {
@@ -159,6 +162,8 @@ impl Snapshot {
                 .get(CONFLICTS)
                 .and_then(|c| serde_json::from_str(c).ok())
                 .unwrap_or_default(),
+            created_by: task.get(CREATED_BY).map(str::to_owned),
+            assignee: task.get(ASSIGNEE).map(str::to_owned),
         }
     }
 
@@ -192,6 +197,7 @@ impl Snapshot {
                 .project
                 .as_ref()
                 .is_none_or(|p| Some(p) == self.project.as_ref())
+            && patch.assignee.as_ref().is_none_or(|a| *a == self.assignee)
             && patch.tags.as_ref().is_none_or(|t| {
                 match patch.base.as_ref().and_then(|b| b.tags.as_ref()) {
                     // Merged as a set: what it added is there, what it removed is not.
@@ -1092,7 +1098,17 @@ fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Ope
     if let Some(p) = new.priority {
         task.update("priority", Some(p.as_str().to_owned()), ops);
     }
+    if new.created_by.is_some() {
+        task.update(CREATED_BY, new.created_by, ops);
+    }
+    if new.assignee.is_some() {
+        task.update(ASSIGNEE, new.assignee, ops);
+    }
 }
+
+/// The task properties that name members (Taskwarrior shows them as UDAs).
+const CREATED_BY: &str = "created_by";
+const ASSIGNEE: &str = "assignee";
 
 /// The task property that holds a task's conflicts (JSON; absent when there are none).
 const CONFLICTS: &str = "conflicts";
@@ -1130,6 +1146,9 @@ fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &
     }
     if let Some(p) = patch.project {
         task.update("project", Some(p), ops);
+    }
+    if let Some(a) = patch.assignee {
+        task.update(ASSIGNEE, a, ops);
     }
 }
 

@@ -17,18 +17,18 @@ pub enum Fold {
     /// Replace row `id`'s body with `body`.
     Into { id: i64, body: serde_json::Value },
     /// Queue a new update row with this patch.
-    Append(TaskPatch),
+    Append(Box<TaskPatch>),
 }
 
 /// `rows`: the task's outbox rows in id order (any states).
 pub fn fold(rows: &[OutboxRow], patch: TaskPatch) -> Fold {
     let Some(last) = rows.iter().rev().find(|r| r.state != RowState::Done) else {
-        return Fold::Append(patch);
+        return Fold::Append(Box::new(patch));
     };
     let unsent = last.state == RowState::Pending && !last.sent;
     let failed_create = last.state == RowState::Failed && last.op == MutationOp::Create;
     if !(unsent || failed_create) {
-        return Fold::Append(patch);
+        return Fold::Append(Box::new(patch));
     }
     let body = match last.op {
         MutationOp::Create => serde_json::from_value::<NewTask>(last.body.clone())
@@ -47,7 +47,7 @@ pub fn fold(rows: &[OutboxRow], patch: TaskPatch) -> Fold {
     match body {
         Some(Ok(body)) => Fold::Into { id: last.id, body },
         // A body that does not parse cannot absorb anything; keep the edit as its own request.
-        _ => Fold::Append(patch),
+        _ => Fold::Append(Box::new(patch)),
     }
 }
 
@@ -111,7 +111,7 @@ mod tests {
             .collect();
         let want = match want {
             Some((id, body)) => Fold::Into { id, body },
-            None => Fold::Append(edit()),
+            None => Fold::Append(Box::new(edit())),
         };
         assert_eq!(fold(&rows, edit()), want);
     }

@@ -137,6 +137,8 @@ mod tests {
             conflicts: vec![],
             created_at: Default::default(),
             modified_at: Default::default(),
+            assignee: None,
+            created_by: None,
         }
     }
 

@@ -15,10 +15,10 @@ use callsign_core::dto::{
 use callsign_core::{validate, ErrorCode};
 use uuid::Uuid;
 
-use super::auth::Account;
 use super::changes::{page, parse_cursor, DEFAULT_LIMIT};
 use super::extract::ApiJson;
-use super::tasks::{prepare_create, prepare_update};
+use super::tasks::{prepare_create, prepare_update, Team};
+use crate::db::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, Reply};
 use crate::AppState;
@@ -31,9 +31,10 @@ use crate::AppState;
     (status = 422, body = callsign_core::Problem, description = "invalid_body")))]
 pub async fn sync(
     State(state): State<AppState>,
-    Account(account): Account,
+    caller: Caller,
     ApiJson(req): ApiJson<SyncRequest>,
 ) -> ApiResult<Json<SyncResponse>> {
+    let account = caller.account;
     if req.mutations.len() > MAX_BATCH {
         return Err(ApiError::new(
             ErrorCode::BatchTooLarge,
@@ -48,6 +49,11 @@ pub async fn sync(
     let mut answers: Vec<Option<ApiResult<Reply>>> = vec![None; n];
     let mut creates = (Vec::new(), Vec::new());
     let mut updates = (Vec::new(), Vec::new());
+    let assigns = req
+        .mutations
+        .iter()
+        .any(|m| m.fields.get("assignee").is_some_and(|a| !a.is_null()));
+    let team = Team::read(&state, account, assigns).await?;
     let keys: Vec<String> = req
         .mutations
         .iter()
@@ -59,12 +65,17 @@ pub async fn sync(
         let prepared = prepared.and_then(|()| match m.op {
             MutationOp::Create => serde_json::from_value::<NewTask>(m.fields)
                 .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("fields: {e}")))
-                .and_then(|b| prepare_create(m.idempotency_key, m.uuid, b))
+                .and_then(|b| prepare_create(m.idempotency_key, m.uuid, b, &caller.name))
+                .and_then(|r| team.check(r.body.assignee.as_deref()).map(|()| r))
                 .map(|r| creates.1.push(r))
                 .map(|()| creates.0.push(i)),
             MutationOp::Update => serde_json::from_value::<TaskPatch>(m.fields)
                 .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("fields: {e}")))
                 .and_then(|p| prepare_update(m.idempotency_key, m.uuid, p))
+                .and_then(|r| {
+                    let assignee = r.patch.assignee.clone().flatten();
+                    team.check(assignee.as_deref()).map(|()| r)
+                })
                 .map(|r| updates.1.push(r))
                 .map(|()| updates.0.push(i)),
         });

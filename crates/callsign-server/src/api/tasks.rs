@@ -4,22 +4,32 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::Json;
 use callsign_core::dto::{NewTask, Task, TaskPatch};
-use callsign_core::{validate, ErrorCode, Prefix};
+use std::collections::HashSet;
+
+use callsign_core::{validate, ErrorCode, MemberName, Prefix};
 use uuid::Uuid;
 
-use super::auth::Account;
 use super::extract::{ApiJson, IdemKey, RawRef};
 use super::resolve::Resolved;
+use crate::db::{AccountId, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, CreateReq, Reply, UpdateReq};
 use crate::AppState;
 
-/// Checks a create's fields and normalises its prefix.
-pub(super) fn prepare_create(idem: String, uuid: Uuid, mut body: NewTask) -> ApiResult<CreateReq> {
+/// Checks a create's fields and normalises its prefix and assignee; stamps its creator, the
+/// token's member (never the body's: `NewTask` takes no `created_by`).
+pub(super) fn prepare_create(
+    idem: String,
+    uuid: Uuid,
+    mut body: NewTask,
+    creator: &MemberName,
+) -> ApiResult<CreateReq> {
     validate::new_task(&body).map_err(|e| ApiError::new(ErrorCode::InvalidBody, e.0))?;
     let prefix = Prefix::parse(body.project.trim())
         .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("project: {e}")))?;
     body.project = prefix.to_string();
+    body.assignee = body.assignee.as_deref().map(normal_name);
+    body.created_by = Some(creator.to_string());
     Ok(CreateReq { idem, uuid, body })
 }
 
@@ -35,7 +45,48 @@ pub(super) fn prepare_update(
             .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("project: {e}")))?;
         patch.project = Some(prefix.to_string());
     }
+    if let Some(Some(a)) = &patch.assignee {
+        patch.assignee = Some(Some(normal_name(a)));
+    }
     Ok(UpdateReq { idem, uuid, patch })
+}
+
+/// A member name as stored (the field rules checked it already).
+fn normal_name(name: &str) -> String {
+    MemberName::parse(name).map_or_else(|_| name.to_owned(), |n| n.to_string())
+}
+
+/// The team's current members, read once for a request that assigns anyone.
+pub(super) struct Team(Option<HashSet<String>>);
+
+impl Team {
+    pub(super) async fn read(
+        state: &AppState,
+        account: AccountId,
+        needed: bool,
+    ) -> ApiResult<Team> {
+        if !needed {
+            return Ok(Team(None));
+        }
+        let rows = state.alloc.list_members(account).await?.unwrap_or_default();
+        let names = rows
+            .into_iter()
+            .filter(|m| m.removed_at.is_none())
+            .map(|m| m.name.to_string())
+            .collect();
+        Ok(Team(Some(names)))
+    }
+
+    /// `422 unknown_member` for an assignee who is not a current member.
+    pub(super) fn check(&self, assignee: Option<&str>) -> ApiResult<()> {
+        match (assignee, &self.0) {
+            (Some(a), Some(members)) if !members.contains(a) => Err(ApiError::new(
+                ErrorCode::UnknownMember,
+                format!("assignee: {a} is not a member of the team (GET /v1/members lists them)"),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A single request's answer; counts replays.
@@ -62,11 +113,12 @@ pub(super) fn single(state: &AppState, answer: ApiResult<Reply>) -> ApiResult<Re
         (status = 503, body = callsign_core::Problem, description = "nothing numbered; retry with the same key")))]
 pub async fn create(
     State(state): State<AppState>,
-    Account(account): Account,
+    caller: Caller,
     RawRef(raw): RawRef,
     IdemKey(idem): IdemKey,
     ApiJson(body): ApiJson<NewTask>,
 ) -> ApiResult<Response> {
+    let account = caller.account;
     let uuid = Uuid::parse_str(raw.trim()).map_err(|_| {
         ApiError::new(
             ErrorCode::InvalidRef,
@@ -75,7 +127,9 @@ pub async fn create(
             ),
         )
     })?;
-    let req = prepare_create(idem, uuid, body)?;
+    let req = prepare_create(idem, uuid, body, &caller.name)?;
+    let team = Team::read(&state, account, req.body.assignee.is_some()).await?;
+    team.check(req.body.assignee.as_deref())?;
     let answer = protocol::create_one(&state, account, req).await;
     Ok(axum::response::IntoResponse::into_response(single(
         &state, answer,
@@ -111,6 +165,9 @@ pub async fn update(
     ApiJson(patch): ApiJson<TaskPatch>,
 ) -> ApiResult<Response> {
     let req = prepare_update(idem, task.uuid, patch)?;
+    let assignee = req.patch.assignee.clone().flatten();
+    let team = Team::read(&state, task.account, assignee.is_some()).await?;
+    team.check(assignee.as_deref())?;
     let answer = protocol::update_one(&state, task.account, req).await;
     Ok(axum::response::IntoResponse::into_response(single(
         &state, answer,

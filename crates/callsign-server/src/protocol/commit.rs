@@ -29,6 +29,8 @@ pub fn to_task(
         parent,
         previous_keys,
         conflicts: s.conflicts.clone(),
+        created_by: s.created_by.clone(),
+        assignee: s.assignee.clone(),
         created_at: s.created_at,
         modified_at: s.modified_at,
     }

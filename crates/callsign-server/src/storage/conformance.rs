@@ -81,6 +81,8 @@ fn new_task(prefix: &str, description: &str) -> NewTask {
         priority: None,
         parent: None,
         created_at: None,
+        assignee: None,
+        created_by: None,
     }
 }
 

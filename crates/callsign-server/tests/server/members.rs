@@ -531,3 +531,144 @@ async fn an_expired_code_is_refused() {
     let a = join(&app, json!({"code": code, "name": "late"})).await;
     refused(&a, StatusCode::GONE, "invite_expired", "an expired code");
 }
+
+async fn who_created_and_who_is_assigned(backend: &str) {
+    let Some(app) = app_on(backend, "SYN").await else {
+        return;
+    };
+    let owner = app.account.token.clone();
+    let bob = add(&app, "bob", Role::Member).await.token;
+    let uuid = Uuid::new_v4();
+    let path = format!("/v1/tasks/{uuid}");
+    let body =
+        json!({"project": "syn", "description": "Fix the login redirect", "assignee": "Owner"});
+    let a = app
+        .call(&bob, "PUT", &path, Some("c1"), Some(body.clone()))
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.body);
+    assert_eq!(
+        (a.body["created_by"].as_str(), a.body["assignee"].as_str()),
+        (Some("bob"), Some("owner"))
+    );
+    // The creator is the token's, never the body's; a replay answers the original creator.
+    let mut spoof = body.clone();
+    spoof["created_by"] = json!("owner");
+    let other = format!("/v1/tasks/{}", Uuid::new_v4());
+    let a = app.call(&bob, "PUT", &other, Some("c2"), Some(spoof));
+    refused(
+        &a.await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_body",
+        "a body naming created_by",
+    );
+    let a = app.call(&owner, "PUT", &path, Some("c1"), Some(body)).await;
+    assert!(a.replayed, "{}", a.body);
+    assert_eq!(
+        a.body["created_by"], "bob",
+        "the replay's creator is the original one"
+    );
+    let got = app.call(&owner, "GET", "/v1/tasks/SYN-1", None, None).await;
+    assert_eq!(got.body["created_by"], "bob");
+
+    // Assigning: a member (any case), nobody else; null unassigns.
+    let a = app
+        .call(
+            &owner,
+            "PATCH",
+            "/v1/tasks/SYN-1",
+            Some("p1"),
+            Some(json!({"assignee": "BOB"})),
+        )
+        .await;
+    assert_eq!(
+        (a.status, a.body["assignee"].as_str()),
+        (StatusCode::OK, Some("bob")),
+        "{}",
+        a.body
+    );
+    let a = app
+        .call(
+            &owner,
+            "PATCH",
+            "/v1/tasks/SYN-1",
+            Some("p2"),
+            Some(json!({"assignee": "carol"})),
+        )
+        .await;
+    refused(
+        &a,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_member",
+        "an unknown assignee",
+    );
+    let a = app
+        .call(
+            &owner,
+            "PATCH",
+            "/v1/tasks/SYN-1",
+            Some("p3"),
+            Some(json!({"assignee": null})),
+        )
+        .await;
+    assert_eq!(a.body["assignee"], Value::Null, "{}", a.body);
+    let a = app
+        .call(
+            &owner,
+            "PUT",
+            &format!("/v1/tasks/{}", Uuid::new_v4()),
+            Some("c3"),
+            Some(json!({"project": "SYN", "description": "x", "assignee": "carol"})),
+        )
+        .await;
+    refused(
+        &a,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_member",
+        "a create for a stranger",
+    );
+
+    // A batch: each mutation on its own; every create stamped with the caller.
+    let (u1, u2) = (Uuid::new_v4(), Uuid::new_v4());
+    let batch = json!({"mutations": [
+        {"op": "create", "uuid": u1, "idempotency_key": "b1", "fields": {"project": "SYN", "description": "one", "assignee": "bob"}},
+        {"op": "create", "uuid": u2, "idempotency_key": "b2", "fields": {"project": "SYN", "description": "two", "assignee": "nobody"}},
+    ]});
+    let a = app.call(&bob, "POST", "/v1/sync", None, Some(batch)).await;
+    let results = a.body["results"].as_array().unwrap();
+    assert_eq!(results[0]["task"]["created_by"], "bob", "{}", a.body);
+    assert_eq!(results[0]["task"]["assignee"], "bob");
+    assert_eq!(results[1]["error"]["code"], "unknown_member", "{}", a.body);
+
+    // Removed, bob still made them.
+    let a = app
+        .call(&owner, "DELETE", "/v1/members/bob", None, None)
+        .await;
+    assert_eq!(a.status, StatusCode::NO_CONTENT);
+    let got = app.call(&owner, "GET", "/v1/tasks/SYN-1", None, None).await;
+    assert_eq!(got.body["created_by"], "bob");
+    let a = app
+        .call(
+            &owner,
+            "PATCH",
+            "/v1/tasks/SYN-1",
+            Some("p4"),
+            Some(json!({"assignee": "bob"})),
+        )
+        .await;
+    refused(
+        &a,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_member",
+        "a removed member",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn who_created_and_who_is_assigned_on_sqlite() {
+    who_created_and_who_is_assigned("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn who_created_and_who_is_assigned_on_postgres() {
+    who_created_and_who_is_assigned("postgres").await;
+}

@@ -170,6 +170,7 @@ mod tests {
             due: None,
             priority: None,
             parent: None,
+            assignee: None,
         })
         .unwrap()
         .uuid
@@ -214,6 +215,8 @@ mod tests {
             conflicts: vec![],
             created_at: t.created_at,
             modified_at: t.modified_at,
+            assignee: None,
+            created_by: None,
         }
     }
 
@@ -259,6 +262,7 @@ mod tests {
             due: None,
             priority: None,
             parent: Some(a.to_string()),
+            assignee: None,
         })
         .unwrap();
         number_all(&e, &["MOD-1.1"]);

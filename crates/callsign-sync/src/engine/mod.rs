@@ -68,6 +68,8 @@ pub struct NewTaskInput {
     /// The parent task (a key, UUID or provisional short id) for a subtask: it takes the
     /// parent's project, and gets the parent's key and its own number once both are synced.
     pub parent: Option<String>,
+    /// A member of the team to assign it to (`@bob` in a capture).
+    pub assignee: Option<String>,
 }
 
 struct LoopHandle {
@@ -247,6 +249,8 @@ impl Engine {
             priority: input.priority,
             parent: parent.map(|p| p.uuid.to_string()),
             created_at: Some(now),
+            assignee: input.assignee,
+            created_by: None,
         })
     }
 

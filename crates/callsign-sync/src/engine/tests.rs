@@ -22,6 +22,7 @@ fn input(d: &str, project: Option<&str>) -> NewTaskInput {
         due: None,
         priority: None,
         parent: None,
+        assignee: None,
     }
 }
 

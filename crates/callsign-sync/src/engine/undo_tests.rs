@@ -47,6 +47,8 @@ fn as_server(t: &LocalTask, key: Option<(&str, u64)>) -> Task {
         conflicts: vec![],
         created_at: t.created_at,
         modified_at: t.modified_at,
+        assignee: None,
+        created_by: None,
     }
 }
 

@@ -165,6 +165,8 @@ impl Server {
             conflicts: vec![],
             created_at: now(),
             modified_at: now(),
+            assignee: None,
+            created_by: None,
         })
     }
 }
@@ -262,6 +264,8 @@ impl World {
                     priority: None,
                     parent: None,
                     created_at: Some(now()),
+                    assignee: None,
+                    created_by: None,
                 };
                 self.store
                     .create_local(uuid, &Uuid::new_v4().to_string(), &body, now())

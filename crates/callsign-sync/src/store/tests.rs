@@ -28,6 +28,8 @@ fn body(d: &str) -> NewTask {
         priority: None,
         parent: None,
         created_at: Some(now()),
+        assignee: None,
+        created_by: None,
     }
 }
 
@@ -48,6 +50,8 @@ fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
         conflicts: vec![],
         created_at: now(),
         modified_at: now(),
+        assignee: None,
+        created_by: None,
     }
 }
 
