@@ -999,8 +999,9 @@ test('join a team: a second device joins with an invite code from Settings, its 
       (await textOf('settings-join-error')) ?? ''));
   await browser.keys('Escape');
   await eventually('the dialog closed', 5000, async () => !(await exists('settings-dialog')));
-  // A capture on bob's device goes to the team's project and gets its key from the server.
-  await capture('Captured by bob');
+  // A capture on bob's device goes to the team's project and gets its key from the server
+  // (#PFX: the default is the team's first project by name, OPS when the story ran before).
+  await capture('Captured by bob #PFX');
   const row = await eventually('a PFX key', 15000, async () => {
     const r = await rowByText('Captured by bob');
     return /^PFX-\d+$/.test(r?.key ?? '') ? r : null;
