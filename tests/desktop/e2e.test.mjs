@@ -748,6 +748,16 @@ const captureWindow = () => {
     return ''; // xdotool search exits 1 when nothing matches
   }
 };
+/**
+ * Waits for the capture window and gives it the focus: `search` can find it before it is
+ * mapped, and focusing it then fails (BadMatch), so both are tried again until they work.
+ */
+const focusCaptureWindow = (what) => eventually(what, 10000, () => {
+  const win = captureWindow().split('\n')[0];
+  if (!win) return null;
+  xdotool('windowfocus', '--sync', win);
+  return win;
+});
 const pendingIn = (prefix) => JSON.parse(cli('--json', 'list')).filter((t) => t.project === prefix && t.status === 'pending').length;
 
 test('sidebar: each project with its open count; scoping, g-keys; a project created in the app numbers its tasks', async () => {
@@ -831,8 +841,7 @@ test('quick capture: the global shortcut and the tray open it; Enter saves a tas
   // The tray's Quick capture runs the same code; Esc closes it with nothing saved.
   const before = JSON.parse(cli('--json', 'list')).length;
   assert.deepEqual(await invoke('tray_action', { action: 'capture' }), { ok: null });
-  const again = await eventually('the capture window from the tray', 10000, () => captureWindow());
-  xdotool('windowfocus', '--sync', again.split('\n')[0]);
+  await focusCaptureWindow('the capture window from the tray');
   await sleep(1000); // painted
   xdotool('type', '--delay', '20', 'Never mind');
   xdotool('key', 'Escape');
@@ -902,8 +911,7 @@ test('closed with "keep syncing in the tray": the window hides, quick capture st
   screen('42-closed-to-tray');
   // Still running and syncing: a quick capture gets its key with no window open.
   xdotool('key', 'ctrl+alt+space');
-  const win = await eventually('the capture window', 10000, () => captureWindow());
-  xdotool('windowfocus', '--sync', win.split('\n')[0]);
+  await focusCaptureWindow('the capture window');
   await sleep(1000); // painted: keys typed before the page loads are lost
   xdotool('type', '--delay', '20', 'Captured with the window closed');
   screen('42b-typed');
