@@ -1005,6 +1005,13 @@ test('join a team: a second device joins with an invite code from Settings, its 
   await eventually('the name refused', 15000, async () =>
     /^Member name already in use: the team has or had a member named bob: choose another name \(the code is still good\)$/.test(
       (await textOf('settings-join-error')) ?? ''));
+  // A code no owner made (a typo): refused as unknown.
+  await setField('settings-join-code', '7KQ2-M9XD-4TRA-Z0PB');
+  await setField('settings-join-name', 'carol');
+  await click('[data-testid="settings-join-submit"]');
+  await eventually('the unknown code refused', 15000, async () =>
+    /^No such invite code: no invite has this code: check it, or ask an owner for a new one$/.test(
+      (await textOf('settings-join-error')) ?? ''));
   await browser.keys('Escape');
   await eventually('the dialog closed', 5000, async () => !(await exists('settings-dialog')));
   // A capture on bob's device goes to the team's project and gets its key from the server
