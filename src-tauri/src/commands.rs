@@ -8,8 +8,8 @@ use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token
 use tauri::State;
 
 use crate::dto::{
-    CreateInput, EditInput, ListFilter, SettingsInput, UiPage, UiProject, UiSettings, UiStatus,
-    UiTask,
+    CreateInput, EditInput, JoinInput, ListFilter, SettingsInput, UiPage, UiProject, UiSettings,
+    UiStatus, UiTask,
 };
 use crate::error::{CmdError, CmdResult};
 
@@ -287,6 +287,7 @@ fn settings_view(engine: &Engine) -> CmdResult<UiSettings> {
         token_set: hint.is_some(),
         token_hint: hint,
         project: s.project,
+        member: engine.me()?,
     })
 }
 
@@ -349,6 +350,27 @@ pub async fn save_settings(
         (_, Some(token)) => engine.set_token(&token)?,
         _ => {}
     }
+    engine.network_up();
+    settings_view(engine)
+}
+
+/// "Join a team": redeems an owner's invite code at `server_url` as the new member `name`, and
+/// logs this device in with the member's own token (as `callsign join` does; the server URL and
+/// token are saved, the account's projects fetched). The server's refusals keep their code
+/// (`invite_used`, `invite_expired`, `invite_not_found`, `member_taken`) and read as its title
+/// and detail; a code or name that cannot be one is `invalid` before any request. Nothing is
+/// saved when it is refused.
+#[tauri::command]
+pub async fn join_team(engine: State<'_, AppEngine>, input: JoinInput) -> CmdResult<UiSettings> {
+    let engine = &engine.0;
+    let device = input
+        .device_name
+        .map(|d| d.trim().to_owned())
+        .filter(|d| !d.is_empty());
+    engine
+        .join(&input.server_url, &input.code, &input.name, device)
+        .await
+        .map_err(CmdError::refusal)?;
     engine.network_up();
     settings_view(engine)
 }

@@ -1,4 +1,5 @@
 //! What the UI sees: the engine's types with the few view facts the UI needs added.
+use callsign_core::dto::Member;
 use callsign_sync::events::Plain;
 use callsign_sync::reason::{task_failure, waiting_reason, TaskFailure};
 use callsign_sync::{Engine, LocalTask, SyncState, SyncStatus};
@@ -105,6 +106,9 @@ pub struct UiSettings {
     pub token_set: bool,
     pub token_hint: Option<String>,
     pub project: Option<String>,
+    /// The team member this device's token belongs to (`None` with no server, or before a
+    /// login or join could ask).
+    pub member: Option<Member>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -158,6 +162,18 @@ pub struct SettingsInput {
     pub token: Option<String>,
     pub device_name: Option<String>,
     pub project: Option<String>,
+}
+
+/// "Join a team": the server, the invite code an owner gave, and the handle to join as.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinInput {
+    pub server_url: String,
+    pub code: String,
+    pub name: String,
+    /// This device's name as the server lists it (default: the one in the settings).
+    #[serde(default)]
+    pub device_name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

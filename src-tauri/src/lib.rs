@@ -62,6 +62,7 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::dismiss_conflict,
         commands::get_settings,
         commands::save_settings,
+        commands::join_team,
         commands::sync_now,
         commands::sync_status,
         commands::list_projects,

@@ -380,6 +380,46 @@ fn settings_keep_the_token_to_themselves() {
     assert!(e.to_string().contains("tokn"), "{e}");
 }
 
+/// "Join a team" checks what it can before asking a server, and saves nothing when refused.
+#[test]
+fn join_team_refuses_a_bad_code_name_or_url_in_words_and_saves_nothing() {
+    let ui = ui();
+    assert_eq!(ui.ok("get_settings", json!({}))["member"], Value::Null);
+    let join = |url: &str, code: &str, name: &str| {
+        ui.err(
+            "join_team",
+            json!({"input": {"server_url": url, "code": code, "name": name}}),
+        )
+    };
+    for (url, code, name, says) in [
+        (
+            "http://127.0.0.1:9",
+            "7KQ2-M9XD",
+            "bob",
+            "is not an invite code",
+        ),
+        (
+            "http://127.0.0.1:9",
+            "7KQ2-M9XD-4TRA-Z0PB",
+            "1bob",
+            "invalid member name",
+        ),
+        ("ftp://x", "7KQ2-M9XD-4TRA-Z0PB", "bob", "ftp://x"),
+    ] {
+        let e = join(url, code, name);
+        assert_eq!(e["code"], "invalid", "{e}");
+        assert!(e["message"].as_str().unwrap().contains(says), "{e}");
+    }
+    // Nothing listens on port 9: the join fails, and no server or token was kept.
+    let e = join("http://127.0.0.1:9", "7KQ2-M9XD-4TRA-Z0PB", "@bob");
+    assert_eq!(e["code"], "unreachable", "{e}");
+    let s = ui.ok("get_settings", json!({}));
+    assert_eq!(
+        (&s["server_url"], &s["token_set"], &s["member"]),
+        (&Value::Null, &json!(false), &Value::Null)
+    );
+}
+
 #[test]
 fn sync_status_and_sync_now_without_a_loop() {
     let ui = ui();

@@ -7,8 +7,9 @@
 // the server refuses, fixed from the app; an outage and the keys arriving when the server is
 // back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box; due dates
 // and priorities; subtasks and the Next view; a numbered task moved to another project, its new
-// key arriving in place and its old key still opening it. Each state is screenshotted into
-// target/desktop-e2e/.
+// key arriving in place and its old key still opening it; last, a second device (the app on a
+// fresh data dir) joining the team from Settings with an owner's invite code. Each state is
+// screenshotted into target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -145,16 +146,14 @@ async function capture(text) {
   await eventually(`"${text}" captured`, 10000, async () => (await textOf('task-list'))?.includes(text.split(' #')[0].split(' +')[0]));
 }
 
-before(async () => {
-  port = await freePort();
-  const acct = JSON.parse(execFileSync(path.join(BIN, 'callsign-server'),
-    ['account', 'create', '--data-dir', serverDir, '--name', 'e2e', '--prefix', 'PFX']).toString());
-  token = acct.token;
-  // A fresh data dir: no login, no server running.
+/**
+ * Starts tauri-driver and the app on `dataDir` (the app reads CALLSIGN_DATA_DIR from the
+ * driver's environment), as a new user's first launch: the web view's own storage (theme,
+ * density) under the temp dir too, so every run starts from the defaults.
+ */
+async function openApp(dataDir, xdg) {
   driver = spawn('tauri-driver', ['--port', String(DRIVER_PORT), '--native-port', '4445'],
-    // The web view's own storage (theme, density) under the temp dir too: every run starts
-    // from the defaults, as a new user's first launch does.
-    { stdio: 'inherit', env: { ...process.env, CALLSIGN_DATA_DIR: clientDir, XDG_DATA_HOME: path.join(tmp, 'xdg'), RUST_LOG: 'warn' } });
+    { stdio: 'inherit', env: { ...process.env, CALLSIGN_DATA_DIR: dataDir, XDG_DATA_HOME: xdg, RUST_LOG: 'warn' } });
   await waitForPort(DRIVER_PORT, 15000);
   browser = await remote({
     hostname: '127.0.0.1',
@@ -167,11 +166,44 @@ before(async () => {
     },
   });
   await browser.setWindowSize(1280, 800).catch(() => {});
+}
+
+/** Waits until no callsign-desktop process is left. */
+function appGone() {
+  return eventually('the app gone', 15000, () => {
+    try {
+      execFileSync('pgrep', ['-f', path.join(BIN, 'callsign-desktop')]);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+}
+
+/** Ends the session (and with it the app) and tauri-driver, and waits until both are gone. */
+async function closeApp() {
+  await browser?.deleteSession().catch(() => {});
+  browser = null;
+  if (driver && driver.exitCode === null) {
+    const exited = new Promise((r) => driver.once('exit', r));
+    driver.kill();
+    await exited;
+  }
+  driver = null;
+  await appGone();
+}
+
+before(async () => {
+  port = await freePort();
+  const acct = JSON.parse(execFileSync(path.join(BIN, 'callsign-server'),
+    ['account', 'create', '--data-dir', serverDir, '--name', 'e2e', '--prefix', 'PFX']).toString());
+  token = acct.token;
+  // A fresh data dir: no login, no server running.
+  await openApp(clientDir, path.join(tmp, 'xdg'));
 });
 
 after(async () => {
-  await browser?.deleteSession().catch(() => {});
-  driver?.kill();
+  await closeApp().catch(() => {});
   server?.kill();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
@@ -716,6 +748,16 @@ const captureWindow = () => {
     return ''; // xdotool search exits 1 when nothing matches
   }
 };
+/**
+ * Waits for the capture window and gives it the focus: `search` can find it before it is
+ * mapped, and focusing it then fails (BadMatch), so both are tried again until they work.
+ */
+const focusCaptureWindow = (what) => eventually(what, 10000, () => {
+  const win = captureWindow().split('\n')[0];
+  if (!win) return null;
+  xdotool('windowfocus', '--sync', win);
+  return win;
+});
 const pendingIn = (prefix) => JSON.parse(cli('--json', 'list')).filter((t) => t.project === prefix && t.status === 'pending').length;
 
 test('sidebar: each project with its open count; scoping, g-keys; a project created in the app numbers its tasks', async () => {
@@ -799,8 +841,7 @@ test('quick capture: the global shortcut and the tray open it; Enter saves a tas
   // The tray's Quick capture runs the same code; Esc closes it with nothing saved.
   const before = JSON.parse(cli('--json', 'list')).length;
   assert.deepEqual(await invoke('tray_action', { action: 'capture' }), { ok: null });
-  const again = await eventually('the capture window from the tray', 10000, () => captureWindow());
-  xdotool('windowfocus', '--sync', again.split('\n')[0]);
+  await focusCaptureWindow('the capture window from the tray');
   await sleep(1000); // painted
   xdotool('type', '--delay', '20', 'Never mind');
   xdotool('key', 'Escape');
@@ -870,8 +911,7 @@ test('closed with "keep syncing in the tray": the window hides, quick capture st
   screen('42-closed-to-tray');
   // Still running and syncing: a quick capture gets its key with no window open.
   xdotool('key', 'ctrl+alt+space');
-  const win = await eventually('the capture window', 10000, () => captureWindow());
-  xdotool('windowfocus', '--sync', win.split('\n')[0]);
+  await focusCaptureWindow('the capture window');
   await sleep(1000); // painted: keys typed before the page loads are lost
   xdotool('type', '--delay', '20', 'Captured with the window closed');
   screen('42b-typed');
@@ -895,14 +935,7 @@ test('quit from the tray stops the app cleanly with the outbox intact', async ()
   await eventually('queued', 10000, async () => JSON.parse(cli('--json', 'status')).pending >= 1);
   const pending = JSON.parse(cli('--json', 'status')).pending;
   await invoke('tray_action', { action: 'quit' }).catch(() => {}); // the session ends with the app
-  await eventually('the app gone', 15000, () => {
-    try {
-      execFileSync('pgrep', ['-f', path.join(BIN, 'callsign-desktop')]);
-      return false;
-    } catch {
-      return true;
-    }
-  });
+  await appGone();
   const after = JSON.parse(cli('--json', 'status'));
   assert.equal(after.pending, pending, 'the outbox as it was');
   // The sync lock was released: the CLI syncs at once when the server is back.
@@ -912,4 +945,86 @@ test('quit from the tray stops the app cleanly with the outbox intact', async ()
   const t = JSON.parse(cli('--json', 'list')).find((x) => x.description === 'Queued before quitting');
   assert.match(t.key ?? '', /^PFX-\d+$/);
   browser = null;
+});
+
+test('join a team: a second device joins with an invite code from Settings, its captures sync; a used code is refused in words', async () => {
+  // The owner makes a code with the CLI, logged in on a data dir of their own.
+  if (!server) await startServer();
+  const url = `http://127.0.0.1:${port}`;
+  const ownerDir = path.join(tmp, 'owner');
+  const owner = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir', ownerDir, ...args]).toString();
+  owner('login', '--server', url, '--token', token);
+  const invite = JSON.parse(owner('--json', 'invite'));
+  assert.match(invite.code, /^[0-9A-Z]{4}(-[0-9A-Z]{4}){3}$/);
+  // The new device: the app on a fresh data dir, no login.
+  await closeApp();
+  const bobDir = path.join(tmp, 'bob');
+  await openApp(bobDir, path.join(tmp, 'xdg-bob'));
+  await (await browser.$('[data-testid="capture"]')).waitForDisplayed({ timeout: 15000 });
+  await eventually('local only', 10000, async () => /local only/i.test((await textOf('sync-text')) ?? ''));
+  await click('[data-testid="settings-open"]');
+  await eventually('the join form', 5000, () => exists('settings-join'));
+  assert.equal(await exists('settings-member'), false, 'no member before joining');
+  await setField('settings-join-url', url);
+  await setField('settings-join-code', invite.code.toLowerCase());
+  await setField('settings-join-name', '@bob');
+  await browser.execute(() => document.querySelector('[data-testid="settings-join"]').scrollIntoView());
+  await shot('50-join-filled');
+  // Enter in the form joins (not Save).
+  await (await browser.$('[data-testid="settings-join-name"]')).click();
+  await browser.keys('Enter');
+  const done = await eventually('joined', 15000, () => textOf('settings-join-done'));
+  assert.equal(done, `Joined ${url} as @bob (member).`);
+  assert.match(await textOf('settings-member'), /Signed in as @bob \(member\) at http:\/\/127\.0\.0\.1:\d+/);
+  assert.equal(await exists('settings-dialog'), true, 'the dialog stays open to show it');
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="settings-server-url"]').value), url);
+  await browser.execute(() => { document.querySelector('[data-testid="settings-dialog"]').scrollTop = 0; });
+  await shot('51-joined');
+  // The server knows bob, and the owner sees him among the members.
+  const members = JSON.parse(owner('--json', 'members')).members;
+  assert.deepEqual(members.find((m) => m.name === 'bob'), { name: 'bob', role: 'member' });
+  // The same code again (as a third person would paste it): refused, the fields as typed.
+  await setField('settings-join-code', invite.code);
+  await setField('settings-join-name', 'carol');
+  await click('[data-testid="settings-join-submit"]');
+  const refused = await eventually('the refusal', 15000, () => textOf('settings-join-error'));
+  assert.match(refused, /^Invite code already used: this invite code was used already \(each works once\): ask an owner for a new one$/);
+  assert.deepEqual(
+    await browser.execute(() => ['settings-join-code', 'settings-join-name'].map((id) => document.querySelector(`[data-testid="${id}"]`).value)),
+    [invite.code, 'carol'],
+    'a refusal keeps what was typed',
+  );
+  assert.match(await textOf('settings-member'), /@bob \(member\)/, 'still bob');
+  await browser.execute(() => document.querySelector('[data-testid="settings-join"]').scrollIntoView());
+  await shot('52-join-refused');
+  // A fresh code with a name the team has: refused too, the code still good.
+  const second = JSON.parse(owner('--json', 'invite'));
+  await setField('settings-join-code', second.code);
+  await setField('settings-join-name', 'bob');
+  await click('[data-testid="settings-join-submit"]');
+  await eventually('the name refused', 15000, async () =>
+    /^Member name already in use: the team has or had a member named bob: choose another name \(the code is still good\)$/.test(
+      (await textOf('settings-join-error')) ?? ''));
+  // A code no owner made (a typo): refused as unknown.
+  await setField('settings-join-code', '7KQ2-M9XD-4TRA-Z0PB');
+  await setField('settings-join-name', 'carol');
+  await click('[data-testid="settings-join-submit"]');
+  await eventually('the unknown code refused', 15000, async () =>
+    /^No such invite code: no invite has this code: check it, or ask an owner for a new one$/.test(
+      (await textOf('settings-join-error')) ?? ''));
+  await browser.keys('Escape');
+  await eventually('the dialog closed', 5000, async () => !(await exists('settings-dialog')));
+  // A capture on bob's device goes to the team's project and gets its key from the server
+  // (#PFX: the default is the team's first project by name, OPS when the story ran before).
+  await capture('Captured by bob #PFX');
+  const row = await eventually('a PFX key', 15000, async () => {
+    const r = await rowByText('Captured by bob');
+    return /^PFX-\d+$/.test(r?.key ?? '') ? r : null;
+  });
+  const seen = await eventually('the owner sees it', 15000, () => {
+    owner('sync', '--timeout', '10');
+    return JSON.parse(owner('--json', 'list', '--all')).find((t) => t.description === 'Captured by bob') ?? null;
+  });
+  assert.equal(seen.key, row.key);
+  await shot('53-bob-synced');
 });

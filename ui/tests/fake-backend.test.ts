@@ -247,4 +247,23 @@ describe('FakeBackend', () => {
     f.openTask('some-uuid');
     expect(events.at(-1)).toEqual(['open-task', { uuid: 'some-uuid' }]);
   });
+
+  it('join_team logs in as the new member; a used code and a taken name are refused, nothing saved', () => {
+    const { f } = fake();
+    const join = (code: string, name: string) =>
+      f.handle('join_team', { input: { server_url: 'http://127.0.0.1:7171/', code, name } });
+    expect(() => join('0000-0000-0000-0000', 'bob')).toThrow(expect.objectContaining({ code: 'invite_used' }));
+    expect(() => join('7KQ2-M9XD-4TRA-Z0PB', 'taken')).toThrow(
+      expect.objectContaining({ code: 'member_taken', message: expect.stringMatching(/named taken/) }),
+    );
+    expect(() => join('7KQ2-M9XD', 'bob')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(() => join('7KQ2-M9XD-4TRA-Z0PB', '1bob')).toThrow(expect.objectContaining({ code: 'invalid' }));
+    expect(f.handle('get_settings', {})).toMatchObject({ server_url: null, token_set: false, member: null });
+    expect(join('7kq2-m9xd-4tra-z0pb', '@Bob')).toMatchObject({
+      server_url: 'http://127.0.0.1:7171',
+      token_set: true,
+      member: { name: 'bob', role: 'member' },
+    });
+    expect(() => join('7KQ2-M9XD-4TRA-Z0PC', 'bob')).toThrow(expect.objectContaining({ code: 'member_taken' }));
+  });
 });

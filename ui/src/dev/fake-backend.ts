@@ -15,12 +15,17 @@
 // Projects (`create_project`) are checked as the server checks them (`prefixError`, a taken
 // prefix; not the server's sounds-alike rule, which lives in callsign-core); the desktop's preferences are kept, a shortcut it cannot read refused; the capture
 // window's `open_capture` / `close_capture` are counted; `openTask` plays a notification's click.
+// Joining (`join_team`) takes any well-formed invite code except `0000-0000-0000-0000`, which the
+// fake server says was used, and refuses the handle `taken` (and any in `members`) as the server
+// does; a join logs in as `save_settings` does and sets `member`.
 import type {
   CmdError,
   CreateInput,
   DesktopPrefs,
   Failure,
+  JoinInput,
   ListFilter,
+  Member,
   LocalTask,
   Project,
   Settings,
@@ -28,6 +33,7 @@ import type {
   SyncStatus,
   TaskPatch,
 } from '../lib/types';
+import { memberNameError, normalizeInviteCode } from '../lib/team';
 import { parseJumpQuery } from '../lib/jump';
 import { keyPrefix } from '../lib/moves';
 import { prefixError } from '../lib/projects';
@@ -81,12 +87,14 @@ export class FakeBackend {
   private next = new Map<string, number>();
   private seq = 0;
   online = false;
-  settings: Settings = { server_url: null, device_name: 'preview', token_set: false, token_hint: null, project: 'SYN' };
+  settings: Settings = { server_url: null, device_name: 'preview', token_set: false, token_hint: null, project: 'SYN', member: null };
   projects: Project[] = [
     { prefix: 'SYN', name: 'Syncing' },
     { prefix: 'OPS', name: 'Operations' },
   ];
   lastError: string | null = null;
+  /** The fake team's handles (lower case); a join as one of them is refused. */
+  members: Member[] = [{ name: 'taken', role: 'owner' }];
   /** The app's defaults (src-tauri `prefs.rs`); an empty shortcut is none. */
   desktop: DesktopPrefs = { close_to_tray: false, capture_shortcut: 'Ctrl+Alt+Space', notify_failures: true, notify_keyed: true };
   /** How many times the capture window was opened / closed. */
@@ -649,6 +657,34 @@ export class FakeBackend {
           this.settings.token_set = true;
           this.settings.token_hint = `…${s.token.slice(-4)}`;
         }
+        this.statusChanged();
+        this.pump();
+        return { ...this.settings };
+      }
+      case 'join_team': {
+        const j = args.input as JoinInput;
+        const url = j.server_url.trim().replace(/\/+$/, '');
+        if (!/^https?:\/\/\S+$/.test(url)) throw err('invalid', `"${url}" is not a server URL: use http://host:port or https://host`);
+        const code = normalizeInviteCode(j.code);
+        if (code === null) {
+          throw err('invalid', `"${j.code.trim()}" is not an invite code: a code is 16 letters and digits, such as 7KQ2-M9XD-4TRA-Z0PB`);
+        }
+        const bad = memberNameError(j.name);
+        if (bad !== null) throw err('invalid', bad);
+        const name = j.name.trim().replace(/^@/, '').toLowerCase();
+        if (code === '0'.repeat(16)) {
+          throw err('invite_used', 'Invite code already used: this invite code was used already (each works once): ask an owner for a new one');
+        }
+        if (this.members.some((m) => m.name === name)) {
+          throw err('member_taken', `Member name already in use: the team has or had a member named ${name}: choose another name (the code is still good)`);
+        }
+        const member: Member = { name, role: 'member' };
+        this.members = [...this.members, member];
+        this.settings.server_url = url;
+        this.settings.token_set = true;
+        this.settings.token_hint = `…${((Math.random() * 0x10000) >>> 0).toString(16).padStart(4, '0')}`;
+        this.settings.member = member;
+        if (j.device_name?.trim()) this.settings.device_name = j.device_name.trim();
         this.statusChanged();
         this.pump();
         return { ...this.settings };

@@ -7,6 +7,7 @@ import type {
   CreateInput,
   DesktopPrefs,
   Filter,
+  JoinInput,
   ListFilter,
   LocalTask,
   Project,
@@ -70,6 +71,12 @@ export const backend = {
   dismissConflict: (id: string, field: ConflictField) => call<LocalTask>('dismiss_conflict', { id, field }),
   getSettings: () => call<Settings>('get_settings'),
   saveSettings: (settings: SettingsInput) => call<Settings>('save_settings', { settings }),
+  /**
+   * Redeems an owner's invite code as a new member and logs this device in with their token;
+   * the settings then (with `member`). Refusals: `invalid` (not a URL, code or name),
+   * `invite_used`, `invite_expired`, `invite_not_found`, `member_taken`, network codes.
+   */
+  joinTeam: (input: JoinInput) => call<Settings>('join_team', { input }),
   syncNow: () => call<void>('sync_now'),
   syncStatus: () => call<SyncStatus>('sync_status'),
   listProjects: () => call<Project[]>('list_projects'),

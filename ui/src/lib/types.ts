@@ -139,6 +139,23 @@ export interface Settings {
   token_hint: string | null;
   /** Default project prefix for new tasks, when the backend has one. */
   project?: string | null;
+  /** The team member this device is signed in as (null with no server, or not yet known). */
+  member?: Member | null;
+}
+
+/** A member of the team: the handle tasks name them by (`@bob`), and their role. */
+export interface Member {
+  name: string;
+  role: 'owner' | 'member';
+}
+
+/** "Join a team": the server, an owner's invite code, and the handle to join as. */
+export interface JoinInput {
+  server_url: string;
+  code: string;
+  name: string;
+  /** This device's name as the server lists it (default: the saved one). */
+  device_name?: string;
 }
 
 export interface SettingsInput {
