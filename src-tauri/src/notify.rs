@@ -290,6 +290,8 @@ mod tests {
             error_code: failed.map(|_| "invalid".to_owned()),
             open_rows: u32::from(failed.is_some()),
             next_attempt_at: None,
+            assignee: None,
+            created_by: None,
         }
     }
 

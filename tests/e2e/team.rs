@@ -50,6 +50,47 @@ fn an_owner_invites_and_a_new_device_joins_from_the_cli() -> Result<()> {
     let shown = alice.ok(&["show", "TEAM-1"])?;
     assert!(shown.contains("Fix the login redirect"), "{shown}");
 
+    // `@bob` in a capture assigns; `--mine` lists what is yours; `assign` reassigns.
+    alice.ok(&["members"])?;
+    alice.ok(&["add", "Review", "the", "release", "notes", "@Bob"])?;
+    alice.ok(&["add", "Email", "me@example.com", "about", "@carol"])?;
+    alice.ok(&["add", "Ship", "it", "@owner"])?;
+    alice.ok(&["sync"])?;
+    let shown = alice.json(&["show", "TEAM-2"])?;
+    assert_eq!(shown["description"], "Review the release notes", "{shown}");
+    assert_eq!(
+        (shown["assignee"].as_str(), shown["created_by"].as_str()),
+        (Some("bob"), Some("owner"))
+    );
+    let not_member = alice.json(&["show", "TEAM-3"])?;
+    assert_eq!(
+        not_member["description"], "Email me@example.com about @carol",
+        "{not_member}"
+    );
+    assert_eq!(not_member["assignee"], serde_json::Value::Null);
+    bob.ok(&["sync"])?;
+    let mine: Vec<String> = bob
+        .json(&["list", "--mine"])?
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(mine, ["TEAM-2"], "bob's tasks only");
+    let out = alice.output(&["assign", "TEAM-1", "@carol"])?;
+    assert_eq!(out.status.code(), Some(1), "carol is no member");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a member"));
+    alice.ok(&["assign", "TEAM-1", "bob"])?;
+    alice.ok(&["sync"])?;
+    bob.ok(&["sync"])?;
+    let mine = bob.json(&["list", "--mine"])?;
+    assert_eq!(mine.as_array().unwrap().len(), 2, "{mine}");
+    let first = bob.json(&["show", "TEAM-1"])?;
+    assert_eq!(
+        (first["created_by"].as_str(), first["assignee"].as_str()),
+        (Some("bob"), Some("bob"))
+    );
+
     // A member manages nothing; a used code is refused, saying so.
     for args in [
         &["invite"][..],

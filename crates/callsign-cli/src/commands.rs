@@ -59,6 +59,19 @@ pub async fn run(cli: Cli) -> Result<()> {
             let invite = engine.invite(role, hours).await?;
             out.invite(&invite)
         }
+        Command::Assign { task, name, nobody } => {
+            let name = match (name, nobody) {
+                (Some(n), false) => Some(n),
+                (None, true) => None,
+                _ => {
+                    return Err(anyhow!(
+                        "assign: give a member's name (`assign DEV-12 @bob`) or --nobody"
+                    ))
+                }
+            };
+            let t = engine.assign(&task, name.as_deref())?;
+            out.task(&engine, &t)
+        }
         Command::Members => {
             let members = engine.members().await?;
             out.members(&members, engine.me()?.as_ref())
@@ -77,15 +90,16 @@ pub async fn run(cli: Cli) -> Result<()> {
                 .map(|d| engine.parse_due(d))
                 .transpose()?
                 .flatten();
+            let (words, assignee) = engine.take_assignee(&text)?;
             let task = engine.create(NewTaskInput {
-                description: text.join(" "),
+                description: words.join(" "),
                 project,
                 notes: notes.unwrap_or_default(),
                 tags,
                 due,
                 priority: priority.and_then(|p| p.0),
                 parent,
-                assignee: None,
+                assignee,
             })?;
             out.task(&engine, &task)
         }
@@ -106,6 +120,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                 tasks.retain(|t| callsign_sync::matches_filter(&f, t, &[TaskStatus::Pending]));
                 tasks
             };
+            if report.mine {
+                tasks = engine.mine(tasks)?;
+            }
             crate::report::sort(report.sort, &mut tasks);
             out.list(&engine, &tasks, &report.columns)
         }
@@ -118,6 +135,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         } => {
             let f = engine.parse_filter(&filter_words(filter, project, all, failed))?;
             let mut tasks = engine.filter(&f, &[TaskStatus::Pending])?;
+            if report.mine {
+                tasks = engine.mine(tasks)?;
+            }
             crate::report::sort(report.sort, &mut tasks);
             out.list(&engine, &tasks, &report.columns)
         }
@@ -223,6 +243,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                 project: Some(LOCAL_PROJECT.into()),
                 ..TaskQuery::default()
             })?;
+            if report.mine {
+                tasks = engine.mine(tasks)?;
+            }
             crate::report::sort(report.sort, &mut tasks);
             out.list(&engine, &tasks, &report.columns)
         }

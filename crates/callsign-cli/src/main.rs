@@ -133,6 +133,15 @@ pub enum Command {
     },
     /// The team's members and their roles (needs the server); `*` marks you.
     Members,
+    /// Assign a task to a member of the team (`callsign assign DEV-12 @bob`), or to nobody
+    /// with `--nobody`; synced like any edit. `@bob` in `add` assigns too.
+    Assign {
+        task: String,
+        /// The member's name, with or without `@`.
+        name: Option<String>,
+        #[arg(long, conflicts_with = "name")]
+        nobody: bool,
+    },
     /// Capture a task (saved at once; provisional until the server numbers it).
     Add {
         #[arg(required = true, num_args = 1..)]

@@ -157,6 +157,12 @@ impl Out {
         println!("  uuid:     {}", t.uuid);
         println!("  project:  {}", safe(&t.project));
         println!("  status:   {}", t.status.as_str());
+        if let Some(a) = &t.assignee {
+            println!("  assigned: @{}", safe(a));
+        }
+        if let Some(c) = &t.created_by {
+            println!("  made by:  @{}", safe(c));
+        }
         if !t.previous_keys.is_empty() {
             println!("  was:      {}", safe(&t.previous_keys.join(", ")));
         }

@@ -27,6 +27,9 @@ pub struct ReportArgs {
     /// details after it). `--json` always prints every field.
     #[arg(long, value_delimiter = ',', value_name = "COL,…")]
     pub columns: Vec<Column>,
+    /// Only the tasks assigned to you (the member this device logged in or joined as).
+    #[arg(long)]
+    pub mine: bool,
 }
 
 /// A column of `--columns`.

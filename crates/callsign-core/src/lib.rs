@@ -28,7 +28,7 @@ pub mod when;
 
 pub use error::{ErrorCode, Problem};
 pub use key::{scope_of, KeyError, TaskKey, MAX_DEPTH};
-pub use member::{MemberName, MemberNameError, Role};
+pub use member::{mention, MemberName, MemberNameError, Role};
 pub use prefix::{Prefix, PrefixError};
 pub use task_ref::{RefError, TaskRef};
 pub use when::{Priority, WhenError};

@@ -71,6 +71,11 @@ impl<'de> serde::Deserialize<'de> for MemberName {
     }
 }
 
+/// The member a capture word names: `@bob` (any case), or `None` for any other word.
+pub fn mention(word: &str) -> Option<MemberName> {
+    MemberName::parse(word.strip_prefix('@')?).ok()
+}
+
 /// What a member may do. Owners manage the team (members, invites) and its projects; members
 /// work with tasks.
 #[derive(
@@ -133,6 +138,14 @@ mod tests {
     fn refuses_what_is_not_a_handle(#[case] input: &str) {
         let e = MemberName::parse(input).unwrap_err();
         assert!(e.to_string().contains("invalid member name"), "{e}");
+    }
+
+    #[test]
+    fn a_mention_is_at_and_a_handle() {
+        assert_eq!(mention("@Bob").map(|m| m.to_string()), Some("bob".into()));
+        for word in ["bob", "@", "@bob.", "me@bob", "@2x", "@@bob"] {
+            assert_eq!(mention(word), None, "{word}");
+        }
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct LocalTask {
     /// Values the server kept when a later edit of the same field from another device replaced
     /// them (`callsign_core::merge`), oldest first: each can be restored or dismissed.
     pub conflicts: Vec<callsign_core::merge::Conflict>,
+    /// The member who created it (the server's stamp; `None` until it has answered).
+    pub created_by: Option<String>,
+    /// The member it is assigned to.
+    pub assignee: Option<String>,
     /// How many subtasks it has.
     pub children: u32,
     /// How many of those are still pending: while any is, the task is blocked (it cannot be
@@ -109,6 +113,8 @@ impl LocalTask {
             parent: t.parent,
             previous_keys: t.previous_keys,
             conflicts: t.conflicts,
+            created_by: t.created_by,
+            assignee: t.assignee,
             children: 0,
             open_children: 0,
             held_by: None,

@@ -219,6 +219,8 @@ mod tests {
             error_code: None,
             open_rows: open,
             next_attempt_at: next,
+            assignee: None,
+            created_by: None,
         }
     }
 

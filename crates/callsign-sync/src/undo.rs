@@ -119,6 +119,7 @@ pub fn revert_of(before: &LocalTask, patch: &TaskPatch) -> TaskPatch {
         due: b.due,
         priority: b.priority,
         project: patch.project.as_ref().map(|_| before.project.clone()),
+        assignee: patch.assignee.as_ref().map(|_| before.assignee.clone()),
         ..TaskPatch::default()
     }
 }

@@ -3,16 +3,19 @@
 //! offline `list --mine` still knows.
 use std::time::Duration;
 
-use callsign_core::dto::{Invite, JoinRequest, Member, NewInvite};
+use callsign_core::dto::{Invite, JoinRequest, Member, NewInvite, TaskPatch};
 use callsign_core::{MemberName, Role};
 
 use super::{Engine, LoginReport};
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::model::LocalTask;
 use crate::settings::{validate_url, Token};
 
 /// Where the member this device's token belongs to is kept (JSON `{name, role}`).
 const MEMBER: &str = "team.member";
+/// The team's members as last listed (JSON `[{name, role}]`), for offline checks of `@name`.
+const MEMBERS: &str = "team.members";
 /// How long a login waits to learn whose the token is (the login is saved regardless).
 const ME_WAIT: Duration = Duration::from_secs(5);
 
@@ -40,13 +43,92 @@ impl Engine {
     /// a new token never shows the last one's name).
     pub(crate) async fn learn_me(&self) -> std::result::Result<Member, String> {
         self.remember_me(None).map_err(|e| e.to_string())?;
+        self.store().set(MEMBERS, None).map_err(|e| e.to_string())?;
         let client = self.client().map_err(|e| e.to_string())?;
         let me = match tokio::time::timeout(ME_WAIT, client.me()).await {
             Ok(r) => r.map_err(|e| e.error.to_string())?,
             Err(_) => return Err(format!("no answer within {} s", ME_WAIT.as_secs())),
         };
         self.remember_me(Some(&me)).map_err(|e| e.to_string())?;
+        if let Ok(Ok(list)) = tokio::time::timeout(ME_WAIT, client.members()).await {
+            self.remember_members(&list.members)
+                .map_err(|e| e.to_string())?;
+        }
         Ok(me)
+    }
+
+    /// The team's members as last listed by the server (`None` before any list).
+    pub fn known_members(&self) -> Result<Option<Vec<Member>>> {
+        let raw: Option<String> = self.store().get(MEMBERS)?;
+        Ok(raw.and_then(|j| serde_json::from_str(&j).ok()))
+    }
+
+    fn remember_members(&self, members: &[Member]) -> Result<()> {
+        let json = serde_json::to_string(members).expect("members serialize");
+        self.store().set(MEMBERS, Some(&json))
+    }
+
+    /// `name` (with or without `@`, any case) as an assignee: a handle, and a member of the
+    /// team as last listed (any handle while no list is known; the server checks it again).
+    pub fn assignee(&self, name: &str) -> Result<String> {
+        let name = MemberName::parse(name.trim().trim_start_matches('@'))
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        if let Some(members) = self.known_members()? {
+            if !members.iter().any(|m| m.name == name.as_str()) {
+                let names: Vec<String> = members.iter().map(|m| format!("@{}", m.name)).collect();
+                return Err(Error::Invalid(format!(
+                    "@{name} is not a member of the team ({})",
+                    names.join(", ")
+                )));
+            }
+        }
+        Ok(name.to_string())
+    }
+
+    /// The words of a capture without its `@name` mentions of members, and the member the
+    /// last one names (a mention of someone not in the team stays a word when the team is
+    /// known, as `#PFX` does for an unknown project).
+    pub fn take_assignee(&self, words: &[String]) -> Result<(Vec<String>, Option<String>)> {
+        let members = self.known_members()?;
+        let mut rest = Vec::new();
+        let mut assignee = None;
+        for w in words {
+            let named = callsign_core::mention(w).filter(|m| {
+                members
+                    .as_ref()
+                    .is_none_or(|ms| ms.iter().any(|x| x.name == m.as_str()))
+            });
+            match named {
+                Some(m) => assignee = Some(m.to_string()),
+                None => rest.push(w.clone()),
+            }
+        }
+        Ok((rest, assignee))
+    }
+
+    /// Assigns the task to a member (`None`: to nobody): an edit, queued like any other.
+    pub fn assign(&self, task_ref: &str, name: Option<&str>) -> Result<LocalTask> {
+        let assignee = name.map(|n| self.assignee(n)).transpose()?;
+        let patch = TaskPatch {
+            assignee: Some(assignee),
+            ..TaskPatch::default()
+        };
+        self.edit(task_ref, patch)
+    }
+
+    /// The tasks assigned to this device's member, of `tasks`.
+    pub fn mine(&self, tasks: Vec<LocalTask>) -> Result<Vec<LocalTask>> {
+        let me = self.me()?.ok_or_else(|| {
+            Error::Invalid(
+                "this device does not know who you are yet: log in or join a team (with the \
+                 server reachable) first"
+                    .into(),
+            )
+        })?;
+        Ok(tasks
+            .into_iter()
+            .filter(|t| t.assignee.as_deref() == Some(me.name.as_str()))
+            .collect())
     }
 
     /// Redeems an invite code at `url` as the new member `name`, then logs in with the token
@@ -71,16 +153,20 @@ impl Engine {
         };
         let joined = Client::anonymous(url)?.join(&req).await?;
         let login = self.login(url, Token::new(joined.token), device).await?;
-        self.remember_me(Some(&joined.member))?;
+        if self.me()?.is_none() {
+            self.remember_me(Some(&joined.member))?;
+        }
         Ok(JoinReport {
             member: joined.member,
             login,
         })
     }
 
-    /// The team's current members, from the server.
+    /// The team's current members, from the server (kept for offline checks).
     pub async fn members(&self) -> Result<Vec<Member>> {
-        Ok(self.client()?.members().await?.members)
+        let members = self.client()?.members().await?.members;
+        self.remember_members(&members)?;
+        Ok(members)
     }
 
     /// A new invite code (owners only; the server answers `403 forbidden` to others).
@@ -90,5 +176,76 @@ impl Engine {
             expires_in_hours,
         };
         Ok(self.client()?.invite(&req).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::NewTaskInput;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_owned).collect()
+    }
+
+    fn member(name: &str) -> Member {
+        Member {
+            name: name.into(),
+            role: Role::Member,
+        }
+    }
+
+    #[test]
+    fn a_mention_assigns_a_member_of_the_team_as_last_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(dir.path()).unwrap();
+        let (rest, who) = e.take_assignee(&words("Fix it @Bob now")).unwrap();
+        assert_eq!(
+            (rest.join(" "), who.as_deref()),
+            ("Fix it now".into(), Some("bob"))
+        );
+        e.remember_members(&[member("alice"), member("bob")])
+            .unwrap();
+        let (rest, who) = e.take_assignee(&words("Ask @carol then @alice")).unwrap();
+        assert_eq!(
+            (rest.join(" "), who.as_deref()),
+            ("Ask @carol then".into(), Some("alice"))
+        );
+        let err = e.assignee("@carol").unwrap_err().to_string();
+        assert!(
+            err.contains("not a member") && err.contains("@alice, @bob"),
+            "{err}"
+        );
+        assert_eq!(e.assignee("BOB").unwrap(), "bob");
+    }
+
+    #[test]
+    fn assigning_is_an_edit_that_folds_into_the_unsent_create_and_undoes() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(dir.path()).unwrap();
+        let t = e
+            .create(NewTaskInput {
+                description: "Ship".into(),
+                project: Some("DEV".into()),
+                assignee: Some("alice".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(t.assignee.as_deref(), Some("alice"));
+        let t = e.assign(&t.uuid.to_string(), Some("@bob")).unwrap();
+        assert_eq!(t.assignee.as_deref(), Some("bob"));
+        let rows = e.store().rows_for_test(t.uuid);
+        assert_eq!(rows.len(), 1, "folded into the create");
+        assert_eq!(rows[0].body["assignee"], "bob");
+        let err = e.mine(vec![t.clone()]).unwrap_err().to_string();
+        assert!(err.contains("log in or join"), "{err}");
+        e.remember_me(Some(&member("bob"))).unwrap();
+        assert_eq!(e.mine(vec![t.clone()]).unwrap().len(), 1);
+        e.undo().unwrap();
+        let back = e.get(&t.uuid.to_string()).unwrap();
+        assert_eq!(back.assignee.as_deref(), Some("alice"), "undone");
+        assert!(e.mine(vec![back]).unwrap().is_empty());
+        let none = e.assign(&t.uuid.to_string(), None).unwrap();
+        assert_eq!(none.assignee, None);
     }
 }

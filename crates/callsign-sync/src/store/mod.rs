@@ -35,6 +35,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/006_previous_keys.sql")),
         M::up(include_str!("migrations/007_conflicts.sql")),
         M::up(include_str!("migrations/008_undo.sql")),
+        M::up(include_str!("migrations/009_team.sql")),
     ])
 });
 

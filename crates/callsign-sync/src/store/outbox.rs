@@ -358,5 +358,8 @@ fn current_values(tx: &Transaction<'_>, uuid: Uuid, body: &str) -> Result<String
     if patch.priority.is_some() {
         patch.priority = Some(t.priority);
     }
+    if patch.assignee.is_some() {
+        patch.assignee = Some(t.assignee);
+    }
     serde_json::to_string(&patch).map_err(|e| Error::Invalid(e.to_string()))
 }

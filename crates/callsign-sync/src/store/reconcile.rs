@@ -70,8 +70,10 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
         if local.is_none() {
             tx.prepare_cached(
                 "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
-                created_at, modified_at, due, priority, parent, previous_keys, conflicts)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                created_at, modified_at, due, priority, parent, previous_keys, conflicts,
+                created_by, assignee)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                ?17)",
             )?
             .execute(params![
                 u,
@@ -88,24 +90,28 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
                 t.priority.map(callsign_core::Priority::as_str),
                 t.parent.map(|p| p.to_string()),
                 previous,
-                conflicts
+                conflicts,
+                t.created_by,
+                t.assignee
             ])?
         } else if busy {
             tx.prepare_cached(
-                "UPDATE tasks SET key = ?2, number = ?3, previous_keys = ?4 WHERE uuid = ?1
-                AND (key IS NOT ?2 OR number IS NOT ?3 OR previous_keys IS NOT ?4)",
+                "UPDATE tasks SET key = ?2, number = ?3, previous_keys = ?4, created_by = ?5
+                WHERE uuid = ?1 AND (key IS NOT ?2 OR number IS NOT ?3 OR previous_keys IS NOT ?4
+                OR created_by IS NOT ?5)",
             )?
-            .execute(params![u, key, number, previous])?
+            .execute(params![u, key, number, previous, t.created_by])?
         } else {
             tx.prepare_cached(
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10, due = ?11,
-                priority = ?12, parent = ?13, previous_keys = ?14, conflicts = ?15 WHERE uuid = ?1",
+                priority = ?12, parent = ?13, previous_keys = ?14, conflicts = ?15,
+                created_by = ?16, assignee = ?17 WHERE uuid = ?1",
         )?
         .execute(params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
                 ts(t.created_at), ts(t.modified_at), t.due.map(ts),
                 t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string()),
-                previous, conflicts])?
+                previous, conflicts, t.created_by, t.assignee])?
         };
     Ok(changed > 0)
 }

@@ -17,14 +17,14 @@ use crate::undo::{revert_of, revert_of_capture, Journal, UndoKind};
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
     t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent,
-    t.previous_keys, t.conflicts";
+    t.previous_keys, t.conflicts, t.created_by, t.assignee";
 
-/// One task with its outbox facts computed for it alone (columns 15-19, for [`map_task`]) and its
-/// subtask counts (20-21): for a lookup. A listing computes the same facts for every task in one
+/// One task with its outbox facts computed for it alone (columns 17-21, for [`map_task`]) and its
+/// subtask counts (22-23): for a lookup. A listing computes the same facts for every task in one
 /// pass ([`super::listing`]).
 const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
     t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent, t.previous_keys,
-    t.conflicts, (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
+    t.conflicts, t.created_by, t.assignee, (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
         AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
@@ -70,19 +70,19 @@ pub(super) struct OutboxFacts {
     pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-14 are [`TASK_COLUMNS`], 15-19 the facts in
-/// [`OutboxFacts`] order, 20-21 the subtask counts.
+/// A task row with its outbox facts: columns 0-16 are [`TASK_COLUMNS`], 17-21 the facts in
+/// [`OutboxFacts`] order, 22-23 the subtask counts.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let facts = OutboxFacts {
-        open_rows: r.get::<_, i64>(15)? as u32,
-        failed: r.get::<_, i64>(16)? as u32,
-        last_error: r.get(17)?,
-        next_attempt_at: r.get(18)?,
-        error_code: r.get(19)?,
+        open_rows: r.get::<_, i64>(17)? as u32,
+        failed: r.get::<_, i64>(18)? as u32,
+        last_error: r.get(19)?,
+        next_attempt_at: r.get(20)?,
+        error_code: r.get(21)?,
     };
     let mut task = with_facts(task_row(r)?, facts);
-    task.children = r.get::<_, i64>(20)? as u32;
-    task.open_children = r.get::<_, i64>(21)? as u32;
+    task.children = r.get::<_, i64>(22)? as u32;
+    task.open_children = r.get::<_, i64>(23)? as u32;
     Ok(task)
 }
 
@@ -126,6 +126,8 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         parent,
         previous_keys: serde_json::from_str(&text(13)?).map_err(|e| bad(13, e.to_string()))?,
         conflicts: serde_json::from_str(&text(14)?).map_err(|e| bad(14, e.to_string()))?,
+        created_by: r.get(15)?,
+        assignee: r.get(16)?,
         children: 0,
         open_children: 0,
         held_by: None,
@@ -210,8 +212,8 @@ fn insert_local(
     let status = body.status.unwrap_or(TaskStatus::Pending);
     tx.execute(
         "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-            modified_at, due, priority, parent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9,
-            ?10)",
+            modified_at, due, priority, parent, assignee) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7,
+            ?8, ?9, ?10, ?11)",
         params![
             uuid.to_string(),
             body.project,
@@ -223,6 +225,7 @@ fn insert_local(
             body.due.map(ts),
             body.priority.map(Priority::as_str),
             body.parent,
+            body.assignee,
         ],
     )?;
     super::outbox::insert(
@@ -271,7 +274,8 @@ pub(super) fn edit_in(
             tags = COALESCE(?5, tags), modified_at = ?6,
             due = CASE WHEN ?7 THEN ?8 ELSE due END,
             priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
-            project = COALESCE(upper(?11), project), conflicts = ?12
+            project = COALESCE(upper(?11), project), conflicts = ?12,
+            assignee = CASE WHEN ?13 THEN ?14 ELSE assignee END
          WHERE uuid = ?1",
         params![
             u,
@@ -286,6 +290,8 @@ pub(super) fn edit_in(
             patch.priority.flatten().map(Priority::as_str),
             patch.project.as_deref().map(str::trim),
             conflicts,
+            patch.assignee.is_some(),
+            patch.assignee.clone().flatten(),
         ],
     )?;
     if changed == 0 {
