@@ -91,6 +91,31 @@ fn an_owner_invites_and_a_new_device_joins_from_the_cli() -> Result<()> {
         (Some("bob"), Some("bob"))
     );
 
+    // The standup: per member, keys first, as said aloud.
+    let standup = alice.json(&["standup"])?;
+    let bob_said = standup["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "bob")
+        .cloned()
+        .unwrap_or_default();
+    let keys = |what: &str| -> Vec<String> {
+        bob_said[what]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|l| l["key"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(keys("created"), ["TEAM-1"], "{standup}");
+    assert_eq!(keys("open"), ["TEAM-1", "TEAM-2"], "{standup}");
+    let text = alice.ok(&["standup", "--since", "yesterday"])?;
+    assert!(text.contains("@bob"), "{text}");
+    assert!(text.contains("TEAM-1  Fix the login redirect"), "{text}");
+
     // A member manages nothing; a used code is refused, saying so.
     for args in [
         &["invite"][..],

@@ -72,6 +72,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             let t = engine.assign(&task, name.as_deref())?;
             out.task(&engine, &t)
         }
+        Command::Standup { since } => {
+            let report = engine.standup(since.as_deref())?;
+            out.standup(&report, engine.me()?.as_ref())
+        }
         Command::Members => {
             let members = engine.members().await?;
             out.members(&members, engine.me()?.as_ref())

@@ -133,6 +133,14 @@ pub enum Command {
     },
     /// The team's members and their roles (needs the server); `*` marks you.
     Members,
+    /// What each member completed and created since the last working day (Friday on a
+    /// Monday), and what is open and assigned to them: each line as it is said aloud, keys
+    /// first. From the tasks on this device (run `sync` first for the latest).
+    Standup {
+        /// The first day to count: yesterday, a date (2026-11-20), mon, ...
+        #[arg(long)]
+        since: Option<String>,
+    },
     /// Assign a task to a member of the team (`callsign assign DEV-12 @bob`), or to nobody
     /// with `--nobody`; synced like any edit. `@bob` in `add` assigns too.
     Assign {

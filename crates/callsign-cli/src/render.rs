@@ -15,6 +15,7 @@ use callsign_core::dto::{Invite, Member, TaskStatus};
 use callsign_core::LOCAL_PROJECT;
 use callsign_sync::lock::SyncLock;
 use callsign_sync::reason::{task_failure, waiting_reason};
+use callsign_sync::standup::Standup;
 use callsign_sync::{Engine, Event, JoinReport, LocalTask, LoginReport, SyncStatus};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -299,6 +300,49 @@ impl Out {
             local.format("%Y-%m-%d %H:%M"),
             i.code
         );
+        Ok(())
+    }
+
+    pub fn standup(&self, s: &Standup, me: Option<&Member>) -> Result<()> {
+        if self.json {
+            return print_json(&json!(s));
+        }
+        let since = s.since.with_timezone(&chrono::Local);
+        println!("Standup since {}", since.format("%a %Y-%m-%d"));
+        if s.members.is_empty() {
+            println!("  no members known yet: run `callsign members` once online");
+        }
+        let width = s
+            .members
+            .iter()
+            .flat_map(|m| m.completed.iter().chain(&m.created).chain(&m.open))
+            .map(|l| l.key.chars().count())
+            .max()
+            .unwrap_or(0);
+        for m in &s.members {
+            let you = if me.is_some_and(|me| me.name == m.name) {
+                " (you)"
+            } else {
+                ""
+            };
+            println!("\n@{}{you}", safe(&m.name));
+            if m.completed.is_empty() && m.created.is_empty() && m.open.is_empty() {
+                println!("  nothing since then, nothing open");
+            }
+            for (what, lines) in [
+                ("completed", &m.completed),
+                ("created", &m.created),
+                ("open", &m.open),
+            ] {
+                if lines.is_empty() {
+                    continue;
+                }
+                println!("  {what}");
+                for l in lines {
+                    println!("    {:<width$}  {}", safe(&l.key), safe(&l.description));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -26,6 +26,7 @@ pub mod plan;
 pub mod projects;
 pub mod reason;
 pub mod settings;
+pub mod standup;
 mod status;
 pub mod store;
 pub mod sync_loop;

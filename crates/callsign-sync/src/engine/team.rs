@@ -116,6 +116,44 @@ impl Engine {
         self.edit(task_ref, patch)
     }
 
+    /// The standup since the start of `since` (`yesterday`, a date, any day `due:` takes; by
+    /// default the last working day), in local time, from the tasks on this device.
+    pub fn standup(&self, since: Option<&str>) -> Result<crate::standup::Standup> {
+        use chrono::{Local, TimeZone};
+        let day = match since {
+            Some(text) => self
+                .parse_due(text)?
+                .ok_or_else(|| Error::Invalid("--since needs a day, such as yesterday".into()))?
+                .with_timezone(&Local)
+                .date_naive(),
+            None => crate::standup::last_working_day(
+                self.inner
+                    .opts
+                    .clock
+                    .now()
+                    .with_timezone(&Local)
+                    .date_naive(),
+            ),
+        };
+        let start = day.and_hms_opt(0, 0, 0).expect("midnight exists");
+        let start = Local
+            .from_local_datetime(&start)
+            .earliest()
+            .unwrap_or_else(|| Local.from_utc_datetime(&start))
+            .with_timezone(&chrono::Utc);
+        let tasks = self.query(&crate::store::TaskQuery {
+            all: true,
+            ..Default::default()
+        })?;
+        let members: Vec<String> = self
+            .known_members()?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| m.name)
+            .collect();
+        Ok(crate::standup::standup(&tasks, &members, start))
+    }
+
     /// The tasks assigned to this device's member, of `tasks`.
     pub fn mine(&self, tasks: Vec<LocalTask>) -> Result<Vec<LocalTask>> {
         let me = self.me()?.ok_or_else(|| {
