@@ -161,3 +161,60 @@ fn an_owner_invites_and_a_new_device_joins_from_the_cli() -> Result<()> {
     );
     Ok(())
 }
+
+/// A teammate's new key on an open device with no action: device B runs the engine's own loop
+/// (as the app does) and holds a change request; A captures and syncs through the CLI. B has
+/// the key within seconds, well inside the loop's periodic pull.
+#[test]
+fn a_teammates_new_key_reaches_an_open_device_without_polling() -> Result<()> {
+    use std::time::{Duration, Instant};
+    let (server, account) = TestServer::start("HELD")?;
+    let (home_a, home_b) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let alice = Cli::new(home_a.path());
+    alice.login(&server.url, &account.token)?;
+    let invite = alice.json(&["invite"])?;
+    let code = invite["code"].as_str().unwrap();
+    let bob = Cli::new(home_b.path());
+    bob.ok(&[
+        "join",
+        "--server",
+        &server.url,
+        "--code",
+        code,
+        "--name",
+        "bob",
+    ])?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let engine = callsign_sync::Engine::open(home_b.path())?;
+        engine.start();
+        // Let the loop pass once and open its held request.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let out = alice.output(&["add", "Said", "at", "standup"])?;
+        assert!(out.status.success());
+        let started = Instant::now();
+        alice.ok(&["sync"])?;
+        loop {
+            let found = engine.get("HELD-1").ok();
+            if let Some(t) = found {
+                assert_eq!(t.description, "Said at standup");
+                assert_eq!(t.created_by.as_deref(), Some("owner"));
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "HELD-1 did not reach the open device within 10 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        println!(
+            "HELD-1 reached B {:?} after A's sync began",
+            started.elapsed()
+        );
+        engine.stop().await;
+        anyhow::Ok(())
+    })
+}

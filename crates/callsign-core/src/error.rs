@@ -213,7 +213,7 @@ impl ErrorCode {
             ErrorCode::Internal => "Internal error",
             ErrorCode::NotReady => "Not ready",
             ErrorCode::MethodNotAllowed => "Method not allowed",
-            ErrorCode::TooManyRequests => "Too many failed authentications",
+            ErrorCode::TooManyRequests => "Too many requests",
             ErrorCode::InvalidQuery => "Invalid query parameter",
             ErrorCode::DuplicateHeader => "Header sent more than once",
             ErrorCode::UriTooLong => "Request line too long",

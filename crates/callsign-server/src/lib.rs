@@ -13,6 +13,7 @@ pub mod cursor;
 pub mod datadir;
 pub mod db;
 pub mod error;
+pub mod feed;
 pub mod files;
 mod inflight;
 pub mod metrics;
@@ -67,6 +68,8 @@ pub struct Config {
     /// The key that seals the accounts' Taskwarrior secrets (`--taskwarrior-key-file`);
     /// Taskwarrior sync is off without it.
     pub taskwarrior_key: Option<String>,
+    /// Bounds on held `GET /v1/changes?wait=` requests ([`feed`]).
+    pub held_changes: feed::Limits,
 }
 
 /// Batches of one account's coalesced requests in flight at once on a node, by default.
@@ -95,6 +98,7 @@ impl Config {
             coalesce_requests: true,
             coalesce_batches: usize::from(DEFAULT_COALESCE_BATCHES),
             taskwarrior_key: None,
+            held_changes: feed::Limits::default(),
         }
     }
 
@@ -118,6 +122,8 @@ pub struct Inner {
     tokens: api::auth::TokenCache,
     /// Member removals seen here, on other nodes or by the admin CLI ([`api::auth`]).
     pub revocations: Arc<api::auth::Revocations>,
+    /// Held `GET /v1/changes?wait=` requests and what wakes them ([`feed`]).
+    pub feed: Arc<feed::Feed>,
     auth_failures: throttle::FailureLimit,
     cursors: cursor::CursorKey,
     body_budget: tokio::sync::Semaphore,
@@ -241,12 +247,28 @@ impl AppState {
                 )?))
             }
         };
+        let feed = Arc::new(feed::Feed::new(config.held_changes));
         let revocations = match &config.database {
             storage::Database::Sqlite(dir) => Arc::new(api::auth::Revocations::watching(dir)),
             storage::Database::Postgres(url) => {
                 let revs = Arc::new(api::auth::Revocations::default());
-                let heard = revs.clone();
-                pg::listen::spawn(url.clone(), &[pg::listen::MEMBERS], move |_| heard.bump());
+                let (heard, woken) = (revs.clone(), feed.clone());
+                let channels = &[pg::listen::MEMBERS, pg::listen::FEED];
+                pg::listen::spawn(url.clone(), channels, move |h| match h {
+                    pg::listen::Heard::Listening => {
+                        heard.bump();
+                        woken.changed_everywhere();
+                    }
+                    pg::listen::Heard::Notify { channel, payload } => {
+                        if channel == pg::listen::FEED {
+                            if let Ok(account) = payload.parse() {
+                                woken.changed(account);
+                            }
+                        } else {
+                            heard.bump();
+                        }
+                    }
+                });
                 revs
             }
         };
@@ -260,6 +282,7 @@ impl AppState {
             metrics,
             tokens: api::auth::TokenCache::default(),
             revocations,
+            feed,
             auth_failures: throttle::FailureLimit::new(config.auth_failures_per_minute),
             cursors,
             body_budget: tokio::sync::Semaphore::new(body_budget_kib as usize),
@@ -269,6 +292,21 @@ impl AppState {
             taskwarrior,
             config,
         })))
+    }
+
+    /// A change committed in `account`: wakes its held change requests here and, through the
+    /// store, on every other node (PostgreSQL's `NOTIFY`).
+    pub async fn feed_changed(&self, account: db::AccountId) {
+        self.feed.changed(account);
+        if self.config.database.data_dir().is_none() {
+            // Off the request path: the commit is done; other nodes hear of it shortly.
+            let alloc = self.alloc.clone();
+            tokio::spawn(async move {
+                if let Err(e) = alloc.announce_change(account).await {
+                    tracing::debug!(error = %e, account, "announcing a change to other nodes failed");
+                }
+            });
+        }
     }
 
     /// The idempotency window in force.

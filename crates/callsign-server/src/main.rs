@@ -100,6 +100,12 @@ enum Cmd {
         /// Taskwarrior sync (`/v1/client/...`) is off without it (docs/TASKWARRIOR.md).
         #[arg(long, env = "CALLSIGN_TASKWARRIOR_KEY_FILE")]
         taskwarrior_key_file: Option<std::path::PathBuf>,
+        /// Most `GET /v1/changes?wait=` requests held at once; more get `429`.
+        #[arg(long, default_value_t = 10_000)]
+        max_held_changes: usize,
+        /// Most of them for one account.
+        #[arg(long, default_value_t = 200)]
+        max_held_changes_per_account: usize,
     },
     /// Manage accounts.
     Account {
@@ -419,6 +425,8 @@ async fn main() -> anyhow::Result<()> {
             coalesce_requests,
             coalesce_batches,
             taskwarrior_key_file,
+            max_held_changes,
+            max_held_changes_per_account,
         } => {
             if reaper_interval < reaper::MIN_INTERVAL {
                 bail!(
@@ -468,6 +476,10 @@ async fn main() -> anyhow::Result<()> {
                 taskwarrior_key: taskwarrior_key_file
                     .map(|f| read_key_file(&f))
                     .transpose()?,
+                held_changes: callsign_server::feed::Limits {
+                    per_account: max_held_changes_per_account,
+                    total: max_held_changes,
+                },
             };
             let state = AppState::open(config).await?;
             reaper::spawn(state.clone());
@@ -483,7 +495,13 @@ async fn main() -> anyhow::Result<()> {
                 header_read_timeout,
                 idle_timeout,
             };
-            serve::serve(listener, router(state), limits, shutdown()).await;
+            // Held change requests answer at once when the server stops, so it stops promptly.
+            let feed = state.feed.clone();
+            let stop = async move {
+                shutdown().await;
+                feed.shut_down();
+            };
+            serve::serve(listener, router(state), limits, stop).await;
         }
         Cmd::Account {
             cmd:

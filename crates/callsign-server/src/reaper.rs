@@ -181,6 +181,7 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
         if reply.replayed {
             return Ok(Settled::Left);
         }
+        state.feed_changed(account).await;
         if let Ok(task) = serde_json::from_str::<callsign_core::dto::Task>(&reply.body) {
             if let Some(key) = task.key {
                 write_keys(state, account, vec![(task.uuid, key)]).await?;

@@ -116,6 +116,30 @@ impl Client {
         })
     }
 
+    /// `GET /v1/changes?since=C&wait=S&limit=1`: held by the server until a change commits
+    /// in the account or `wait` passes. Whether anything is newer than `since` (the sync
+    /// pass then reads it as usual); an old server that ignores `wait` answers at once.
+    pub async fn changed_since(
+        &self,
+        since: Option<&str>,
+        wait: Duration,
+    ) -> Result<bool, CallError> {
+        let mut q = vec![
+            ("limit", "1".to_owned()),
+            ("wait", wait.as_secs().to_string()),
+        ];
+        if let Some(s) = since {
+            q.push(("since", s.to_owned()));
+        }
+        let rb = self
+            .http
+            .get(format!("{}/v1/changes", self.base))
+            .query(&q)
+            .timeout(wait + Duration::from_secs(15));
+        let raw: RawPage = self.send(rb).await?;
+        Ok(!raw.changes.is_empty() || raw.has_more || since.is_some_and(|s| s != raw.cursor))
+    }
+
     pub async fn changes(&self, since: Option<&str>, limit: usize) -> Result<Page, CallError> {
         let mut q = vec![("limit", limit.to_string())];
         if let Some(s) = since {

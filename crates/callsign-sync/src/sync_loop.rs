@@ -9,6 +9,13 @@
 //! within about a second of the server's return. The tick also refreshes the lock's
 //! heartbeat, or tries to take the lock while another live process holds it: only the lock
 //! holder sends, everyone else only queues.
+//!
+//! While the server answers, the loop also keeps one held `GET /v1/changes?wait=` request open
+//! ([`WAIT`]): the server answers it the moment a teammate's change commits, and the loop
+//! passes at once, so a new key reaches this device within about a second. With a held request
+//! open, the periodic pull is only a fallback ([`PERIOD_WATCHING`]). A wake-up that brings no
+//! new cursor pauses the held request for a [`PERIOD`], so a server that keeps answering at
+//! once cannot make the loop spin.
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,6 +30,12 @@ use crate::store::Store;
 
 pub const TICK: Duration = Duration::from_millis(250);
 pub const PERIOD: Duration = Duration::from_secs(30);
+/// How long each held change request asks the server to wait.
+pub const WAIT: Duration = Duration::from_secs(30);
+/// The periodic pull while a held request is open.
+pub const PERIOD_WATCHING: Duration = Duration::from_secs(600);
+
+type Watch = std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool>> + Send>>;
 /// How often the loop asks an unreachable server whether it is back.
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
@@ -51,6 +64,10 @@ struct State {
     next_run: Instant,
     /// The last pass could not reach the server: the next probe is due then.
     probe_at: Option<Instant>,
+    /// The last pass reached the server (a held change request may be open).
+    online: bool,
+    /// No held request before then (a wake-up brought nothing new).
+    watch_paused_until: Option<Instant>,
 }
 
 pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
@@ -60,12 +77,35 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
         failures: 0,
         next_run: Instant::now(),
         probe_at: None,
+        online: false,
+        watch_paused_until: None,
     };
+    let mut watch: Option<Watch> = None;
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     let mut version = st.version();
     loop {
+        if watch.is_none() {
+            watch = st.watch();
+        }
         tokio::select! {
+            woke = async { watch.as_mut().expect("guarded").await }, if watch.is_some() => {
+                watch = None;
+                match woke {
+                    Ok(true) => {
+                        let before = st.cursor();
+                        let _ = st.pass(false).await;
+                        if st.cursor() == before {
+                            st.watch_paused_until = Some(Instant::now() + PERIOD);
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::debug!("held change request ended: {e}");
+                        st.watch_paused_until = Some(Instant::now() + PERIOD);
+                    }
+                }
+            }
             cmd = rx.recv() => match cmd {
                 None | Some(Command::Stop) => break,
                 Some(Command::SyncNow(reply)) => {
@@ -111,6 +151,32 @@ async fn sleep_until_some(at: Option<Instant>) {
 }
 
 impl State {
+    fn cursor(&self) -> Option<String> {
+        let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.get(crate::store::CURSOR).ok().flatten()
+    }
+
+    /// A held change request, while online, holding the lock and not paused.
+    fn watch(&mut self) -> Option<Watch> {
+        if !self.online || self.lock.is_none() {
+            return None;
+        }
+        if let Some(until) = self.watch_paused_until {
+            if Instant::now() < until {
+                return None;
+            }
+            self.watch_paused_until = None;
+        }
+        let client = (self.ctx.syncer)().ok()?.client;
+        let since = self.cursor();
+        Some(Box::pin(async move {
+            client
+                .changed_since(since.as_deref(), WAIT)
+                .await
+                .map_err(Error::from)
+        }))
+    }
+
     fn version(&self) -> Option<i64> {
         let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
         store.data_version().ok()
@@ -184,14 +250,21 @@ impl State {
             Ok(report) => {
                 self.failures = 0;
                 self.probe_at = None;
+                self.online = true;
+                let period = if self.watch_paused_until.is_none() {
+                    PERIOD_WATCHING
+                } else {
+                    PERIOD
+                };
                 self.next_run = if report.more {
                     Instant::now()
                 } else {
-                    report.wake_at.map_or(Instant::now() + PERIOD, until)
+                    report.wake_at.map_or(Instant::now() + period, until)
                 };
                 Ok(report)
             }
             Err(e) => {
+                self.online = false;
                 let waiting = {
                     let store = self.ctx.store.lock().unwrap_or_else(|p| p.into_inner());
                     store.next_attempt_at().ok().flatten()

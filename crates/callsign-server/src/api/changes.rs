@@ -29,6 +29,30 @@ pub struct ChangesQuery {
     /// Tasks per page (default 500); 0 is read as 1, more than 1000 as 1000.
     #[param(value_type = Option<i64>, minimum = 0)]
     pub limit: Option<String>,
+    /// Seconds to hold the request, 0-60, when nothing is newer than `since`: it answers as
+    /// soon as a change commits in the account, else after this long with no changes and the
+    /// same cursor.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 60)]
+    pub wait: Option<String>,
+}
+
+/// `wait`: absent (no wait), or whole seconds 0-60; else `400 invalid_query`.
+pub fn parse_wait(wait: Option<&str>) -> ApiResult<std::time::Duration> {
+    let max = crate::feed::MAX_WAIT.as_secs();
+    match wait.map(str::trim) {
+        None => Ok(std::time::Duration::ZERO),
+        Some(s) => s
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n <= max)
+            .map(std::time::Duration::from_secs)
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidQuery,
+                    format!("wait={s:?}: give whole seconds, 0-{max}"),
+                )
+            }),
+    }
 }
 
 /// `limit`: absent, or an integer from 0 to `i64::MAX`, clamped to 1..=[`MAX_LIMIT`]; else
@@ -89,6 +113,10 @@ pub async fn page(
 }
 
 #[utoipa::path(get, path = "/v1/changes", operation_id = "listChanges", params(ChangesQuery),
+    description = "With `wait`, a request that finds nothing newer than `since` is held until a \
+        change commits in the account (any node) or `wait` seconds pass; the server holds a \
+        bounded number of such requests (`429` with `Retry-After` beyond) and answers them at \
+        once when it stops.",
     responses((status = 200, body = ChangesPage),
     (status = 400, body = callsign_core::Problem, description = "invalid_cursor, invalid_query")))]
 pub async fn list(
@@ -99,6 +127,19 @@ pub async fn list(
     let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidQuery, e.body_text()))?;
     let after = parse_cursor(&state, account, q.since.as_deref())?;
     let limit = parse_limit(q.limit.as_deref())?;
+    let wait = parse_wait(q.wait.as_deref())?;
+    if wait.is_zero() {
+        return Ok(Json(
+            page(&state, account, after, limit, &HashMap::new()).await?,
+        ));
+    }
+    // Subscribed before the read, so a commit between the read and the wait still wakes it.
+    let mut held = state.feed.hold(account)?;
+    let first = page(&state, account, after, limit, &HashMap::new()).await?;
+    if !first.changes.is_empty() || first.has_more {
+        return Ok(Json(first));
+    }
+    held.wait(wait).await;
     Ok(Json(
         page(&state, account, after, limit, &HashMap::new()).await?,
     ))

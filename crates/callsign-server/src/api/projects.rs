@@ -204,6 +204,7 @@ pub async fn update(
         .await?;
     match done {
         Renamed::Done { project, keys } => {
+            state.feed_changed(account).await;
             if !keys.is_empty() {
                 // Onto the tasks off the request path (a project may have many); the reaper
                 // writes any that a crash leaves out.

@@ -413,6 +413,16 @@ impl AllocStore for PgAlloc {
         Ok(out)
     }
 
+    async fn announce_change(&self, account: AccountId) -> Result<()> {
+        let c = self.pool.get().await?;
+        c.execute(
+            "SELECT pg_notify($1, $2)",
+            &[&crate::pg::listen::FEED, &account.to_string()],
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn purge_invites(&self, before: i64) -> Result<u64> {
         let c = self.pool.get().await?;
         Ok(

@@ -9,6 +9,8 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 /// Members were removed: payload is the account id. Every node drops its cached tokens.
 pub const MEMBERS: &str = "callsign_members";
+/// A change committed in an account (payload: its id): held change requests read again.
+pub const FEED: &str = "callsign_feed";
 
 /// What the listener heard.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -95,6 +95,7 @@ pub async fn create_many(
         })
         .collect();
     let committed = state.alloc.commit(account, Op::Create, work, now).await;
+    state.feed_changed(account).await;
     let committed = match committed {
         Ok(v) => v,
         Err(e) => return batch.fail_all(&go, e.into()),

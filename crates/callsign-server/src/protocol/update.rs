@@ -115,6 +115,7 @@ pub async fn update_many(
         }
     }
     let committed = state.alloc.commit(account, Op::Update, commits, now).await;
+    state.feed_changed(account).await;
     match committed {
         Ok(v) => {
             crash::point(crash::PHASE2_AFTER_COMMIT);

@@ -245,6 +245,12 @@ pub trait AllocStore: Send + Sync + 'static {
         now: i64,
     ) -> Result<RemoveMember>;
     async fn create_invite(&self, invite: NewInvite) -> Result<()>;
+    /// Tells the other nodes that `account` has a new change (PostgreSQL: `NOTIFY
+    /// callsign_feed`); nothing to do for a store with one process.
+    async fn announce_change(&self, account: AccountId) -> Result<()> {
+        let _ = account;
+        Ok(())
+    }
     /// Redeems the invite whose code hashes to `code_hash`, one transaction (see [`Redeem`]).
     async fn redeem_invite(
         &self,

@@ -10,6 +10,7 @@ mod conformance;
 mod crash;
 mod growth;
 mod hardening;
+mod held;
 mod limits;
 mod members;
 mod memory;
