@@ -230,6 +230,14 @@ test('no server: a capture is saved at once in the local inbox and the app says 
   const saved = JSON.parse(cli('--json', 'list'));
   assert.deepEqual(saved.map((t) => [t.project, t.local]).sort(), [['INBOX', true], ['INBOX', true]]);
   await shot('02-local-inbox');
+  // Assigned to me, with no member to be: it says why instead of showing an empty list.
+  await click('[data-testid="sidebar-mine"]');
+  await eventually('the no-member line', 5000, async () => /log in or join a team/.test((await textOf('list-empty')) ?? ''));
+  assert.equal((await rows()).length, 0);
+  await shot('02b-assigned-to-me-no-member');
+  await click('[data-testid="sidebar-all"]');
+  await eventually('All again', 5000, async () => (await rows()).length === 2);
+  await browser.execute(() => document.querySelector('[data-testid="capture"]').focus());
 });
 
 test('a server set up in Settings: the inbox goes to its project and gets keys', async () => {
