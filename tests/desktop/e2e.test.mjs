@@ -1084,6 +1084,10 @@ test('assignees: "@bob" in a capture assigns it; the row has a badge, the detail
   await setField('detail-assignee', '');
   await eventually('gone from Assigned to me', 10000, async () => (await rows()).length === 0);
   assert.match(await textOf('task-list'), /Nothing pending is assigned to @bob\./);
+  // A capture in Assigned to me is mine: it stays in view, with the badge.
+  await capture('Draft the agenda #PFX');
+  const mine = await eventually('the capture in view', 10000, () => rowByText('Draft the agenda'));
+  assert.equal(await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`)?.dataset.assignee, mine.uuid), 'bob');
   await click('[data-testid="sidebar-all"]');
   const after = await eventually('the row again', 5000, () => rowByText('Review notes'));
   assert.equal(await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`), after.uuid), null);

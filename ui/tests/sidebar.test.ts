@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fakeParseFilter, vf } from '../src/dev/fake-filter';
 import {
   ALL,
+  captureAssignee,
   captureTarget,
   INBOX_SCOPE,
   MINE,
@@ -208,5 +209,16 @@ describe('captureTarget', () => {
     [INBOX_SCOPE, 'DEV', 'INBOX'],
   ])('scope %j with default %s captures into %s', (scope, def, want) => {
     expect(captureTarget(scope, def)).toBe(want);
+  });
+});
+
+describe('captureAssignee', () => {
+  it.each([
+    [MINE, 'bob', 'bob'],
+    [MINE, null, undefined],
+    [ALL, 'bob', undefined],
+    [INBOX_SCOPE, 'bob', undefined],
+  ] as const)('%j as %s: %s', (scope, me, want) => {
+    expect(captureAssignee(scope, me)).toBe(want);
   });
 });

@@ -180,3 +180,11 @@ export function captureTarget(scope: Scope, defaultProject: string | null): stri
   if (scope.kind === 'inbox') return INBOX;
   return defaultProject ?? INBOX;
 }
+
+/**
+ * Who a capture is assigned to when it names nobody: this device's member while Assigned to me
+ * is shown (what is captured there is theirs, and stays in view), else nobody.
+ */
+export function captureAssignee(scope: Scope, me: string | null): string | undefined {
+  return scope.kind === 'mine' && me !== null ? me : undefined;
+}
