@@ -8,8 +8,8 @@ use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token
 use tauri::State;
 
 use crate::dto::{
-    CreateInput, EditInput, JoinInput, ListFilter, SettingsInput, UiPage, UiProject, UiSettings,
-    UiStatus, UiTask,
+    CreateInput, EditInput, JoinInput, ListFilter, SettingsInput, UiMembers, UiPage, UiProject,
+    UiSettings, UiStatus, UiTask,
 };
 use crate::error::{CmdError, CmdResult};
 
@@ -127,7 +127,11 @@ pub fn create_task(engine: State<'_, AppEngine>, input: CreateInput) -> CmdResul
             .map_err(invalid)?
             .flatten(),
         parent: input.parent,
-        assignee: None,
+        assignee: input
+            .assignee
+            .as_deref()
+            .map(|a| engine.0.assignee(a))
+            .transpose()?,
     })?;
     one(&engine.0, task)
 }
@@ -160,6 +164,18 @@ pub fn edit_task(engine: State<'_, AppEngine>, id: String, patch: EditInput) -> 
         ..TaskPatch::default()
     };
     let task = engine.0.edit(&id, patch)?;
+    one(&engine.0, task)
+}
+
+/// Assigns the task to a member (`bob` or `@bob`; one of the team as last listed, any handle
+/// while none is known), or to nobody with `null`: an edit, queued and synced like any other.
+#[tauri::command]
+pub fn assign_task(
+    engine: State<'_, AppEngine>,
+    id: String,
+    name: Option<String>,
+) -> CmdResult<UiTask> {
+    let task = engine.0.assign(&id, name.as_deref())?;
     one(&engine.0, task)
 }
 
@@ -379,6 +395,27 @@ pub async fn join_team(engine: State<'_, AppEngine>, input: JoinInput) -> CmdRes
 pub async fn sync_now(engine: State<'_, AppEngine>) -> CmdResult<()> {
     engine.0.sync_now().await?;
     Ok(())
+}
+
+/// The team's members: fresh from the server when it answers, else as last listed (offline,
+/// or no server: the last list, empty when there never was one). `known` says whether any list
+/// was ever had: without one, `@name` takes any handle.
+#[tauri::command]
+pub async fn list_members(engine: State<'_, AppEngine>) -> CmdResult<UiMembers> {
+    let engine = &engine.0;
+    let fresh = if engine.settings()?.server_url.is_some() && engine.has_token()? {
+        engine.members().await.ok()
+    } else {
+        None
+    };
+    let members = match fresh {
+        Some(m) => Some(m),
+        None => engine.known_members()?,
+    };
+    Ok(UiMembers {
+        known: members.is_some(),
+        members: members.unwrap_or_default(),
+    })
 }
 
 #[tauri::command]

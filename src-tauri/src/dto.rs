@@ -139,6 +139,10 @@ pub struct CreateInput {
     /// project.
     #[serde(default)]
     pub parent: Option<String>,
+    /// The member to assign it to (`bob` or `@bob`): a member of the team as last listed, any
+    /// handle while no list is known (the rule `@name` follows in a capture).
+    #[serde(default)]
+    pub assignee: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -182,6 +186,14 @@ pub struct UiProject {
     pub name: String,
     /// This device's inbox, not a server project.
     pub local: bool,
+}
+
+/// The team as `list_members` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UiMembers {
+    pub members: Vec<Member>,
+    /// A list was had (now or before): `@name` then counts only for its members.
+    pub known: bool,
 }
 
 /// A page of the list, newest first, and how many tasks there are in all.

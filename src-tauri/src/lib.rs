@@ -72,6 +72,8 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::send_inbox,
         commands::move_task,
         commands::create_project,
+        commands::assign_task,
+        commands::list_members,
         desktop::get_desktop_prefs,
         desktop::save_desktop_prefs,
         desktop::open_capture,

@@ -721,3 +721,31 @@ fn parse_filter_reads_the_clis_grammar() {
         "{e}"
     );
 }
+
+#[test]
+fn a_capture_assigns_and_assign_task_changes_or_clears_it() {
+    let ui = ui();
+    let t = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Review notes", "project": "syn", "assignee": "@Bob"}}),
+    );
+    assert_eq!(t["assignee"], "bob");
+    // Stamped by the server: none while provisional.
+    assert_eq!(t["created_by"], Value::Null);
+    let id = t["uuid"].as_str().unwrap();
+    let t = ui.ok("assign_task", json!({"id": id, "name": "carol"}));
+    assert_eq!(t["assignee"], "carol");
+    let t = ui.ok("assign_task", json!({"id": id, "name": null}));
+    assert_eq!(t["assignee"], Value::Null);
+    let e = ui.err("assign_task", json!({"id": id, "name": "9lives"}));
+    assert_eq!(e["code"], "invalid");
+}
+
+#[test]
+fn list_members_without_a_server_says_no_team_is_known() {
+    let ui = ui();
+    assert_eq!(
+        ui.ok("list_members", json!({})),
+        json!({"members": [], "known": false})
+    );
+}

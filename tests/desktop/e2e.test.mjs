@@ -8,8 +8,9 @@
 // back; then the keyboard (complete and Ctrl+Z), the filter syntax and the jump box; due dates
 // and priorities; subtasks and the Next view; a numbered task moved to another project, its new
 // key arriving in place and its old key still opening it; last, a second device (the app on a
-// fresh data dir) joining the team from Settings with an owner's invite code. Each state is
-// screenshotted into target/desktop-e2e/.
+// fresh data dir) joining the team from Settings with an owner's invite code, and what it
+// captures for itself with `@bob`: the badge, who created it, the Assigned to me view. Each
+// state is screenshotted into target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -229,6 +230,14 @@ test('no server: a capture is saved at once in the local inbox and the app says 
   const saved = JSON.parse(cli('--json', 'list'));
   assert.deepEqual(saved.map((t) => [t.project, t.local]).sort(), [['INBOX', true], ['INBOX', true]]);
   await shot('02-local-inbox');
+  // Assigned to me, with no member to be: it says why instead of showing an empty list.
+  await click('[data-testid="sidebar-mine"]');
+  await eventually('the no-member line', 5000, async () => /log in or join a team/.test((await textOf('list-empty')) ?? ''));
+  assert.equal((await rows()).length, 0);
+  await shot('02b-assigned-to-me-no-member');
+  await click('[data-testid="sidebar-all"]');
+  await eventually('All again', 5000, async () => (await rows()).length === 2);
+  await browser.execute(() => document.querySelector('[data-testid="capture"]').focus());
 });
 
 test('a server set up in Settings: the inbox goes to its project and gets keys', async () => {
@@ -1027,4 +1036,59 @@ test('join a team: a second device joins with an invite code from Settings, its 
   });
   assert.equal(seen.key, row.key);
   await shot('53-bob-synced');
+});
+
+test('assignees: "@bob" in a capture assigns it; the row has a badge, the detail who created it; Assigned to me', async () => {
+  // Bob's device, as the join above left it: logged in as @bob of the team.
+  const ownerDir = path.join(tmp, 'owner');
+  const owner = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir', ownerDir, ...args]).toString();
+  await capture('Review notes #PFX @bob');
+  const row = await eventually('a PFX key', 15000, async () => {
+    const r = await rowByText('Review notes');
+    return /^PFX-\d+$/.test(r?.key ?? '') ? r : null;
+  });
+  const desc = await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] .desc`).textContent.trim(), row.uuid);
+  assert.equal(desc, 'Review notes', 'the mention leaves the description');
+  const badge = await browser.execute((u) => {
+    const b = document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`);
+    return b && { who: b.dataset.assignee, title: b.title, text: b.firstChild.textContent, w: b.offsetWidth, h: b.offsetHeight };
+  }, row.uuid);
+  assert.deepEqual({ ...badge, w: undefined, h: undefined }, { who: 'bob', title: 'Assigned to @bob', text: 'B', w: undefined, h: undefined });
+  assert.equal(badge.w, badge.h, 'a round badge');
+  assert.equal(await browser.execute(() => document.querySelectorAll('[data-testid="row-assignee"]').length), 1, 'only the assigned row has one');
+  await selectRow('Review notes');
+  await shot('54-row-assignee-badge');
+  // The server stamped who created it; the owner's device sees the assignee.
+  await browser.keys('Enter');
+  await eventually('the creator', 15000, async () => (await textOf('detail-created-by')) === '@bob');
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="detail-assignee"]').value), 'bob');
+  const options = await browser.execute(() => [...document.querySelectorAll('[data-testid="detail-assignee"] option')].map((o) => o.textContent));
+  assert.equal(options[0], 'Nobody');
+  assert.ok(options.includes('@bob'), `the team's members: ${options}`);
+  await shot('55-detail-created-by-assignee');
+  const seen = await eventually('the owner sees the assignee', 15000, () => {
+    owner('sync', '--timeout', '10');
+    return JSON.parse(owner('--json', 'list', '--all')).find((t) => t.key === row.key && t.assignee === 'bob') ?? null;
+  });
+  assert.equal(seen.created_by, 'bob');
+  // Assigned to me: this task, and not a task nobody has.
+  await browser.keys('Escape');
+  await click('[data-testid="sidebar-mine"]');
+  await eventually('the view scoped', 5000, async () => (await rows()).every((r) => r.text.includes('Review notes')) && (await rows()).length === 1);
+  assert.match(await textOf('sidebar-mine'), /Assigned to me\s*1/);
+  await shot('56-assigned-to-me');
+  // Given to nobody from the detail: the badge goes, and so does the row from Assigned to me.
+  await selectRow('Review notes');
+  await browser.keys('Enter');
+  await eventually('the detail', 5000, () => exists('detail-assignee'));
+  await setField('detail-assignee', '');
+  await eventually('gone from Assigned to me', 10000, async () => (await rows()).length === 0);
+  assert.match(await textOf('task-list'), /Nothing pending is assigned to @bob\./);
+  // A capture in Assigned to me is mine: it stays in view, with the badge.
+  await capture('Draft the agenda #PFX');
+  const mine = await eventually('the capture in view', 10000, () => rowByText('Draft the agenda'));
+  assert.equal(await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`)?.dataset.assignee, mine.uuid), 'bob');
+  await click('[data-testid="sidebar-all"]');
+  const after = await eventually('the row again', 5000, () => rowByText('Review notes'));
+  assert.equal(await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`), after.uuid), null);
 });

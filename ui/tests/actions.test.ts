@@ -34,6 +34,7 @@ function setup() {
       setTaskProject: (id: string, project: string) => h<LocalTask>('set_task_project', { id, project }),
       moveTask: (id: string, project: string) => h<LocalTask>('move_task', { id, project }),
       editTask: (id: string, patch: TaskPatch) => h<LocalTask>('edit_task', { id, patch }),
+      assignTask: (id: string, name: string | null) => h<LocalTask>('assign_task', { id, name }),
     },
     upsert: (t) => void tasks.set(t.uuid, t),
     remove: (uuid) => {
@@ -75,6 +76,22 @@ describe('TaskActions', () => {
     const t = await s.add({ description: 'One', project: 'SYN' });
     expect(t.project).toBe('SYN');
     expect(s.settled).toEqual(['capture']);
+  });
+
+  it('a capture assigns; assign changes it, clears it, and refuses someone not in the team', async () => {
+    const s = setup();
+    s.fake.handle('join_team', { input: { server_url: 'http://x', code: '7KQ2-M9XD-4TRA-Z0PB', name: 'bob' } });
+    const t = await s.add({ description: 'Review notes', project: 'SYN', assignee: 'bob' });
+    expect(t.assignee).toBe('bob');
+    await s.a.assign(t, 'taken');
+    expect(s.get(t.uuid).assignee).toBe('taken');
+    expect(s.last()?.text).toMatch(/^Assigned (SYN-\d+|~[0-9a-f]{8}) to @taken$/);
+    await s.a.assign(t, null);
+    expect(s.get(t.uuid).assignee).toBeNull();
+    await s.a.assign(t, 'carol');
+    expect(s.get(t.uuid).assignee).toBeNull();
+    expect(s.last()?.tone).toBe('error');
+    expect(s.last()?.text).toMatch(/@carol is not a member of the team \(@taken, @bob\)/);
   });
 
   it('a capture the backend refuses is an error notice about capture', async () => {

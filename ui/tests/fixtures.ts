@@ -19,6 +19,8 @@ export function task(over: Partial<LocalTask> = {}): LocalTask {
     children: 0,
     open_children: 0,
     held_by: null,
+    created_by: null,
+    assignee: null,
     created_at: '2026-11-22T11:00:00Z',
     modified_at: '2026-11-22T11:00:00Z',
     sync_state: 'provisional',

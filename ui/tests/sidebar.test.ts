@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { fakeParseFilter, vf } from '../src/dev/fake-filter';
 import {
   ALL,
+  captureAssignee,
   captureTarget,
   INBOX_SCOPE,
+  MINE,
   scopedCountText,
   scopeTasks,
   selectedEntry,
@@ -28,12 +30,13 @@ const OPS: Project = { prefix: 'OPS', name: 'Operations' };
 const INBOX: Project = { prefix: 'INBOX', name: 'Inbox (this device)', local: true };
 
 // DEV: 2 pending (one of them failed), 1 completed; OPS: 1 pending, 1 deleted and failed;
-// a moved task (old key DEV-1) now in OPS; the inbox: 1 pending, 1 completed.
+// a moved task (old key DEV-1) now in OPS; the inbox: 1 pending, 1 completed. @bob has DEV-2
+// (pending) and DEV-3 (completed), @ann OPS-1.
 const LIST: LocalTask[] = [
-  t({ project: 'DEV', key: 'DEV-2', description: 'Deploy the docs' }),
+  t({ project: 'DEV', key: 'DEV-2', description: 'Deploy the docs', assignee: 'bob' }),
   t({ project: 'DEV', failure: failure('fields'), description: 'Fix login' }),
-  t({ project: 'DEV', key: 'DEV-3', status: 'completed', description: 'Deploy v1' }),
-  t({ project: 'OPS', key: 'OPS-1', description: 'Rotate keys', tags: ['ops'] }),
+  t({ project: 'DEV', key: 'DEV-3', status: 'completed', description: 'Deploy v1', assignee: 'bob' }),
+  t({ project: 'OPS', key: 'OPS-1', description: 'Rotate keys', tags: ['ops'], assignee: 'ann' }),
   t({ project: 'OPS', status: 'deleted', failure: failure(), description: 'Old idea' }),
   t({ project: 'OPS', key: 'OPS-2', previous_keys: ['DEV-1'], description: 'Deploy the CI' }),
   t({ project: 'INBOX', local: true, waiting: null, description: 'Deploy idea on the train' }),
@@ -46,10 +49,20 @@ describe('sidebarCounts', () => {
     expect(c.all).toBe(5);
     expect(Object.fromEntries(c.projects)).toEqual({ DEV: 2, OPS: 2 });
     expect([c.inbox, c.inboxTasks, c.failed]).toEqual([1, 2, 2]);
+    expect(c.mine).toBe(0);
+  });
+
+  it.each([
+    ['bob', 1],
+    ['ann', 1],
+    ['carol', 0],
+    [null, 0],
+  ] as const)('pending tasks assigned to %s: %i', (me, want) => {
+    expect(sidebarCounts(LIST, me).mine).toBe(want);
   });
 
   it('an empty list counts nothing', () => {
-    expect(sidebarCounts([])).toEqual({ all: 0, projects: new Map(), inbox: 0, inboxTasks: 0, failed: 0 });
+    expect(sidebarCounts([])).toEqual({ all: 0, mine: 0, projects: new Map(), inbox: 0, inboxTasks: 0, failed: 0 });
   });
 });
 
@@ -59,18 +72,18 @@ describe('sidebarEntries', () => {
 
   it.each([
     ['a server: All, its projects (the inbox project left out), the inbox while it holds tasks, Failed', [DEV, OPS, INBOX], LIST, true,
-      ['all=5', 'project-DEV=2', 'project-OPS=2', 'inbox=1', 'failed=2']],
+      ['all=5', 'mine=0', 'project-DEV=2', 'project-OPS=2', 'inbox=1', 'failed=2']],
     ['a server and an empty inbox: no Inbox entry', [DEV, OPS], LIST.filter((x) => !x.local), true,
-      ['all=4', 'project-DEV=2', 'project-OPS=2', 'failed=2']],
-    ['no server: the inbox always, even empty', [INBOX], [], false, ['all=0', 'inbox=0', 'failed=0']],
-    ['a project with no tasks counts 0', [{ prefix: 'ZED', name: 'Zed' }], [], true, ['all=0', 'project-ZED=0', 'failed=0']],
+      ['all=4', 'mine=0', 'project-DEV=2', 'project-OPS=2', 'failed=2']],
+    ['no server: the inbox always, even empty', [INBOX], [], false, ['all=0', 'mine=0', 'inbox=0', 'failed=0']],
+    ['a project with no tasks counts 0', [{ prefix: 'ZED', name: 'Zed' }], [], true, ['all=0', 'mine=0', 'project-ZED=0', 'failed=0']],
   ] as const)('%s', (_n, projects, list, configured, want) => {
     expect(ids([...projects], [...list], configured)).toEqual(want);
   });
 
   it('a project entry has its prefix and its name', () => {
     const e = sidebarEntries([DEV, { prefix: 'OPS', name: '' }], sidebarCounts([]), true);
-    expect(e.slice(1, 3).map((x) => [x.id, x.prefix, x.label])).toEqual([
+    expect(e.slice(2, 4).map((x) => [x.id, x.prefix, x.label])).toEqual([
       ['project:DEV', 'DEV', 'Development'],
       ['project:OPS', 'OPS', 'OPS'],
     ]);
@@ -87,6 +100,8 @@ describe('selecting an entry', () => {
     ['inbox', 'next', INBOX_SCOPE, 'next', 'inbox'],
     ['project:DEV', 'all', { kind: 'project', prefix: 'DEV' }, 'all', 'project:DEV'],
     ['project:DEV', 'failed', { kind: 'project', prefix: 'DEV' }, 'pending', 'project:DEV'],
+    ['mine', 'pending', MINE, 'pending', 'mine'],
+    ['mine', 'failed', MINE, 'pending', 'mine'],
   ] as const)('%s with the status at %s: scope %j, status %s, %s selected', (id, status, scope, wantStatus, shown) => {
     const r = selectEntry(id as EntryId, status as ViewStatus);
     expect(r).toEqual({ scope, status: wantStatus });
@@ -124,6 +139,32 @@ describe('scope, filter text and status compose', () => {
 
   it('unscoped, the list itself comes back (the filter can keep narrowing it)', () => {
     expect(scopeTasks(LIST, ALL)).toBe(LIST);
+  });
+});
+
+describe('Assigned to me', () => {
+  it('is the entry after All, with the count of pending tasks assigned to this device', () => {
+    const e = sidebarEntries([DEV], sidebarCounts(LIST, 'bob'), true);
+    expect(e.slice(0, 2).map((x) => [x.id, x.label, x.count])).toEqual([
+      ['all', 'All', 5],
+      ['mine', 'Assigned to me', 1],
+    ]);
+  });
+
+  it.each([
+    ['bob', ['Deploy the docs', 'Deploy v1']],
+    ['ann', ['Rotate keys']],
+    [null, []],
+  ] as const)('scoped for %s: their tasks (any status; the status select narrows)', (me, want) => {
+    expect(scopeTasks(LIST, MINE, me).map((x) => x.description)).toEqual(want);
+    expect(filterTasks(scopeTasks(LIST, MINE, me), vf({})).length).toBe(want.length > 0 ? 1 : 0);
+  });
+
+  it('a task of someone else opens with the scope cleared', () => {
+    const ann = LIST[3] as LocalTask;
+    const view: ListView = { scope: MINE, text: '', status: 'pending' };
+    expect(viewShowing(ann, view, false, fakeParseFilter(''), 'bob').scope).toEqual(ALL);
+    expect(viewShowing(ann, view, false, fakeParseFilter(''), 'ann').scope).toEqual(MINE);
   });
 });
 
@@ -168,5 +209,16 @@ describe('captureTarget', () => {
     [INBOX_SCOPE, 'DEV', 'INBOX'],
   ])('scope %j with default %s captures into %s', (scope, def, want) => {
     expect(captureTarget(scope, def)).toBe(want);
+  });
+});
+
+describe('captureAssignee', () => {
+  it.each([
+    [MINE, 'bob', 'bob'],
+    [MINE, null, undefined],
+    [ALL, 'bob', undefined],
+    [INBOX_SCOPE, 'bob', undefined],
+  ] as const)('%j as %s: %s', (scope, me, want) => {
+    expect(captureAssignee(scope, me)).toBe(want);
   });
 });

@@ -1,6 +1,6 @@
 // The team's words and the invite-code and handle rules the preview's backend checks with.
 import { describe, expect, it } from 'vitest';
-import { memberLabel, memberNameError, normalizeInviteCode } from '../src/lib/team';
+import { assigneeOptions, creatorText, initials, memberLabel, memberNameError, mentionedMember, normalizeInviteCode } from '../src/lib/team';
 
 describe('memberLabel', () => {
   it('names the member by handle and role', () => {
@@ -34,5 +34,57 @@ describe('memberNameError', () => {
 
   it.each(['', '@', '1bob', 'bob.', 'bob-', 'bo b', 'a'.repeat(33), 'bøb'])('refuses %j in words', (name) => {
     expect(memberNameError(name)).toMatch(/^invalid member name .*: a name is 1-32 characters, a letter first/);
+  });
+});
+
+describe('mentionedMember', () => {
+  it.each([
+    ['@bob', ['bob'], 'bob'],
+    ['@Bob', ['bob'], 'bob'],
+    ['@bob', ['alice'], null],
+    ['@bob', null, 'bob'],
+    ['bob', null, null],
+    ['@', null, null],
+    ['@-bob', null, null],
+    ['@bob-', null, null],
+    ['@' + 'a'.repeat(33), null, null],
+  ] as const)('%j with the team %j: %j', (word, team, want) => {
+    expect(mentionedMember(word, team)).toBe(want);
+  });
+});
+
+describe('initials', () => {
+  it.each([
+    ['bob', 'B'],
+    ['mary.jane', 'MJ'],
+    ['ann-lee_2', 'AL'],
+    ['r2d2', 'R'],
+    ['jo_3', 'J'],
+  ])('%s: %s', (name, want) => {
+    expect(initials(name)).toBe(want);
+  });
+});
+
+describe('creatorText', () => {
+  it.each([
+    [{ created_by: 'alice', sync_state: 'synced' }, '@alice'],
+    [{ created_by: null, sync_state: 'provisional' }, 'Created on this device, not yet synced'],
+    [{ created_by: null, sync_state: 'failed' }, 'Created on this device, not yet synced'],
+    [{ created_by: null, sync_state: 'synced' }, null],
+  ] as const)('%j: %j', (t, want) => {
+    expect(creatorText(t)).toBe(want);
+  });
+});
+
+describe('assigneeOptions', () => {
+  const team = [
+    { name: 'bob', role: 'member' },
+    { name: 'alice', role: 'owner' },
+  ] as const;
+  it('the members by name, and the current assignee even when the list lacks them', () => {
+    expect(assigneeOptions([...team], null)).toEqual(['alice', 'bob']);
+    expect(assigneeOptions([...team], 'bob')).toEqual(['alice', 'bob']);
+    expect(assigneeOptions([...team], 'zed')).toEqual(['alice', 'bob', 'zed']);
+    expect(assigneeOptions([], null)).toEqual([]);
   });
 });

@@ -217,6 +217,31 @@ describe('parseCapture', () => {
   });
 });
 
+describe('parseCapture: @name assigns (a member of the team as last listed; any handle with no list)', () => {
+  const TEAM = ['alice', 'bob', 'mary.jane'];
+  it.each([
+    ['a member', 'Review notes @bob', TEAM, { description: 'Review notes', tags: [], assignee: 'bob' }],
+    ['any case, lower-cased', 'Review @BOB notes', TEAM, { description: 'Review notes', tags: [], assignee: 'bob' }],
+    ['a handle with a dot', 'Call @mary.jane', TEAM, { description: 'Call', tags: [], assignee: 'mary.jane' }],
+    ['not a member: stays in the text', 'Thank @carol', TEAM, { description: 'Thank @carol', tags: [] }],
+    ['no list known: any handle', 'Thank @carol', null, { description: 'Thank', tags: [], assignee: 'carol' }],
+    ['an empty team: nobody', 'Thank @carol', [], { description: 'Thank @carol', tags: [] }],
+    ['not a handle: an address stays', 'Mail bob@example.com', null, { description: 'Mail bob@example.com', tags: [] }],
+    ['not a handle: a digit first', 'Ping @9lives', null, { description: 'Ping @9lives', tags: [] }],
+    ['not a handle: a dot last', 'Ask @bob.', TEAM, { description: 'Ask @bob.', tags: [] }],
+    ['a lone @ stays', 'a @ b', null, { description: 'a @ b', tags: [] }],
+    ['the last one wins', 'x @alice @bob', TEAM, { description: 'x', tags: [], assignee: 'bob' }],
+    ['with a project, a tag and a due date', 'Review notes #syn +docs @alice due:fri', TEAM, { description: 'Review notes', project: 'SYN', tags: ['docs'], due: 'fri', assignee: 'alice' }],
+    ['only a mention: no description', '@bob', TEAM, { description: '', tags: [], assignee: 'bob' }],
+  ] as const)('%s', (_n, input, members, want) => {
+    expect(parseCapture(input, ['SYN'], members)).toEqual(want);
+  });
+
+  it('goes to create_task as the assignee', () => {
+    expect(captureFields(parseCapture('Review notes @bob', [], ['bob']))).toEqual({ description: 'Review notes', assignee: 'bob' });
+  });
+});
+
 describe('shortId', () => {
   it('is ~ and 8 hex digits', () => {
     expect(shortId(task())).toBe('~67e55044');

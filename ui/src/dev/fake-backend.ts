@@ -17,7 +17,10 @@
 // window's `open_capture` / `close_capture` are counted; `openTask` plays a notification's click.
 // Joining (`join_team`) takes any well-formed invite code except `0000-0000-0000-0000`, which the
 // fake server says was used, and refuses the handle `taken` (and any in `members`) as the server
-// does; a join logs in as `save_settings` does and sets `member`.
+// does; a join logs in as `save_settings` does and sets `member`. The team (`list_members`) is
+// known while a server is set; `@name` and `assign_task` then take only its members (any handle
+// before), and the fake server stamps `created_by` with this device's member when it numbers a
+// task.
 import type {
   CmdError,
   CreateInput,
@@ -33,7 +36,7 @@ import type {
   SyncStatus,
   TaskPatch,
 } from '../lib/types';
-import { memberNameError, normalizeInviteCode } from '../lib/team';
+import { mention, memberNameError, normalizeInviteCode } from '../lib/team';
 import { parseJumpQuery } from '../lib/jump';
 import { keyPrefix } from '../lib/moves';
 import { prefixError } from '../lib/projects';
@@ -213,6 +216,8 @@ export class FakeBackend {
       children: 0,
       open_children: 0,
       held_by: null,
+      created_by: null,
+      assignee: input.assignee === undefined ? null : this.assignee(input.assignee),
       created_at: at,
       modified_at: at,
       sync_state: 'provisional',
@@ -224,6 +229,19 @@ export class FakeBackend {
     this.tasks.push(t);
     this.byUuid.set(t.uuid, t);
     return t;
+  }
+
+  /**
+   * `name` as an assignee (the engine's `assignee`): a handle, and one of the team's members
+   * while the team is known.
+   */
+  private assignee(name: string): string {
+    const n = mention('@' + name.trim().replace(/^@/, ''));
+    if (n === null) throw err('invalid', memberNameError(name) ?? `invalid member name "${name}"`);
+    if (this.configured && !this.members.some((m) => m.name === n)) {
+      throw err('invalid', `@${n} is not a member of the team (${this.members.map((m) => '@' + m.name).join(', ')})`);
+    }
+    return n;
   }
 
   /** The task a new subtask goes under: an open task (by UUID, key or short id). */
@@ -312,6 +330,7 @@ export class FakeBackend {
     t.sync_state = 'synced';
     t.waiting = null;
     t.failure = null;
+    t.created_by ??= this.settings.member?.name ?? null;
     if (emit) this.changed(t);
   }
 
@@ -551,6 +570,14 @@ export class FakeBackend {
         this.statusChanged();
         return this.touch(t);
       }
+      case 'assign_task': {
+        const t = this.get(args.id as string);
+        const name = args.name as string | null;
+        t.assignee = name === null ? null : this.assignee(name);
+        return this.touch(t);
+      }
+      case 'list_members':
+        return this.configured ? { members: this.members.map((m) => ({ ...m })), known: true } : { members: [], known: false };
       case 'complete_task': {
         const t = this.get(args.id as string);
         const open = this.tasks.filter((c) => c.parent === t.uuid && c.status === 'pending');

@@ -18,6 +18,7 @@ type Commands =
   | 'dismissConflict'
   | 'setTaskProject'
   | 'moveTask'
+  | 'assignTask'
   | 'editTask';
 
 export interface ActionHost {
@@ -96,6 +97,14 @@ export class TaskActions {
     }
     this.host.upsert(r);
     this.done(`Completed ${taskLabel(r)}`, this.undo.push('complete', t));
+  }
+
+  /** Assigns `t` to a member, or to nobody (`null`); a refusal (not in the team) is the notice. */
+  async assign(t: LocalTask, name: string | null): Promise<void> {
+    const r = await this.run(`Couldn't assign ${this.label(t)}`, () => this.host.backend.assignTask(t.uuid, name));
+    if (r === undefined) return;
+    this.host.upsert(r);
+    this.done(r.assignee ? `Assigned ${taskLabel(r)} to @${r.assignee}` : `${taskLabel(r)} is assigned to nobody`);
   }
 
   async reopen(t: LocalTask): Promise<void> {

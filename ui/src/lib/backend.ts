@@ -10,6 +10,7 @@ import type {
   JoinInput,
   ListFilter,
   LocalTask,
+  Members,
   Project,
   Settings,
   SettingsInput,
@@ -47,6 +48,10 @@ export const backend = {
   parseFilter: (text: string) => call<Filter>('parse_filter', { text }),
   createTask: (input: CreateInput) => call<LocalTask>('create_task', { input }),
   editTask: (id: string, patch: TaskPatch) => call<LocalTask>('edit_task', { id, patch }),
+  /** Assigns the task to a member (`null`: to nobody); `invalid` for one not in the team. */
+  assignTask: (id: string, name: string | null) => call<LocalTask>('assign_task', { id, name }),
+  /** The team's members (fresh when the server answers, else as last listed). */
+  listMembers: () => call<Members>('list_members'),
   completeTask: (id: string) => call<LocalTask>('complete_task', { id }),
   reopenTask: (id: string) => call<LocalTask>('reopen_task', { id }),
   /** A task whose create the server refused (failed, no key) is removed: null or the task, and a `task-removed` event. */

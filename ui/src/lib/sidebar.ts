@@ -10,18 +10,28 @@ import { countText } from './status';
 import type { Filter, LocalTask, Project, ViewStatus } from './types';
 import { matchesFilter } from './view';
 
-/** What the list is scoped to: everything, one server project (its current tasks), or the inbox. */
-export type Scope = { kind: 'all' } | { kind: 'project'; prefix: string } | { kind: 'inbox' };
+/**
+ * What the list is scoped to: everything, the tasks assigned to this device's member, one
+ * server project (its current tasks), or the inbox.
+ */
+export type Scope = { kind: 'all' } | { kind: 'mine' } | { kind: 'project'; prefix: string } | { kind: 'inbox' };
 
 export const ALL: Scope = { kind: 'all' };
+export const MINE: Scope = { kind: 'mine' };
 export const INBOX_SCOPE: Scope = { kind: 'inbox' };
 
-/** An entry of the sidebar: `all`, `inbox`, `failed`, or `project:DEV`. */
-export type EntryId = 'all' | 'inbox' | 'failed' | `project:${string}`;
+/** An entry of the sidebar: `all`, `mine`, `inbox`, `failed`, or `project:DEV`. */
+export type EntryId = 'all' | 'mine' | 'inbox' | 'failed' | `project:${string}`;
+
+/** What "Assigned to me" says with no member known, instead of an empty list. */
+export const NO_MEMBER =
+  "This device doesn't know who you are yet: log in or join a team (Settings) to see the tasks assigned to you.";
 
 export interface SidebarCounts {
   /** Pending tasks, the inbox's included. */
   all: number;
+  /** Pending tasks assigned to this device's member (0 when none is known). */
+  mine: number;
   /** Pending tasks per project (its prefix), the inbox's left out. */
   projects: Map<string, number>;
   /** Pending tasks in the inbox. */
@@ -32,10 +42,11 @@ export interface SidebarCounts {
   failed: number;
 }
 
-/** The counts, in one pass over the list (50,000 tasks: a few ms). */
-export function sidebarCounts(tasks: readonly LocalTask[]): SidebarCounts {
+/** The counts, in one pass over the list (50,000 tasks: a few ms). `me`: this device's member. */
+export function sidebarCounts(tasks: readonly LocalTask[], me: string | null = null): SidebarCounts {
   const projects = new Map<string, number>();
   let all = 0;
+  let mine = 0;
   let inbox = 0;
   let inboxTasks = 0;
   let failed = 0;
@@ -44,32 +55,36 @@ export function sidebarCounts(tasks: readonly LocalTask[]): SidebarCounts {
     if (t.local) inboxTasks++;
     if (t.status !== 'pending') continue;
     all++;
+    if (me !== null && t.assignee === me) mine++;
     if (t.local) inbox++;
     else {
       const n = projects.get(t.project);
       projects.set(t.project, n === undefined ? 1 : n + 1);
     }
   }
-  return { all, projects, inbox, inboxTasks, failed };
+  return { all, mine, projects, inbox, inboxTasks, failed };
 }
 
 export interface SidebarEntry {
   id: EntryId;
-  /** What the entry says: `All`, the project's name, `Inbox`, `Failed`. */
+  /** What the entry says: `All`, `Assigned to me`, the project's name, `Inbox`, `Failed`. */
   label: string;
   /** A project's prefix (shown before its name). */
   prefix?: string;
   count: number;
-  /** Appears as the `sidebar-…` testid: `all`, `project-DEV`, `inbox`, `failed`. */
+  /** Appears as the `sidebar-…` testid: `all`, `mine`, `project-DEV`, `inbox`, `failed`. */
   testid: string;
 }
 
 /**
- * All, every server project (in the server's order), the inbox (always with no server, else
- * while it holds a task), Failed.
+ * All, Assigned to me, every server project (in the server's order), the inbox (always with no
+ * server, else while it holds a task), Failed.
  */
 export function sidebarEntries(projects: readonly Project[], counts: SidebarCounts, configured: boolean): SidebarEntry[] {
-  const out: SidebarEntry[] = [{ id: 'all', label: 'All', count: counts.all, testid: 'all' }];
+  const out: SidebarEntry[] = [
+    { id: 'all', label: 'All', count: counts.all, testid: 'all' },
+    { id: 'mine', label: 'Assigned to me', count: counts.mine, testid: 'mine' },
+  ];
   for (const p of serverProjects(projects)) {
     out.push({ id: `project:${p.prefix}`, label: p.name || p.prefix, prefix: p.prefix, count: counts.projects.get(p.prefix) ?? 0, testid: `project-${p.prefix}` });
   }
@@ -82,6 +97,7 @@ export function sidebarEntries(projects: readonly Project[], counts: SidebarCoun
 export function selectedEntry(scope: Scope, status: ViewStatus): EntryId {
   if (scope.kind === 'project') return `project:${scope.prefix}`;
   if (scope.kind === 'inbox') return 'inbox';
+  if (scope.kind === 'mine') return 'mine';
   return status === 'failed' ? 'failed' : 'all';
 }
 
@@ -95,24 +111,28 @@ export function selectEntry(id: EntryId, status: ViewStatus): { scope: Scope; st
   const next = status === 'failed' ? 'pending' : status;
   if (id === 'all') return { scope: ALL, status: next };
   if (id === 'inbox') return { scope: INBOX_SCOPE, status: next };
+  if (id === 'mine') return { scope: MINE, status: next };
   return { scope: { kind: 'project', prefix: id.slice('project:'.length) }, status: next };
 }
 
-export function inScope(t: LocalTask, scope: Scope): boolean {
+/** Whether `t` is in the scope; `me` is this device's member (with none, nothing is mine). */
+export function inScope(t: LocalTask, scope: Scope, me: string | null = null): boolean {
   if (scope.kind === 'all') return true;
+  if (scope.kind === 'mine') return me !== null && t.assignee === me;
   if (scope.kind === 'inbox') return t.local;
   return !t.local && t.project === scope.prefix;
 }
 
 /** The list within the scope, order kept; the list itself when nothing is scoped. */
-export function scopeTasks(list: readonly LocalTask[], scope: Scope): readonly LocalTask[] {
+export function scopeTasks(list: readonly LocalTask[], scope: Scope, me: string | null = null): readonly LocalTask[] {
   if (scope.kind === 'all') return list;
-  return list.filter((t) => inScope(t, scope));
+  return list.filter((t) => inScope(t, scope, me));
 }
 
-/** The scope as the header names it: `DEV`, `Inbox`; null when nothing is scoped. */
+/** The scope as the header names it: `DEV`, `Inbox`, `Assigned to me`; null when nothing is scoped. */
 export function scopeLabel(scope: Scope): string | null {
   if (scope.kind === 'project') return scope.prefix;
+  if (scope.kind === 'mine') return 'Assigned to me';
   if (scope.kind === 'inbox') return 'Inbox';
   return null;
 }
@@ -140,9 +160,9 @@ export interface ListView {
  * view with whatever hides it cleared: the scope when `t` is out of it, the text when it does
  * not match, the status when `t`'s is another (Failed for a failed task).
  */
-export function viewShowing(t: LocalTask, view: ListView, visible: boolean, filter: Filter): ListView {
+export function viewShowing(t: LocalTask, view: ListView, visible: boolean, filter: Filter, me: string | null = null): ListView {
   if (visible) return view;
-  const scope = inScope(t, view.scope) ? view.scope : ALL;
+  const scope = inScope(t, view.scope, me) ? view.scope : ALL;
   const text = view.text !== '' && !matchesFilter(t, filter, 'all') ? '' : view.text;
   // Next (never a task's own status) leaves blocked tasks out: Pending shows them.
   const fits = view.status === 'all' || (view.status === 'failed' ? t.failure !== null : view.status === t.status);
@@ -159,4 +179,12 @@ export function captureTarget(scope: Scope, defaultProject: string | null): stri
   if (scope.kind === 'project') return scope.prefix;
   if (scope.kind === 'inbox') return INBOX;
   return defaultProject ?? INBOX;
+}
+
+/**
+ * Who a capture is assigned to when it names nobody: this device's member while Assigned to me
+ * is shown (what is captured there is theirs, and stays in view), else nobody.
+ */
+export function captureAssignee(scope: Scope, me: string | null): string | undefined {
+  return scope.kind === 'mine' && me !== null ? me : undefined;
 }

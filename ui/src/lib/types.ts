@@ -96,6 +96,10 @@ export interface LocalTask {
    * ancestor's label (`~1a2b3c4d`). `waiting.reason` then says so in words.
    */
   held_by: string | null;
+  /** The member who created it (the server's stamp): null until the server has answered. */
+  created_by: string | null;
+  /** The member it is assigned to, or null. */
+  assignee: string | null;
   created_at: string;
   modified_at: string;
   sync_state: SyncState;
@@ -147,6 +151,15 @@ export interface Settings {
 export interface Member {
   name: string;
   role: 'owner' | 'member';
+}
+
+/**
+ * The team as `list_members` answers it: fresh from the server when it answers, else as last
+ * listed. `known`: a list was ever had (without one, `@name` takes any handle).
+ */
+export interface Members {
+  members: Member[];
+  known: boolean;
 }
 
 /** "Join a team": the server, an owner's invite code, and the handle to join as. */
@@ -217,6 +230,8 @@ export interface CreateInput {
   priority?: string;
   /** Makes it a subtask of this task (UUID, key or provisional id); it takes the parent's project. */
   parent?: string;
+  /** A member's handle (`bob` or `@bob`): one of the team as last listed, any while none is. */
+  assignee?: string;
 }
 
 export interface TaskPatch {

@@ -1,5 +1,6 @@
 // Pure view logic: no DOM, no Tauri. Everything here is unit-tested in tests/view.test.ts.
 import { sortByKey } from './sort';
+import { mentionedMember } from './team';
 import type { CreateInput, Filter, LocalTask, ViewStatus } from './types';
 
 /** `~` and the first 8 hex digits of the UUID: how a task without a key is named (as in the CLI). */
@@ -294,10 +295,12 @@ export interface ParsedCapture {
   due?: string;
   /** The `pri:` / `priority:` value as typed (`H`, `m`, `low`): the backend checks it. */
   priority?: string;
+  /** The member `@name` assigns it to (lower-cased). */
+  assignee?: string;
 }
 
 /** What a capture with nothing but fields gets (quick capture, the capture window). */
-export const EMPTY_CAPTURE = 'A task needs a description (#project, +tags, due: and pri: alone are not one).';
+export const EMPTY_CAPTURE = 'A task needs a description (#project, +tags, @member, due: and pri: alone are not one).';
 
 /** `due:<when>`, `pri:<H|M|L>`, `priority:<…>` (any case), with a value after the colon. */
 const FIELD_RE = /^(due|pri|priority):(.+)$/i;
@@ -305,20 +308,25 @@ const FIELD_RE = /^(due|pri|priority):(.+)$/i;
 /**
  * `Fix login #SYN +bug +urgent due:fri pri:H` → description `Fix login`, project `SYN`, tags
  * `bug`, `urgent`, due `fri`, priority `H`. `#PFX` counts only when it names a known project
- * (any valid prefix when none are known); otherwise the word stays in the description. The
- * values of `due:` and `pri:` are not checked here: the backend reads them (Taskwarrior's forms)
- * and refuses what it cannot. The last `#PFX`, `due:` and `pri:` win.
+ * (any valid prefix when none are known); otherwise the word stays in the description. `@bob`
+ * assigns the task the same way: to a member of the team as last listed (`knownMembers`; any
+ * handle while it is null, no list known). The values of `due:` and `pri:` are not checked
+ * here: the backend reads them (Taskwarrior's forms) and refuses what it cannot. The last
+ * `#PFX`, `@name`, `due:` and `pri:` win.
  */
-export function parseCapture(input: string, knownPrefixes: readonly string[]): ParsedCapture {
+export function parseCapture(input: string, knownPrefixes: readonly string[], knownMembers: readonly string[] | null = null): ParsedCapture {
   const known = new Set(knownPrefixes.map((p) => p.toUpperCase()));
   const words: string[] = [];
   const tags: string[] = [];
   let project: string | undefined;
   let due: string | undefined;
   let priority: string | undefined;
+  let assignee: string | undefined;
   for (const t of tokenize(input)) {
     const field = t.kind === 'word' ? FIELD_RE.exec(t.raw) : null;
+    const member = t.kind === 'word' ? mentionedMember(t.raw, knownMembers) : null;
     if (t.kind === 'project' && (known.size === 0 || known.has(t.value))) project = t.value;
+    else if (member !== null) assignee = member;
     else if (t.kind === 'tag') {
       if (!tags.includes(t.value)) tags.push(t.value);
     } else if (field) {
@@ -330,12 +338,13 @@ export function parseCapture(input: string, knownPrefixes: readonly string[]): P
   if (project !== undefined) out.project = project;
   if (due !== undefined) out.due = due;
   if (priority !== undefined) out.priority = priority;
+  if (assignee !== undefined) out.assignee = assignee;
   return out;
 }
 
 /**
  * What a capture asks `create_task` for, but its project (quick capture picks one, a subtask
- * takes its parent's): the description, and the tags, due date and priority when typed. The
+ * takes its parent's): the description, and the tags, due date, priority and assignee when typed. The
  * due date and priority go as typed: the backend reads them and refuses what it cannot.
  */
 export function captureFields(p: ParsedCapture): Omit<CreateInput, 'project' | 'parent'> {
@@ -344,6 +353,7 @@ export function captureFields(p: ParsedCapture): Omit<CreateInput, 'project' | '
     ...(p.tags.length ? { tags: p.tags } : {}),
     ...(p.due !== undefined ? { due: p.due } : {}),
     ...(p.priority !== undefined ? { priority: p.priority } : {}),
+    ...(p.assignee !== undefined ? { assignee: p.assignee } : {}),
   };
 }
 
