@@ -1292,7 +1292,7 @@ async fn the_openapi_document_is_exact() {
             }
             for param in op["parameters"].as_array().into_iter().flatten() {
                 let name = param["name"].as_str().unwrap();
-                if ["since", "limit"].contains(&name) {
+                if ["since", "limit", "wait"].contains(&name) {
                     assert_eq!(param["in"], "query", "{at} {name}");
                     assert_ne!(param["required"], true, "{at} {name}");
                 }
@@ -1310,5 +1310,5 @@ async fn the_openapi_document_is_exact() {
         .unwrap()
         .contains("project_not_found"));
     let changes = &doc["paths"]["/v1/changes"]["get"]["parameters"];
-    assert_eq!(changes.as_array().map(Vec::len), Some(2), "{changes}");
+    assert_eq!(changes.as_array().map(Vec::len), Some(3), "{changes}");
 }
