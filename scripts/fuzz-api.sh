@@ -26,6 +26,19 @@ pid=$!
 for _ in $(seq 100); do grep -q listening "$out" && break; sleep 0.1; done
 url=$(sed -n 's/^callsign-server listening on //p' "$out")
 [ -n "$url" ] || { echo "fuzz: the server did not start" >&2; exit 1; }
+# One task in the feed, so `GET /v1/changes?wait=S` answers at once instead of holding each
+# example for up to a minute (longer than schemathesis waits for an answer); holding itself is
+# tested in crates/callsign-server/tests/server/held.rs.
+python3 - "$url" "$token" <<'PY'
+import json, sys, urllib.request, uuid
+url, token = sys.argv[1], sys.argv[2]
+req = urllib.request.Request(
+    f"{url}/v1/tasks/{uuid.uuid4()}", method="PUT",
+    data=json.dumps({"project": "FUZ", "description": "seed"}).encode(),
+    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+             "Idempotency-Key": "fuzz-seed-task"})
+urllib.request.urlopen(req, timeout=10).read()
+PY
 echo "fuzz: schemathesis $SCHEMATHESIS_VERSION against $url"
 timeout 600 "$venv/bin/schemathesis" run "$url/openapi.json" \
   --header "Authorization: Bearer $token" \
