@@ -168,7 +168,7 @@ fn an_owner_invites_and_a_new_device_joins_from_the_cli() -> Result<()> {
 #[test]
 fn a_teammates_new_key_reaches_an_open_device_without_polling() -> Result<()> {
     use std::time::{Duration, Instant};
-    let (server, account) = TestServer::start("HELD")?;
+    let (mut server, account) = TestServer::start("HELD")?;
     let (home_a, home_b) = (tempfile::tempdir()?, tempfile::tempdir()?);
     let alice = Cli::new(home_a.path());
     alice.login(&server.url, &account.token)?;
@@ -214,6 +214,18 @@ fn a_teammates_new_key_reaches_an_open_device_without_polling() -> Result<()> {
             "HELD-1 reached B {:?} after A's sync began",
             started.elapsed()
         );
+        // The server goes away while B idles: its held request ends, and B says it is offline
+        // at once instead of at its next periodic pull.
+        server.stop();
+        let gone = Instant::now();
+        while engine.connection()?.online != Some(false) {
+            assert!(
+                gone.elapsed() < Duration::from_secs(10),
+                "still online 10 s after the server stopped"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        println!("B offline {:?} after the server stopped", gone.elapsed());
         engine.stop().await;
         anyhow::Ok(())
     })

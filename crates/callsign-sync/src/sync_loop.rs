@@ -101,8 +101,10 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
                     }
                     Ok(false) => {}
                     Err(e) => {
+                        // The server may be gone: a pass says so (offline, probing) at once.
                         tracing::debug!("held change request ended: {e}");
                         st.watch_paused_until = Some(Instant::now() + PERIOD);
+                        let _ = st.pass(false).await;
                     }
                 }
             }
