@@ -193,27 +193,52 @@ fn a_teammates_new_key_reaches_an_open_device_without_polling() -> Result<()> {
         engine.start();
         // Let the loop pass once and open its held request.
         tokio::time::sleep(Duration::from_secs(2)).await;
+        // Within 10 s of `since`, B's store has `key`; the task then.
+        let arrives = |key: &'static str, since: Instant| {
+            let engine = &engine;
+            async move {
+                loop {
+                    if let Ok(t) = engine.get(key) {
+                        println!("{key} reached B {:?} after A's sync began", since.elapsed());
+                        return t;
+                    }
+                    assert!(
+                        since.elapsed() < Duration::from_secs(10),
+                        "{key} did not reach the open device within 10 s"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        };
         let out = alice.output(&["add", "Said", "at", "standup"])?;
         assert!(out.status.success());
         let started = Instant::now();
         alice.ok(&["sync"])?;
-        loop {
-            let found = engine.get("HELD-1").ok();
-            if let Some(t) = found {
-                assert_eq!(t.description, "Said at standup");
-                assert_eq!(t.created_by.as_deref(), Some("owner"));
-                break;
-            }
+        let t = arrives("HELD-1", started).await;
+        assert_eq!(t.description, "Said at standup");
+        assert_eq!(t.created_by.as_deref(), Some("owner"));
+        // B's own create wakes B's held request too; that must not pause holding, or alice's
+        // next task would wait for B's periodic pull (30 s).
+        let mine = engine.create(callsign_sync::NewTaskInput {
+            description: "Bob's own".into(),
+            project: Some("HELD".into()),
+            ..Default::default()
+        })?;
+        let own = Instant::now();
+        while engine.get(&mine.uuid.to_string())?.key.is_none() {
             assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "HELD-1 did not reach the open device within 10 s"
+                own.elapsed() < Duration::from_secs(10),
+                "B's task got no key"
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        println!(
-            "HELD-1 reached B {:?} after A's sync began",
-            started.elapsed()
-        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let out = alice.output(&["add", "Said", "again"])?;
+        assert!(out.status.success());
+        let started = Instant::now();
+        alice.ok(&["sync"])?;
+        let t = arrives("HELD-3", started).await;
+        assert_eq!(t.description, "Said again");
         // The server goes away while B idles: its held request ends, and B says it is offline
         // at once instead of at its next periodic pull.
         server.stop();

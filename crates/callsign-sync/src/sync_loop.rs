@@ -13,9 +13,11 @@
 //! While the server answers, the loop also keeps one held `GET /v1/changes?wait=` request open
 //! ([`WAIT`]): the server answers it the moment a teammate's change commits, and the loop
 //! passes at once, so a new key reaches this device within about a second. With a held request
-//! open, the periodic pull is only a fallback ([`PERIOD_WATCHING`]). A wake-up that brings no
-//! new cursor pauses the held request for a [`PERIOD`], so a server that keeps answering at
-//! once cannot make the loop spin.
+//! open, the periodic pull is only a fallback ([`PERIOD_WATCHING`]). A wake-up that a pass
+//! since the request was opened already explains (this device's own push pulled its own
+//! change) only opens the next request from the new cursor. A wake-up that brings no new
+//! cursor pauses the held request for a [`PERIOD`], so a server that keeps answering at once
+//! cannot make the loop spin.
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,7 +37,14 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// The periodic pull while a held request is open.
 pub const PERIOD_WATCHING: Duration = Duration::from_secs(600);
 
-type Watch = std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool>> + Send>>;
+/// How a held change request ended: whether the server had something newer than `since`,
+/// the cursor it was opened with.
+struct Woke {
+    newer: bool,
+    since: Option<String>,
+}
+
+type Watch = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Woke>> + Send>>;
 /// How often the loop asks an unreachable server whether it is back.
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
@@ -92,14 +101,18 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
             woke = async { watch.as_mut().expect("guarded").await }, if watch.is_some() => {
                 watch = None;
                 match woke {
-                    Ok(true) => {
+                    Ok(Woke { newer: true, since }) => {
                         let before = st.cursor();
-                        let _ = st.pass(false).await;
-                        if st.cursor() == before {
-                            st.watch_paused_until = Some(Instant::now() + PERIOD);
+                        // A pass since the request was opened (this device's own push, say)
+                        // has pulled what woke it: hold again from the new cursor.
+                        if before == since {
+                            let _ = st.pass(false).await;
+                            if st.cursor() == before {
+                                st.watch_paused_until = Some(Instant::now() + PERIOD);
+                            }
                         }
                     }
-                    Ok(false) => {}
+                    Ok(Woke { newer: false, .. }) => {}
                     Err(e) => {
                         // The server may be gone: a pass says so (offline, probing) at once.
                         tracing::debug!("held change request ended: {e}");
@@ -172,10 +185,11 @@ impl State {
         let client = (self.ctx.syncer)().ok()?.client;
         let since = self.cursor();
         Some(Box::pin(async move {
-            client
+            let newer = client
                 .changed_since(since.as_deref(), WAIT)
                 .await
-                .map_err(Error::from)
+                .map_err(Error::from)?;
+            Ok(Woke { newer, since })
         }))
     }
 
