@@ -1,4 +1,4 @@
-//! `callsign-bench`: the figures of issue 6 on loopback, each beside its baseline measured in
+//! `callsign-bench`: the figures of issues 6 and 26 on loopback, each beside its baseline measured in
 //! the same run, as a Markdown table on stdout and JSON in `--json`; the `pg-*` sections
 //! (issue 21) measure the same on a throwaway PostgreSQL (fsync on) that the tool starts and
 //! stops.
@@ -18,6 +18,7 @@ mod server;
 mod soak;
 mod stats;
 mod tcalone;
+mod teammates;
 
 use std::path::{Path, PathBuf};
 
@@ -26,13 +27,14 @@ use clap::Parser;
 use server::Backend;
 use stats::{table, Figure};
 
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "drain",
     "throughput",
     "create-to-key",
     "local",
     "lookup",
     "memory",
+    "teammates",
     "pg-throughput",
     "pg-create-to-key",
     "pg-drain",
@@ -48,7 +50,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (comma-separated): drain, throughput, create-to-key, local, lookup,
-    /// memory, pg-throughput, pg-create-to-key, pg-drain (the pg-* ones start a throwaway
+    /// memory, teammates, pg-throughput, pg-create-to-key, pg-drain (the pg-* ones start a throwaway
     /// PostgreSQL with fsync on, stopped at the end).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -89,6 +91,11 @@ struct Sizes {
     clients: usize,
     /// Sequential PUTs timed for the PostgreSQL drain's baseline.
     pg_puts: usize,
+    /// Creates spread over the team's devices in the teammates section.
+    team_creates: usize,
+    /// Held change requests in the teammates section, and how long their CPU is measured.
+    held: usize,
+    held_window: std::time::Duration,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -124,6 +131,9 @@ async fn main() -> Result<()> {
         big: if q { 10_000 } else { 100_000 },
         clients: a.clients.into(),
         pg_puts: if q { 100 } else { 1_000 },
+        team_creates: if q { 20 } else { 100 },
+        held: if q { 200 } else { 1_000 },
+        held_window: std::time::Duration::from_secs(if q { 3 } else { 10 }),
     };
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let mut out: Vec<Figure> = Vec::new();
@@ -159,6 +169,13 @@ async fn main() -> Result<()> {
     if want("memory") {
         eprintln!("memory: an engine holding {} tasks", z.big);
         out.extend(sections::memory(&z)?);
+    }
+    if want("teammates") {
+        eprintln!(
+            "teammates: {} creates over 10 devices of 5 members; {} held requests",
+            z.team_creates, z.held
+        );
+        out.extend(sections::teammates(&z).await?);
     }
     if SECTIONS.iter().any(|s| s.starts_with("pg-") && want(s)) {
         let pg = pg::Pg::start()?;

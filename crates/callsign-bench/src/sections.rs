@@ -239,3 +239,75 @@ pub fn memory(z: &Sizes) -> Result<Vec<Figure>> {
         med(&empty)
     ))])
 }
+
+/// Issue 26: a teammate's new key on the other devices, and what held requests cost.
+pub async fn teammates(z: &Sizes) -> Result<Vec<Figure>> {
+    use crate::teammates;
+    use callsign_sync::sync_loop::PERIOD;
+    let (members, per_member) = (5, 2);
+    let (mut p50, mut p99) = (Vec::new(), Vec::new());
+    let mut held = Vec::new();
+    for _ in 0..z.runs {
+        let v = teammates::visibility(members, per_member, z.team_creates).await?;
+        p50.push(v.p50());
+        p99.push(v.p99());
+        held.push(teammates::held(z.held, z.held_window).await?);
+    }
+    // Polling every PERIOD, a create lands at a uniformly random point of the other device's
+    // wait: its p-th percentile is p % of the period (plus a pass, left out here).
+    let period_ms = PERIOD.as_secs_f64() * 1000.0;
+    let devices = members * per_member;
+    let team = format!("{devices} devices of {members} members");
+    let pick = |f: fn(&teammates::Held) -> f64| held.iter().map(f).collect::<Vec<_>>();
+    let n = z.held;
+    let secs = z.held_window.as_secs();
+    Ok(vec![
+        Figure::new(
+            &format!("teammate's key on another device p50, {team}"),
+            "ms",
+            p50,
+        )
+        .baseline(format!(
+            "{:.0} ms polling every {} s (half the period)",
+            period_ms * 0.5,
+            PERIOD.as_secs()
+        ))
+        .target("≤ 1 s", |m| m <= 1000.0),
+        Figure::new(
+            &format!("teammate's key on another device p99, {team}"),
+            "ms",
+            p99,
+        )
+        .baseline(format!(
+            "{:.0} ms polling every {} s (99 % of the period)",
+            period_ms * 0.99,
+            PERIOD.as_secs()
+        ))
+        .target("≤ 2 s", |m| m <= 2000.0),
+        Figure::new(
+            &format!("server CPU, {n} held requests, no writes, {secs} s"),
+            "% of a core",
+            pick(|h| h.held_cpu_pct),
+        )
+        .baseline(format!(
+            "{:.2} % with {n} devices polling every {} s instead",
+            med(&pick(|h| h.polling_cpu_pct)),
+            PERIOD.as_secs()
+        ))
+        .target("≈ 0 (< 0.5 %)", |m| m < 0.5),
+        Figure::new(
+            "server memory per held request",
+            "KiB",
+            pick(|h| h.kib_per_request),
+        )
+        .baseline(format!(
+            "{:.1} MiB RSS with none held",
+            med(&pick(|h| h.idle_rss_mib))
+        )),
+        Figure::new(
+            &format!("one commit answers all {n} held requests"),
+            "ms",
+            pick(|h| h.fan_out_ms),
+        ),
+    ])
+}

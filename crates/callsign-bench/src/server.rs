@@ -144,7 +144,9 @@ impl Drop for Node {
 /// A fresh database with one account (project `BEN`) and a first node serving it.
 pub struct Server {
     pub url: String,
+    /// The token of the account's first member, its owner.
     pub token: String,
+    account: i64,
     pub store: Store,
     node: Node,
 }
@@ -180,13 +182,29 @@ impl Server {
         }
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
         let token = v["token"].as_str().context("token")?.to_owned();
+        let account = v["account_id"].as_i64().context("account_id")?;
         let node = Node::spawn(&store, flags)?;
         Ok(Server {
             url: node.url.clone(),
             token,
+            account,
             store,
             node,
         })
+    }
+
+    /// Adds a member (`callsign-server member add`) to the account; their first token.
+    pub fn add_member(&self, name: &str) -> Result<String> {
+        let out = Command::new(server_bin()?)
+            .args(["member", "add"])
+            .args(self.store.args())
+            .args(["--account", &self.account.to_string(), "--name", name])
+            .output()?;
+        if !out.status.success() {
+            bail!("member add: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        Ok(v["token"].as_str().context("token")?.to_owned())
     }
 
     /// Another node serving the same database (PostgreSQL: nodes are stateless).
