@@ -81,6 +81,18 @@ pub enum Redeem {
     Taken,
 }
 
+/// Why a found invite cannot be redeemed at `now`, if it cannot: used before, or expired
+/// (the same rule on every backend; only the SQL differs).
+pub fn refusal(used_at: Option<i64>, expires_at: i64, now: i64) -> Option<Redeem> {
+    if used_at.is_some() {
+        Some(Redeem::Used)
+    } else if expires_at <= now {
+        Some(Redeem::Expired)
+    } else {
+        None
+    }
+}
+
 /// How long an expired invite is kept before the reaper deletes it (ms).
 pub const INVITE_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
 
@@ -275,11 +287,8 @@ pub fn redeem_invite(
     let Some((id, account, role, expires_at, used_at)) = found else {
         return Ok(Redeem::NotFound);
     };
-    if used_at.is_some() {
-        return Ok(Redeem::Used);
-    }
-    if expires_at <= now {
-        return Ok(Redeem::Expired);
+    if let Some(no) = refusal(used_at, expires_at, now) {
+        return Ok(no);
     }
     let Some(member_id) = insert_member(conn, account, name, role, now)? else {
         return Ok(Redeem::Taken);
@@ -308,6 +317,15 @@ mod tests {
     use super::*;
     use crate::db::accounts::hash_token;
     use crate::db::{migrations, open_conn};
+
+    #[test]
+    fn an_invite_is_refused_once_used_and_from_its_expiry_on() {
+        assert_eq!(refusal(None, 100, 99), None);
+        assert_eq!(refusal(None, 100, 100), Some(Redeem::Expired));
+        assert_eq!(refusal(Some(50), 100, 99), Some(Redeem::Used));
+        // Used wins over expired: the code was good once, which is what the user should hear.
+        assert_eq!(refusal(Some(50), 100, 200), Some(Redeem::Used));
+    }
 
     #[test]
     fn the_migration_gives_each_account_an_owner_who_holds_its_tokens() {

@@ -95,6 +95,8 @@ pub async fn create_many(
         })
         .collect();
     let committed = state.alloc.commit(account, Op::Create, work, now).await;
+    // Also after an error: a commit whose outcome is unknown (the connection lost after
+    // COMMIT) may have landed, and a wake-up with nothing new costs a held request one read.
     state.feed_changed(account).await;
     let committed = match committed {
         Ok(v) => v,

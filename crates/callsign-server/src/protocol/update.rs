@@ -115,6 +115,8 @@ pub async fn update_many(
         }
     }
     let committed = state.alloc.commit(account, Op::Update, commits, now).await;
+    // Also after an error: a commit whose outcome is unknown (the connection lost after
+    // COMMIT) may have landed, and a wake-up with nothing new costs a held request one read.
     state.feed_changed(account).await;
     match committed {
         Ok(v) => {

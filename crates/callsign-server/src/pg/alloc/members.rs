@@ -5,7 +5,7 @@ use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::Row;
 
 use crate::db::accounts::{hash_token, new_token};
-use crate::db::members::{name_of, role_of, MemberId};
+use crate::db::members::{name_of, refusal, role_of, MemberId};
 use crate::db::{
     AccountId, AddMember, Caller, DbError, MemberRow, NewInvite, NewMember, Redeem, RemoveMember,
     Result,
@@ -226,11 +226,8 @@ pub(super) async fn redeem_invite(
     let (id, account, expires_at, used_at): (i64, AccountId, i64, Option<i64>) =
         (r.get(0), r.get(1), r.get(3), r.get(4));
     let role = stored(role_of(r.get(2)))?;
-    if used_at.is_some() {
-        return Ok(Redeem::Used);
-    }
-    if expires_at <= now {
-        return Ok(Redeem::Expired);
+    if let Some(no) = refusal(used_at, expires_at, now) {
+        return Ok(no);
     }
     let Some(member_id) = insert_member(tx, account, name, role, now).await? else {
         return Ok(Redeem::Taken);
