@@ -148,6 +148,27 @@ mod tests {
         }
     }
 
+    /// The fixture the app's tests read too (`ui/tests/mention.test.ts`).
+    #[test]
+    fn the_shared_cases_read_as_the_app_reads_them() {
+        let cases: serde_json::Value =
+            serde_json::from_str(include_str!("member_cases.json")).expect("member_cases.json");
+        let pairs = |k: &str| -> Vec<(String, Option<String>)> {
+            serde_json::from_value(cases[k].clone()).expect(k)
+        };
+        for (input, want) in pairs("handles") {
+            let got = MemberName::parse(&input).ok().map(|m| m.to_string());
+            assert_eq!(got, want, "handle {input:?}");
+        }
+        for (word, want) in pairs("mentions") {
+            assert_eq!(
+                mention(&word).map(|m| m.to_string()),
+                want,
+                "mention {word:?}"
+            );
+        }
+    }
+
     #[test]
     fn roles_read_back_what_they_write() {
         for r in [Role::Owner, Role::Member] {

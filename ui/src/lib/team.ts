@@ -27,21 +27,26 @@ export function normalizeInviteCode(input: string): string | null {
   return out.length === 16 ? out : null;
 }
 
+/** Whether `n` is a handle as it stands (callsign-core's `MemberName::parse`, any case). */
+function isHandle(n: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9._-]{0,31}$/.test(n) && !/[.-]$/.test(n);
+}
+
 /** Why `name` (a leading @ allowed) is not a member's handle, or null when it is one. */
 export function memberNameError(name: string): string | null {
   const n = name.trim().replace(/^@/, '');
-  if (/^[A-Za-z][A-Za-z0-9._-]{0,31}$/.test(n) && !/[.-]$/.test(n)) return null;
+  if (isHandle(n)) return null;
   return `invalid member name "${n}": a name is 1-32 characters, a letter first, then letters, digits, '.', '_' or '-' (e.g. alice)`;
 }
 
 /**
  * The handle a capture word `@name` mentions (lower-cased), or null when it is not one: the
- * rule of callsign-core's `mention` (`@` and a member's handle, as `memberNameError` reads it).
+ * rule of callsign-core's `mention` (`@` and a handle as it stands: `@@bob` and `@ bob` are words).
  */
 export function mention(word: string): string | null {
   if (!word.startsWith('@')) return null;
   const name = word.slice(1);
-  return name !== '' && memberNameError(name) === null ? name.toLowerCase() : null;
+  return isHandle(name) ? name.toLowerCase() : null;
 }
 
 /**
