@@ -255,3 +255,84 @@ fn a_teammates_new_key_reaches_an_open_device_without_polling() -> Result<()> {
         anyhow::Ok(())
     })
 }
+
+/// Two members with two devices each, every device an engine with its loop running (as the
+/// app runs it): a create on any device reaches the other three with its key and its
+/// creator, the member whose token made it, through their held change requests.
+#[test]
+fn two_members_with_two_devices_each_see_each_others_keys() -> Result<()> {
+    use std::time::{Duration, Instant};
+    let (server, account) = TestServer::start("DUO")?;
+    let bob = server.admin(&account, &["member", "add", "--name", "bob"])?;
+    let tokens = [
+        ("owner", account.token.clone()),
+        ("owner", server.token(&account, "alice-laptop")?),
+        ("bob", bob["token"].as_str().unwrap().to_owned()),
+        (
+            "bob",
+            server.admin(
+                &account,
+                &["token", "create", "--member", "bob", "--device", "bob-2"],
+            )?["token"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ),
+    ];
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut devices = Vec::new();
+        for (i, (_, token)) in tokens.iter().enumerate() {
+            let home = tempfile::tempdir()?;
+            let engine = callsign_sync::Engine::open(home.path())?;
+            engine
+                .login(
+                    &server.url,
+                    callsign_sync::Token::new(token),
+                    Some(format!("device {i}")),
+                )
+                .await?;
+            engine.start();
+            devices.push((engine, home));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Each device creates in turn; the other three have it, keyed, within 10 s.
+        for (a, (creator, _)) in tokens.iter().enumerate() {
+            let task = devices[a].0.create(callsign_sync::NewTaskInput {
+                description: format!("from device {a}"),
+                project: Some("DUO".into()),
+                ..Default::default()
+            })?;
+            let t = Instant::now();
+            for (b, (engine, _)) in devices.iter().enumerate() {
+                loop {
+                    let got = engine.get(&task.uuid.to_string()).ok();
+                    if let Some(got) = got.filter(|g| g.key.is_some()) {
+                        assert_eq!(got.created_by.as_deref(), Some(*creator), "on device {b}");
+                        break;
+                    }
+                    assert!(
+                        t.elapsed() < Duration::from_secs(10),
+                        "device {a}'s task not keyed on device {b} within 10 s"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            println!("device {a}'s key on all four devices in {:?}", t.elapsed());
+        }
+        let keys: Vec<String> = devices[3]
+            .0
+            .list(callsign_sync::TaskFilter { all: true })?
+            .into_iter()
+            .filter_map(|t| t.key)
+            .collect();
+        assert_eq!(keys.len(), 4, "{keys:?}");
+        for (engine, _) in &devices {
+            engine.stop().await;
+        }
+        anyhow::Ok(())
+    })
+}
