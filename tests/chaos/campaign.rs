@@ -18,7 +18,7 @@
 mod ops;
 mod tw;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -152,6 +152,8 @@ struct Run {
     own: Vec<Vec<String>>,
     /// The run's first few tasks: most notes rewrites go to them, so devices collide.
     hot: Vec<String>,
+    /// Notes rewrites the devices made of each task (at most `merge::MAX_CONFLICTS`).
+    notes_on: HashMap<String, usize>,
     /// What the server and each device answered for every key, asked after healing.
     resolved: Option<Resolved>,
     next_point: usize,
@@ -407,6 +409,7 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         proxy,
         own: vec![Vec::new(); cfg.devices],
         hot: Vec::new(),
+        notes_on: HashMap::new(),
         devices,
         engines,
         account_id,

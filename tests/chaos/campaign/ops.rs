@@ -7,6 +7,7 @@
 //! acknowledged value is the task's, or recorded as a conflict, or knowingly replaced).
 use anyhow::Result;
 use callsign_core::dto::TaskPatch;
+use callsign_core::merge::MAX_CONFLICTS;
 use callsign_sync::NewTaskInput;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -187,6 +188,17 @@ impl Run {
                 .expect("checked non-empty")
                 .clone()
         });
+        // A task keeps its newest MAX_CONFLICTS conflicts (`merge`): past that many rewrites an
+        // acknowledged value could be dropped unseen, which no check can tell from a lost edit.
+        // Each rewrite records at most one conflict, so a task gets at most that many; a hot
+        // task that has had them makes room for the next task captured.
+        if self.notes_on.get(&uuid).copied().unwrap_or(0) >= MAX_CONFLICTS {
+            self.hot.retain(|h| *h != uuid);
+            self.event(format!(
+                "d{d} notes {uuid}: its {MAX_CONFLICTS} rewrites are spent"
+            ));
+            return Ok(());
+        }
         if let Err(e) = self.engines[d].get(&uuid) {
             self.event(format!("d{d} notes {uuid}: not here yet ({e})"));
             return Ok(());
@@ -199,6 +211,7 @@ impl Run {
         match self.engines[d].edit(&uuid, patch) {
             Ok(_) => {
                 self.s.notes += 1;
+                *self.notes_on.entry(uuid.clone()).or_default() += 1;
                 self.event(format!("d{d} notes {uuid} -> {notes:?}"));
             }
             Err(err) => self.event(format!("d{d} notes {uuid} refused: {err}")),
