@@ -4,7 +4,9 @@
 //! any task it knows, so devices edit one field of one task concurrently. Descriptions, status,
 //! projects and parents are touched only by the task's own device, so what it acknowledged is
 //! what the server must end with; notes are checked by the conflict rule instead (an
-//! acknowledged value is the task's, or recorded as a conflict, or knowingly replaced).
+//! acknowledged value is the task's, or recorded as a conflict, or knowingly replaced). A
+//! task's creator is the member whose token its device logged in with, recorded here by UUID
+//! as the truth its `created_by` is held to.
 use anyhow::Result;
 use callsign_core::dto::TaskPatch;
 use callsign_core::merge::MAX_CONFLICTS;
@@ -65,12 +67,15 @@ impl Run {
             (Some(p), Some(named)) => format!(" under {p} ({named})"),
             _ => String::new(),
         };
+        let m = self.member_of(d);
+        let member = self.team[m].clone();
         match self.engines[d].create(input) {
             Ok(t) => {
                 let uuid = t.uuid.to_string();
                 self.event(format!(
-                    "d{d} create {uuid} {project}{under} {description:?}"
+                    "d{d} @{member} create {uuid} {project}{under} {description:?}"
                 ));
+                self.s.by_member[m] += 1;
                 self.own[d].push(uuid.clone());
                 if self.hot.len() < 3 {
                     self.hot.push(uuid.clone());
@@ -83,6 +88,7 @@ impl Run {
                     status: "pending".into(),
                     parent,
                     moves: 0,
+                    created_by: Some(member),
                 };
                 self.expected.insert(uuid, expected);
                 true
