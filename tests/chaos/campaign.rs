@@ -1,5 +1,6 @@
 //! The campaign: a real `callsign-server` (built with `fault-injection`) behind the fault
-//! proxy, several devices (separate data dirs, one account, two projects) that capture tasks
+//! proxy, several devices (separate data dirs, one account, two projects) of several members
+//! of the account's team (each device logged in with a token of its member's) that capture tasks
 //! and subtasks (`ops.rs`), edit and complete them and move numbered tasks between the
 //! projects through the real engine while their sync processes (`callsign watch` or
 //! `callsign sync`) are started and SIGKILLed at random; the server is SIGKILLed at random
@@ -18,7 +19,7 @@
 mod ops;
 mod tw;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -51,6 +52,22 @@ pub const TASKWARRIOR_CRASH_POINTS: [&str; 2] =
 
 const PROJECTS: [&str; 2] = ["CHA", "OS"];
 
+/// The team's handles, in member order (more members than these are `m<i>`).
+const HANDLES: [&str; 6] = ["ana", "ben", "cleo", "dan", "eve", "finn"];
+
+/// Member `i`'s handle. Member 0 is the account's first owner; of the others every second one
+/// is an owner too ([`is_owner`]), so tasks are created under both roles.
+pub fn handle(i: usize) -> String {
+    HANDLES
+        .get(i)
+        .map_or_else(|| format!("m{i}"), |h| (*h).to_owned())
+}
+
+/// Whether member `i` is an owner (the others are plain members).
+pub fn is_owner(i: usize) -> bool {
+    i.is_multiple_of(2)
+}
+
 /// Where the server keeps its data.
 #[derive(Debug, Clone)]
 pub enum Backend {
@@ -68,6 +85,9 @@ pub struct Config {
     pub seed: u64,
     pub backend: Backend,
     pub devices: usize,
+    /// Members of the team (1..=devices); device `i` is member `i % members`'s, logged in with
+    /// a token of its own that belongs to that member.
+    pub members: usize,
     /// The chaos phase ends after this long or `max_creates`, whichever comes first.
     pub duration: Duration,
     pub max_creates: u64,
@@ -91,7 +111,8 @@ impl Config {
         Config {
             seed,
             backend: Backend::Sqlite,
-            devices: 3,
+            devices: 4,
+            members: 3,
             duration: Duration::from_secs(12),
             max_creates: 400,
             server_kill: 0.03,
@@ -110,6 +131,11 @@ impl Config {
             backend: Backend::Postgres { server, nodes },
             ..self
         }
+    }
+
+    /// The member device `d` belongs to (and logs in as).
+    pub fn member_of(&self, d: usize) -> usize {
+        d % self.members
     }
 
     pub fn long(seed: u64, duration: Duration, max_creates: u64) -> Config {
@@ -146,12 +172,17 @@ struct Run {
     devices: Vec<Device>,
     engines: Vec<Engine>,
     account_id: i64,
+    /// The first owner's token (projects, and asking for every key after healing).
     token: String,
+    /// Member handles, in member order.
+    team: Vec<String>,
     expected: BTreeMap<String, Expected>,
     /// Per device, the UUIDs it created (the ones it edits, moves and adds subtasks to).
     own: Vec<Vec<String>>,
     /// The run's first few tasks: most notes rewrites go to them, so devices collide.
     hot: Vec<String>,
+    /// Notes rewrites the devices made of each task (at most `merge::MAX_CONFLICTS`).
+    notes_on: HashMap<String, usize>,
     /// What the server and each device answered for every key, asked after healing.
     resolved: Option<Resolved>,
     next_point: usize,
@@ -165,6 +196,10 @@ struct Run {
 }
 
 impl Run {
+    fn member_of(&self, d: usize) -> usize {
+        self.cfg.member_of(d)
+    }
+
     fn event(&mut self, e: String) {
         let ms = self.started.elapsed().as_millis();
         self.events
@@ -366,7 +401,16 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
             (ServerStore::Postgres(url), *nodes)
         }
     };
-    let (mut server, account_id, token) = Server::prepare(store.clone(), nodes, PROJECTS[0])?;
+    if cfg.members == 0 || cfg.members > cfg.devices {
+        bail!(
+            "{} members for {} devices: every member needs a device",
+            cfg.members,
+            cfg.devices
+        );
+    }
+    let team: Vec<String> = (0..cfg.members).map(handle).collect();
+    let (mut server, account_id, token) =
+        Server::prepare(store.clone(), nodes, PROJECTS[0], &team[0])?;
     let tw_link = match cfg.taskwarrior {
         true => Some(
             server
@@ -384,11 +428,14 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
     let mut engines = Vec::new();
     for i in 0..cfg.devices {
         let dir = root.join(format!("device-{i}"));
-        let dev = Device::new(&format!("d{i}"), &dir);
-        let t = if i == 0 {
-            token.clone()
-        } else {
-            server.token(account_id, &format!("d{i}"))?
+        let name = format!("d{i}");
+        let dev = Device::new(&name, &dir);
+        // Each member's first device takes their first token, their others one more each.
+        let m = cfg.member_of(i);
+        let t = match (i, i < cfg.members) {
+            (0, _) => token.clone(),
+            (_, true) => server.add_member(account_id, &team[m], is_owner(m), &name)?,
+            (_, false) => server.token(account_id, &team[m], &name)?,
         };
         dev.login(&proxy.url, &t)?;
         engines.push(Engine::open(&dir).context("opening a device's engine")?);
@@ -407,10 +454,12 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         proxy,
         own: vec![Vec::new(); cfg.devices],
         hot: Vec::new(),
+        notes_on: HashMap::new(),
         devices,
         engines,
         account_id,
         token,
+        team,
         expected: BTreeMap::new(),
         resolved: None,
         next_point: 0,
@@ -420,10 +469,16 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         s: Summary {
             seed: cfg.seed,
             nodes,
+            devices: cfg.devices,
+            by_member: vec![0; cfg.members],
             ..Summary::default()
         },
         cfg,
     };
+    for d in 0..r.cfg.devices {
+        let who = r.team[r.member_of(d)].clone();
+        r.event(format!("d{d} logged in with a token of @{who}'s"));
+    }
     r.proxy.set_faults(true);
     while r.started.elapsed() < r.cfg.duration && r.s.creates < r.cfg.max_creates {
         r.step()?;

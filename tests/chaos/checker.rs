@@ -2,12 +2,14 @@
 //! local database into a [`Snapshot`] (`view.rs`: from the SQLite data dir or from
 //! PostgreSQL) and checks DESIGN.md's G1-G5 over it against what the devices acknowledged,
 //! with subtasks and moves as STRUCTURE.md states them (`structure.rs`) and concurrent edits
-//! merged by field with conflicts recorded (`edits.rs`), and the campaign's Taskwarrior
-//! replica against the server's keys (`taskwarrior.rs`). The checks are pure
+//! merged by field with conflicts recorded (`edits.rs`), the campaign's Taskwarrior
+//! replica against the server's keys (`taskwarrior.rs`), and each task's `created_by` against
+//! the member whose device created it (`members.rs`). The checks are pure
 //! functions of the snapshot, the same for both backends. A violation names the invariant,
 //! says what is wrong and carries the UUIDs it is about, so the report can show the smallest
 //! evidence.
 mod edits;
+mod members;
 mod structure;
 mod taskwarrior;
 
@@ -35,6 +37,10 @@ pub struct Expected {
     pub parent: Option<String>,
     /// Moves of it the device acknowledged: each may give it a new key, and its subtasks too.
     pub moves: u32,
+    /// The member whose token the creating device logged in with, as the campaign recorded it
+    /// (the ground truth for `created_by`); `None` for a Taskwarrior task, whose sync carries
+    /// no member's token.
+    pub created_by: Option<String>,
 }
 
 /// Where everything is.
@@ -84,6 +90,8 @@ pub const SETTLED: &str =
     "G5 no slot left pending; TaskChampion's key and project match the allocation";
 pub const TASKWARRIOR: &str =
     "G4 Taskwarrior shows every task with the server's key; each task it made has one key, once";
+pub const CREATED_BY: &str =
+    "Teams: created_by is the member whose token created the task, on the server and everywhere";
 
 /// Reads the world and checks every invariant; an empty list means the run is clean.
 pub fn check(world: &World) -> Result<Vec<Violation>> {
@@ -145,6 +153,7 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
     edits::kept(&mut f, snap);
     edits::agree(&mut f, snap);
     taskwarrior::agrees(&mut f, snap, &keys, expected);
+    members::created_by(&mut f, snap, &keys, expected);
     f.0
 }
 

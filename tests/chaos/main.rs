@@ -8,7 +8,10 @@ use callsign_pgtest::{Cluster, Options};
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(about = "Fault campaign: crashes, lost requests and answers, duplicates; checks G1-G5")]
+#[command(
+    about = "Fault campaign: crashes, lost requests and answers, duplicates; checks G1-G5 and \
+             each task's created_by"
+)]
 struct Args {
     /// First seed (default: CALLSIGN_CHAOS_SEED, else from the clock); later runs use seed+1...
     #[arg(long)]
@@ -25,8 +28,12 @@ struct Args {
     /// The short campaign's settings (what the test command runs).
     #[arg(long)]
     short: bool,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 4)]
     devices: usize,
+    /// Members of the team (at most --devices): device i is member i mod --members's, logged
+    /// in with its own token of theirs; the checker holds each task's created_by to it.
+    #[arg(long, default_value_t = 3)]
+    members: usize,
     /// Run the server as --nodes nodes on PostgreSQL: on a throwaway cluster this tool starts
     /// (initdb, removed at exit), or on the server --database names.
     #[arg(long)]
@@ -76,6 +83,7 @@ fn main() -> ExitCode {
             Config::long(seed, a.run_length.min(left), a.creates - total.creates)
         };
         cfg.devices = a.devices;
+        cfg.members = a.members;
         cfg.taskwarrior = a.taskwarrior;
         if let Some(server) = &pg {
             cfg = cfg.on_postgres(server.clone(), usize::from(a.nodes));

@@ -32,6 +32,13 @@ fn run_json(cmd: &mut Command) -> Result<Value> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
+fn token_of(v: &Value) -> Result<String> {
+    Ok(v["token"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no token in {v}"))?
+        .to_owned())
+}
+
 /// How a server process ended, as far as a campaign counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
@@ -58,13 +65,14 @@ pub struct Server {
 }
 
 impl Server {
-    /// Creates an account (prefix `prefix`) in `store`; returns the server of `nodes` nodes
-    /// (none started), the account id and its first token. SQLite has one node (its data dir
-    /// is locked by the process serving it).
+    /// Creates an account (prefix `prefix`, first member the owner `owner`) in `store`;
+    /// returns the server of `nodes` nodes (none started), the account id and the owner's first
+    /// token. SQLite has one node (its data dir is locked by the process serving it).
     pub fn prepare(
         store: ServerStore,
         nodes: usize,
         prefix: &str,
+        owner: &str,
     ) -> Result<(Server, i64, String)> {
         if nodes == 0 || (nodes > 1 && matches!(store, ServerStore::Sqlite(_))) {
             bail!("{nodes} nodes: SQLite runs one node, PostgreSQL one or more");
@@ -89,15 +97,12 @@ impl Server {
             Command::new(server_bin())
                 .args(["account", "create"])
                 .args(server.database_args())
-                .args(["--name", "Chaos", "--prefix", prefix]),
+                .args(["--name", "Chaos", "--prefix", prefix, "--owner", owner]),
         )?;
         let id = v["account_id"]
             .as_i64()
             .ok_or_else(|| anyhow!("no account_id in {v}"))?;
-        let token = v["token"]
-            .as_str()
-            .ok_or_else(|| anyhow!("no token in {v}"))?
-            .to_owned();
+        let token = token_of(&v)?;
         Ok((server, id, token))
     }
 
@@ -109,17 +114,39 @@ impl Server {
         }
     }
 
-    pub fn token(&self, account: i64, device: &str) -> Result<String> {
+    /// Another token of `member`'s, for their device `device`.
+    pub fn token(&self, account: i64, member: &str, device: &str) -> Result<String> {
         let v = run_json(
             Command::new(server_bin())
                 .args(["token", "create"])
                 .args(self.database_args())
-                .args(["--account", &account.to_string(), "--device", device]),
+                .args(["--account", &account.to_string(), "--device", device])
+                .args(["--member", member]),
         )?;
-        Ok(v["token"]
-            .as_str()
-            .ok_or_else(|| anyhow!("no token in {v}"))?
-            .to_owned())
+        token_of(&v)
+    }
+
+    /// Adds `name` to the team as an owner or a member (`member add`); returns the first token
+    /// of theirs, for their device `device`.
+    pub fn add_member(
+        &self,
+        account: i64,
+        name: &str,
+        owner: bool,
+        device: &str,
+    ) -> Result<String> {
+        let role = if owner { "owner" } else { "member" };
+        let v = run_json(
+            Command::new(server_bin())
+                .args(["member", "add"])
+                .args(self.database_args())
+                .args(["--account", &account.to_string(), "--name", name])
+                .args(["--role", role, "--device", device]),
+        )?;
+        if v["name"].as_str() != Some(name) || v["role"].as_str() != Some(role) {
+            bail!("member add answered {v}, not {name} as {role}");
+        }
+        token_of(&v)
     }
 
     /// Links `account` to Taskwarrior (`account taskwarrior`, making the server key in

@@ -8,6 +8,10 @@ use crate::campaign::{CRASH_POINTS, TASKWARRIOR_CRASH_POINTS};
 #[derive(Debug, Default, Clone)]
 pub struct Summary {
     pub seed: u64,
+    /// Devices, and per team member the creates (tasks and subtasks) their devices had
+    /// acknowledged; its length is the number of members.
+    pub devices: usize,
+    pub by_member: Vec<u64>,
     pub steps: u64,
     pub creates: u64,
     pub edits: u64,
@@ -63,6 +67,8 @@ impl Summary {
 
     /// Adds another run's counts to this one (for a table over several seeds).
     pub fn add(&mut self, o: &Summary) {
+        self.devices = self.devices.max(o.devices);
+        add_each(&mut self.by_member, &o.by_member);
         self.steps += o.steps;
         self.creates += o.creates;
         self.edits += o.edits;
@@ -92,11 +98,7 @@ impl Summary {
         self.resets += o.resets;
         self.upstream_down += o.upstream_down;
         self.failovers += o.failovers;
-        self.answered
-            .resize(self.answered.len().max(o.answered.len()), 0);
-        for (mine, theirs) in self.answered.iter_mut().zip(&o.answered) {
-            *mine += theirs;
-        }
+        add_each(&mut self.answered, &o.answered);
         self.chaos_secs += o.chaos_secs;
         self.heal_secs += o.heal_secs;
         self.keys += o.keys;
@@ -107,9 +109,26 @@ impl Summary {
     }
 }
 
+/// Adds `theirs` to `mine` element by element, `mine` growing to the longer length.
+fn add_each(mine: &mut Vec<u64>, theirs: &[u64]) {
+    mine.resize(mine.len().max(theirs.len()), 0);
+    for (m, t) in mine.iter_mut().zip(theirs) {
+        *m += t;
+    }
+}
+
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut row = |k: &str, v: String| writeln!(f, "| {k:<40} | {v:>12} |");
+        row(
+            "team members / devices",
+            format!("{} / {}", self.by_member.len(), self.devices),
+        )?;
+        let by_member: Vec<String> = self.by_member.iter().map(u64::to_string).collect();
+        row(
+            "  creates per member (tasks + subtasks)",
+            by_member.join(" / "),
+        )?;
         row("operations (steps)", self.steps.to_string())?;
         row("  creates acknowledged", self.creates.to_string())?;
         row("  edits acknowledged", self.edits.to_string())?;

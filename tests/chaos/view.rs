@@ -48,6 +48,8 @@ pub struct StoreTask {
     pub project: String,
     /// Values concurrent edits of the same field replaced.
     pub conflicts: Conflicts,
+    /// The member whose token created it (the property `created_by`, stamped by the server).
+    pub created_by: Option<String>,
 }
 
 impl StoreTask {
@@ -60,6 +62,7 @@ impl StoreTask {
             key: map.get("key").cloned(),
             project: map.get("project").cloned().unwrap_or_default(),
             conflicts: conflicts_of(map.get("conflicts").map(String::as_str)),
+            created_by: map.get("created_by").cloned(),
         }
     }
 }
@@ -150,6 +153,8 @@ pub struct DeviceTask {
     pub parent: Option<String>,
     pub notes: String,
     pub conflicts: Conflicts,
+    /// The creating member the server reported (`None` until it did).
+    pub created_by: Option<String>,
 }
 
 /// A device's local database: its tasks and its outbox.
@@ -328,7 +333,9 @@ fn load_sqlite(dir: &Path, account: i64) -> Result<ServerView> {
 fn load_device(dir: &Path) -> Result<DeviceView> {
     let c = open(&device_db(dir))?;
     let tasks = c
-        .prepare("SELECT uuid, key, previous_keys, parent, notes, conflicts FROM tasks")?
+        .prepare(
+            "SELECT uuid, key, previous_keys, parent, notes, conflicts, created_by FROM tasks",
+        )?
         .query_map([], |r| {
             let previous: String = r.get(2)?;
             let previous_keys = serde_json::from_str(&previous)
@@ -339,6 +346,7 @@ fn load_device(dir: &Path) -> Result<DeviceView> {
                 parent: r.get(3)?,
                 notes: r.get(4)?,
                 conflicts: conflicts_of(r.get::<_, Option<String>>(5)?.as_deref()),
+                created_by: r.get(6)?,
             };
             Ok((r.get(0)?, task))
         })?

@@ -6,8 +6,9 @@
 //! `the_checker_catches_broken_databases` takes a clean run's databases and breaks them by
 //! hand the ways a wrong server or engine would, one at a time; `structure.rs` breaks a
 //! hand-made snapshot's subtasks and moves the same way, `edits.rs` its concurrent edits,
-//! `taskwarrior.rs` its Taskwarrior replica.
+//! `taskwarrior.rs` its Taskwarrior replica, `members.rs` its tasks' creators.
 mod edits;
+mod members;
 mod structure;
 mod taskwarrior;
 
@@ -63,6 +64,10 @@ fn short_campaign_holds_g1_to_g5() -> Result<()> {
         total.tw_creates > 0 && total.tw_syncs > 0 && total.tw_failed_syncs > 0,
         "Taskwarrior created tasks and synced through the faults:\n{total}"
     );
+    assert!(
+        total.by_member.len() > 1 && total.by_member.iter().all(|n| *n > 0),
+        "every member of the team created tasks from their devices:\n{total}"
+    );
     Ok(())
 }
 
@@ -117,8 +122,8 @@ fn short_campaign_on_three_postgres_nodes_holds_g1_to_g5() -> Result<()> {
     Ok(())
 }
 
-/// Breaks a clean run's PostgreSQL schema (a gap, a lost edit in the task store, a pending
-/// slot): the checker, reading the same tables, must report each.
+/// Breaks a clean run's PostgreSQL schema (a gap, a lost edit and another creator in the task
+/// store, a pending slot): the checker, reading the same tables, must report each.
 fn the_checker_reads_postgres(seed: u64, world: &World) -> Result<()> {
     let ServerStore::Postgres(url) = &world.server else {
         bail!("not a PostgreSQL world");
@@ -132,7 +137,8 @@ fn the_checker_reads_postgres(seed: u64, world: &World) -> Result<()> {
         client
             .batch_execute(
                 "UPDATE keys SET number = number + 1000 WHERE number = 1;
-                 UPDATE tc_tasks SET data = jsonb_set(data, '{description}', '\"lost edit\"')
+                 UPDATE tc_tasks SET data = jsonb_set(jsonb_set(data, '{description}',
+                     '\"lost edit\"'), '{created_by}', '\"mallory\"')
                  WHERE uuid = (SELECT uuid FROM tc_tasks ORDER BY uuid LIMIT 1);
                  INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
                                     state, created_at, last_seen_at)
@@ -146,7 +152,13 @@ fn the_checker_reads_postgres(seed: u64, world: &World) -> Result<()> {
     })?;
     let (found, report) = check_and_report(seed, world)?;
     println!("--- PostgreSQL broken by hand:\n{report}");
-    for invariant in [checker::NO_GAPS, checker::ACKED_ON_SERVER, checker::SETTLED] {
+    let broken = [
+        checker::NO_GAPS,
+        checker::ACKED_ON_SERVER,
+        checker::SETTLED,
+        checker::CREATED_BY,
+    ];
+    for invariant in broken {
         assert!(
             found.iter().any(|v| v.invariant == invariant),
             "the checker on PostgreSQL missed a violation of {invariant}"
@@ -155,11 +167,13 @@ fn the_checker_reads_postgres(seed: u64, world: &World) -> Result<()> {
     Ok(())
 }
 
-/// A small clean world: a fault-free campaign with one device, kept for surgery.
+/// A small clean world: a fault-free campaign with two devices of two members, kept for
+/// surgery.
 fn clean_world() -> Result<(tempfile::TempDir, World)> {
     let dir = tempfile::tempdir()?;
     let mut cfg = Config::short(7);
     cfg.devices = 2;
+    cfg.members = 2;
     cfg.max_creates = 12;
     cfg.server_kill = 0.0;
     cfg.arm_crash_point = 0.0;
@@ -254,6 +268,31 @@ fn the_checker_catches_broken_databases() -> Result<()> {
         assert!(
             found.iter().any(|v| v.invariant == checker::DEVICES_AGREE),
             "{what}: not caught"
+        );
+    }
+    // A creator rewritten in the server's task store, then on a device: each copy of
+    // `created_by` is held to the member whose device created the task.
+    let copy = tempfile::tempdir()?;
+    let broken = copy_world(&world, copy.path())?;
+    let replica = view::sqlite_replica_db(sqlite_dir(&broken)?, broken.account_id);
+    sql(
+        &replica,
+        "UPDATE tasks SET data = json_set(data, '$.created_by', 'mallory')
+         WHERE rowid = (SELECT min(rowid) FROM tasks WHERE data LIKE '%\"created_by\"%');",
+    )?;
+    sql(
+        &view::device_db(&broken.devices[1]),
+        "UPDATE tasks SET created_by = NULL
+         WHERE rowid = (SELECT min(rowid) FROM tasks WHERE key IS NOT NULL);",
+    )?;
+    let (found, report) = check_and_report(7, &broken)?;
+    println!("--- a creator rewritten on the server, one lost on a device:\n{report}");
+    for place in ["the server's task store", "device 1"] {
+        assert!(
+            found
+                .iter()
+                .any(|v| v.invariant == checker::CREATED_BY && v.message.starts_with(place)),
+            "a wrong created_by in {place}: not caught"
         );
     }
     // Taskwarrior's replica lost a key the server gave one of its tasks.

@@ -4,9 +4,12 @@
 //! any task it knows, so devices edit one field of one task concurrently. Descriptions, status,
 //! projects and parents are touched only by the task's own device, so what it acknowledged is
 //! what the server must end with; notes are checked by the conflict rule instead (an
-//! acknowledged value is the task's, or recorded as a conflict, or knowingly replaced).
+//! acknowledged value is the task's, or recorded as a conflict, or knowingly replaced). A
+//! task's creator is the member whose token its device logged in with, recorded here by UUID
+//! as the truth its `created_by` is held to.
 use anyhow::Result;
 use callsign_core::dto::TaskPatch;
+use callsign_core::merge::MAX_CONFLICTS;
 use callsign_sync::NewTaskInput;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -64,12 +67,15 @@ impl Run {
             (Some(p), Some(named)) => format!(" under {p} ({named})"),
             _ => String::new(),
         };
+        let m = self.member_of(d);
+        let member = self.team[m].clone();
         match self.engines[d].create(input) {
             Ok(t) => {
                 let uuid = t.uuid.to_string();
                 self.event(format!(
-                    "d{d} create {uuid} {project}{under} {description:?}"
+                    "d{d} @{member} create {uuid} {project}{under} {description:?}"
                 ));
+                self.s.by_member[m] += 1;
                 self.own[d].push(uuid.clone());
                 if self.hot.len() < 3 {
                     self.hot.push(uuid.clone());
@@ -82,6 +88,7 @@ impl Run {
                     status: "pending".into(),
                     parent,
                     moves: 0,
+                    created_by: Some(member),
                 };
                 self.expected.insert(uuid, expected);
                 true
@@ -187,6 +194,17 @@ impl Run {
                 .expect("checked non-empty")
                 .clone()
         });
+        // A task keeps its newest MAX_CONFLICTS conflicts (`merge`): past that many rewrites an
+        // acknowledged value could be dropped unseen, which no check can tell from a lost edit.
+        // Each rewrite records at most one conflict, so a task gets at most that many; a hot
+        // task that has had them makes room for the next task captured.
+        if self.notes_on.get(&uuid).copied().unwrap_or(0) >= MAX_CONFLICTS {
+            self.hot.retain(|h| *h != uuid);
+            self.event(format!(
+                "d{d} notes {uuid}: its {MAX_CONFLICTS} rewrites are spent"
+            ));
+            return Ok(());
+        }
         if let Err(e) = self.engines[d].get(&uuid) {
             self.event(format!("d{d} notes {uuid}: not here yet ({e})"));
             return Ok(());
@@ -199,6 +217,7 @@ impl Run {
         match self.engines[d].edit(&uuid, patch) {
             Ok(_) => {
                 self.s.notes += 1;
+                *self.notes_on.entry(uuid.clone()).or_default() += 1;
                 self.event(format!("d{d} notes {uuid} -> {notes:?}"));
             }
             Err(err) => self.event(format!("d{d} notes {uuid} refused: {err}")),

@@ -84,6 +84,7 @@ impl Run {
             status: "pending".into(),
             parent: None,
             moves: 0,
+            created_by: None,
         };
         self.expected.insert(uuid, expected);
         Ok(())

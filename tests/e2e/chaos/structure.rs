@@ -67,6 +67,7 @@ pub(super) fn clean() -> (Snapshot, Acked) {
                 key: Some(now.key()),
                 previous_keys: previous,
                 parent: parent.clone(),
+                created_by: Some(creator(uuid)),
                 ..DeviceTask::default()
             },
         );
@@ -77,6 +78,7 @@ pub(super) fn clean() -> (Snapshot, Acked) {
                 status: "pending".into(),
                 key: Some(now.key()),
                 project: now.prefix.clone(),
+                created_by: Some(creator(uuid)),
                 ..StoreTask::default()
             },
         );
@@ -96,10 +98,19 @@ pub(super) fn clean() -> (Snapshot, Acked) {
             status: "pending".into(),
             parent,
             moves,
+            created_by: Some(creator(uuid)),
         };
         acked.insert(uuid.into(), expected);
     }
     (snap, acked)
+}
+
+/// Who created a task of the hand-made world: @ana the moved tree, @ben the other.
+pub(super) fn creator(uuid: &str) -> String {
+    match uuid.starts_with("moved") {
+        true => "ana".into(),
+        false => "ben".into(),
+    }
 }
 
 fn row<'a>(snap: &'a mut Snapshot, key: &str) -> &'a mut KeyRow {

@@ -9,7 +9,7 @@ use callsign_chaos::view::{DeviceTask, KeyRow, Reserved, Snapshot, StoreTask, Ta
 use super::structure::{catches_each, clean, Acked, Break};
 
 /// The clean world with "tw" (created in Taskwarrior, CHA-3) and Taskwarrior's replica.
-fn with_taskwarrior() -> (Snapshot, Acked) {
+pub(super) fn with_taskwarrior() -> (Snapshot, Acked) {
     let (mut snap, mut acked) = clean();
     let key = KeyRow {
         uuid: "tw".into(),
@@ -59,6 +59,7 @@ fn with_taskwarrior() -> (Snapshot, Acked) {
             status: "pending".into(),
             parent: None,
             moves: 0,
+            created_by: None,
         },
     );
     // Taskwarrior holds what the server's task store holds (it synced last).
