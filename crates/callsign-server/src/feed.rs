@@ -12,7 +12,8 @@
 //! since the feed is read again then.
 //!
 //! Bounded: at most [`Limits::per_account`] held requests per account and [`Limits::total`]
-//! in all; beyond that `429 too_many_requests` with `Retry-After`.
+//! in all (never more than half the server's connections, [`Limits::within_connections`]);
+//! beyond that `429 too_many_requests` with `Retry-After`.
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,12 +43,67 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// `self` with the total cut to half of `max_connections`: every held request keeps a
+    /// connection open, and a server whose connections are all held accepts no push at all,
+    /// while a device refused a held request only falls back to pulling.
+    pub fn within_connections(self, max_connections: usize) -> Limits {
+        Limits {
+            total: self.total.min(max_connections / 2),
+            ..self
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Feed {
     limits: Limits,
     accounts: Mutex<HashMap<AccountId, Arc<watch::Sender<u64>>>>,
     held: AtomicUsize,
     shutdown: watch::Sender<bool>,
+}
+
+/// Which accounts have an announcement to the other nodes on the way (PostgreSQL's `NOTIFY`),
+/// so that commits meanwhile fold into one more instead of one each: under load one account's
+/// batches commit faster than a `NOTIFY` each would go out.
+#[derive(Debug, Default)]
+pub struct Announcing {
+    /// Account → whether another commit came while its announcement was on the way.
+    accounts: Mutex<HashMap<AccountId, bool>>,
+}
+
+impl Announcing {
+    /// A commit in `account`: true when the caller should send an announcement (none on the
+    /// way), false when the one on the way will be followed by another.
+    pub fn begin(&self, account: AccountId) -> bool {
+        let mut a = self.accounts.lock().unwrap_or_else(|p| p.into_inner());
+        match a.get_mut(&account) {
+            Some(again) => {
+                *again = true;
+                false
+            }
+            None => {
+                a.insert(account, false);
+                true
+            }
+        }
+    }
+
+    /// The announcement was sent: true when commits came meanwhile and the caller should send
+    /// one more (it stays on the way), false when `account` is done.
+    pub fn sent(&self, account: AccountId) -> bool {
+        let mut a = self.accounts.lock().unwrap_or_else(|p| p.into_inner());
+        match a.get_mut(&account) {
+            Some(again) if *again => {
+                *again = false;
+                true
+            }
+            _ => {
+                a.remove(&account);
+                false
+            }
+        }
+    }
 }
 
 /// A held request's place: dropping it lets another request be held.
@@ -176,6 +232,33 @@ mod tests {
             feed.accounts.lock().unwrap().is_empty(),
             "nothing kept for idle accounts"
         );
+    }
+
+    #[test]
+    fn commits_while_an_announcement_is_on_the_way_fold_into_one_more() {
+        let a = Announcing::default();
+        assert!(a.begin(1), "the first commit announces");
+        assert!(!a.begin(1), "a second waits for the first");
+        assert!(!a.begin(1), "and a third folds into the same");
+        assert!(a.begin(2), "another account announces on its own");
+        assert!(a.sent(1), "one more after the first: the later commits");
+        assert!(!a.sent(1), "nothing came meanwhile: done");
+        assert!(a.begin(1), "the next commit announces again");
+        assert!(!a.sent(1));
+        assert!(!a.sent(2));
+        assert!(a.accounts.lock().unwrap().is_empty(), "nothing kept");
+    }
+
+    #[test]
+    fn held_requests_leave_half_the_connections_free() {
+        let asked = Limits {
+            per_account: 200,
+            total: 10_000,
+        };
+        assert_eq!(asked.within_connections(512).total, 256);
+        assert_eq!(asked.within_connections(512).per_account, 200);
+        assert_eq!(asked.within_connections(50_000), asked);
+        assert_eq!(asked.within_connections(1).total, 0);
     }
 
     #[tokio::test]

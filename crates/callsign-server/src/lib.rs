@@ -124,6 +124,8 @@ pub struct Inner {
     pub revocations: Arc<api::auth::Revocations>,
     /// Held `GET /v1/changes?wait=` requests and what wakes them ([`feed`]).
     pub feed: Arc<feed::Feed>,
+    /// The accounts whose change is being announced to other nodes (PostgreSQL).
+    announcing: feed::Announcing,
     auth_failures: throttle::FailureLimit,
     cursors: cursor::CursorKey,
     body_budget: tokio::sync::Semaphore,
@@ -283,6 +285,7 @@ impl AppState {
             tokens: api::auth::TokenCache::default(),
             revocations,
             feed,
+            announcing: feed::Announcing::default(),
             auth_failures: throttle::FailureLimit::new(config.auth_failures_per_minute),
             cursors,
             body_budget: tokio::sync::Semaphore::new(body_budget_kib as usize),
@@ -298,15 +301,22 @@ impl AppState {
     /// store, on every other node (PostgreSQL's `NOTIFY`).
     pub async fn feed_changed(&self, account: db::AccountId) {
         self.feed.changed(account);
-        if self.config.database.data_dir().is_none() {
-            // Off the request path: the commit is done; other nodes hear of it shortly.
-            let alloc = self.alloc.clone();
-            tokio::spawn(async move {
-                if let Err(e) = alloc.announce_change(account).await {
+        if self.config.database.data_dir().is_some() || !self.announcing.begin(account) {
+            return;
+        }
+        // Off the request path: the commit is done; other nodes hear of it shortly. Commits
+        // while this one is on the way are announced by one more after it.
+        let state = self.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = state.alloc.announce_change(account).await {
                     tracing::debug!(error = %e, account, "announcing a change to other nodes failed");
                 }
-            });
-        }
+                if !state.announcing.sent(account) {
+                    break;
+                }
+            }
+        });
     }
 
     /// The idempotency window in force.

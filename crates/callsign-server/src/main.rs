@@ -100,7 +100,8 @@ enum Cmd {
         /// Taskwarrior sync (`/v1/client/...`) is off without it (docs/TASKWARRIOR.md).
         #[arg(long, env = "CALLSIGN_TASKWARRIOR_KEY_FILE")]
         taskwarrior_key_file: Option<std::path::PathBuf>,
-        /// Most `GET /v1/changes?wait=` requests held at once; more get `429`.
+        /// Most `GET /v1/changes?wait=` requests held at once; more get `429`. Never more than
+        /// half of --max-connections, since each holds its connection.
         #[arg(long, default_value_t = 10_000)]
         max_held_changes: usize,
         /// Most of them for one account.
@@ -476,10 +477,13 @@ async fn main() -> anyhow::Result<()> {
                 taskwarrior_key: taskwarrior_key_file
                     .map(|f| read_key_file(&f))
                     .transpose()?,
-                held_changes: callsign_server::feed::Limits {
-                    per_account: max_held_changes_per_account,
-                    total: max_held_changes,
-                },
+                held_changes: held_limits(
+                    callsign_server::feed::Limits {
+                        per_account: max_held_changes_per_account,
+                        total: max_held_changes,
+                    },
+                    max_connections,
+                ),
             };
             let state = AppState::open(config).await?;
             reaper::spawn(state.clone());
@@ -680,6 +684,25 @@ fn replica_pool(wanted: usize, max_connections: usize) -> usize {
         tracing::info!("{msg}");
     }
     pool
+}
+
+/// The held-request limits within the connections (`Limits::within_connections`), said in
+/// the log when that lowers `--max-held-changes`.
+fn held_limits(
+    asked: callsign_server::feed::Limits,
+    max_connections: usize,
+) -> callsign_server::feed::Limits {
+    let held = asked.within_connections(max_connections);
+    if held.total < asked.total {
+        tracing::info!(
+            "at most {} change requests held at once, not --max-held-changes {}: half of \
+             --max-connections {max_connections}, so pushes still find a connection; raise \
+             --max-connections (and the open-file limit) for more devices online at once",
+            held.total,
+            asked.total
+        );
+    }
+    held
 }
 
 /// One server per data dir: the in-process idempotency claims (no two phase-2 runs at once for
