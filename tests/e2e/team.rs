@@ -214,6 +214,36 @@ fn a_teammates_new_key_reaches_an_open_device_without_polling() -> Result<()> {
             "HELD-1 reached B {:?} after A's sync began",
             started.elapsed()
         );
+        // B's own change syncs first: the request B held from before it answers for it, and
+        // must not pause B's held requests (A's next task still arrives at once).
+        let own = engine.create(callsign_sync::NewTaskInput {
+            description: "Bob's own".into(),
+            project: Some("HELD".into()),
+            ..Default::default()
+        })?;
+        let mine = Instant::now();
+        while engine.get(&own.uuid.to_string())?.key.is_none() {
+            assert!(
+                mine.elapsed() < Duration::from_secs(10),
+                "B's task unsynced"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(alice.output(&["add", "Right", "after"])?.status.success());
+        let started = Instant::now();
+        alice.ok(&["sync"])?;
+        while engine.get("HELD-3").is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "HELD-3 did not reach B within 10 s of B's own sync"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        println!(
+            "HELD-3 reached B {:?} after A's sync began",
+            started.elapsed()
+        );
         // The server goes away while B idles: its held request ends, and B says it is offline
         // at once instead of at its next periodic pull.
         server.stop();

@@ -13,9 +13,12 @@
 //! While the server answers, the loop also keeps one held `GET /v1/changes?wait=` request open
 //! ([`WAIT`]): the server answers it the moment a teammate's change commits, and the loop
 //! passes at once, so a new key reaches this device within about a second. With a held request
-//! open, the periodic pull is only a fallback ([`PERIOD_WATCHING`]). A wake-up that brings no
-//! new cursor pauses the held request for a [`PERIOD`], so a server that keeps answering at
-//! once cannot make the loop spin.
+//! open, the periodic pull is only a fallback ([`PERIOD_WATCHING`]). A wake-up after which the
+//! cursor is still the one the request was held from pauses the held request for a [`PERIOD`],
+//! so a server that keeps answering at once cannot make the loop spin. This device's own sync
+//! moves the cursor past its own changes, and the request held from the old cursor then answers
+//! for them: that is no spin (the cursor moved), so the next request is held from the new
+//! cursor at once, and a teammate's change right after one of ours still arrives at once.
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,7 +38,11 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// The periodic pull while a held request is open.
 pub const PERIOD_WATCHING: Duration = Duration::from_secs(600);
 
-type Watch = std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool>> + Send>>;
+/// A held change request, and the cursor it is held from.
+type Watch = (
+    Option<String>,
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<bool>> + Send>>,
+);
 /// How often the loop asks an unreachable server whether it is back.
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
@@ -89,13 +96,12 @@ pub async fn run(ctx: LoopCtx, mut rx: mpsc::Receiver<Command>) {
             watch = st.watch();
         }
         tokio::select! {
-            woke = async { watch.as_mut().expect("guarded").await }, if watch.is_some() => {
-                watch = None;
+            woke = async { watch.as_mut().expect("guarded").1.as_mut().await }, if watch.is_some() => {
+                let (held_from, _) = watch.take().expect("guarded");
                 match woke {
                     Ok(true) => {
-                        let before = st.cursor();
                         let _ = st.pass(false).await;
-                        if st.cursor() == before {
+                        if st.cursor() == held_from {
                             st.watch_paused_until = Some(Instant::now() + PERIOD);
                         }
                     }
@@ -171,12 +177,16 @@ impl State {
         }
         let client = (self.ctx.syncer)().ok()?.client;
         let since = self.cursor();
-        Some(Box::pin(async move {
-            client
-                .changed_since(since.as_deref(), WAIT)
-                .await
-                .map_err(Error::from)
-        }))
+        let held_from = since.clone();
+        Some((
+            held_from,
+            Box::pin(async move {
+                client
+                    .changed_since(since.as_deref(), WAIT)
+                    .await
+                    .map_err(Error::from)
+            }),
+        ))
     }
 
     fn version(&self) -> Option<i64> {
