@@ -4,6 +4,7 @@ use callsign_core::dto::{TaskPatch, TaskStatus};
 use callsign_core::merge::Field;
 use callsign_core::{when, TaskKey, LOCAL_PROJECT};
 use callsign_sync::settings::load_token;
+use callsign_sync::standup::Standup;
 use callsign_sync::{Engine, LocalTask, NewTaskInput, Settings, TaskFilter, Token};
 use tauri::State;
 
@@ -416,6 +417,17 @@ pub async fn list_members(engine: State<'_, AppEngine>) -> CmdResult<UiMembers> 
         known: members.is_some(),
         members: members.unwrap_or_default(),
     })
+}
+
+/// The standup `callsign standup` prints, from the tasks on this device: per member (the team
+/// as last listed, and anyone a task names), what they completed and created since the start
+/// of `since` (`yesterday`, a date, any day a due date takes; none or empty: the last working
+/// day) and what is open and assigned to them, keys first. A day it cannot read is `invalid`,
+/// naming the forms it takes.
+#[tauri::command]
+pub fn standup(engine: State<'_, AppEngine>, since: Option<String>) -> CmdResult<Standup> {
+    let since = since.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    Ok(engine.0.standup(since)?)
 }
 
 #[tauri::command]

@@ -74,6 +74,7 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::create_project,
         commands::assign_task,
         commands::list_members,
+        commands::standup,
         desktop::get_desktop_prefs,
         desktop::save_desktop_prefs,
         desktop::open_capture,

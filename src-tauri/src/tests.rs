@@ -749,3 +749,30 @@ fn list_members_without_a_server_says_no_team_is_known() {
         json!({"members": [], "known": false})
     );
 }
+
+#[test]
+fn standup_reports_each_member_keys_first_provisional_ones_marked() {
+    let ui = ui();
+    let t = ui.ok(
+        "create_task",
+        json!({"input": {"description": "Fix the login redirect", "project": "syn", "assignee": "bob"}}),
+    );
+    ui.add("Nobody's");
+    let s = ui.ok("standup", json!({"since": "yesterday"}));
+    assert!(s["since"].is_string(), "{s}");
+    let members = s["members"].as_array().unwrap();
+    assert_eq!(members.len(), 1, "no team known: only who a task names {s}");
+    assert_eq!(members[0]["name"], "bob");
+    let open = &members[0]["open"];
+    assert_eq!(open.as_array().unwrap().len(), 1, "{s}");
+    assert_eq!(open[0]["uuid"], t["uuid"]);
+    assert_eq!(open[0]["description"], "Fix the login redirect");
+    assert_eq!(open[0]["provisional"], true);
+    assert!(open[0]["key"].as_str().unwrap().starts_with('~'), "{s}");
+    // No day: the last working day; empty is the same.
+    let default = ui.ok("standup", json!({}));
+    assert_eq!(default, ui.ok("standup", json!({"since": " "})));
+    let e = ui.err("standup", json!({"since": "someday soon"}));
+    assert_eq!(e["code"], "invalid");
+    assert!(!e["message"].as_str().unwrap().is_empty(), "{e}");
+}

@@ -9,8 +9,10 @@
 // and priorities; subtasks and the Next view; a numbered task moved to another project, its new
 // key arriving in place and its old key still opening it; last, a second device (the app on a
 // fresh data dir) joining the team from Settings with an owner's invite code, and what it
-// captures for itself with `@bob`: the badge, who created it, the Assigned to me view. Each
-// state is screenshotted into target/desktop-e2e/.
+// captures for itself with `@bob`: the badge, who created it, the Assigned to me view; a task
+// the owner adds with the CLI reaching the open app on its own (the held change request), and
+// the Standup view with both members' lines. Each state is screenshotted into
+// target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -235,6 +237,12 @@ test('no server: a capture is saved at once in the local inbox and the app says 
   await eventually('the no-member line', 5000, async () => /log in or join a team/.test((await textOf('list-empty')) ?? ''));
   assert.equal((await rows()).length, 0);
   await shot('02b-assigned-to-me-no-member');
+  // The standup, with no team to report on: it says why, and how to get one.
+  await click('[data-testid="sidebar-standup"]');
+  const noTeam = await eventually('the no-team line', 5000, () => textOf('standup-no-team'));
+  assert.match(noTeam, /isn't signed in to a team: log in or join a team \(Settings\)/);
+  assert.equal(await exists('task-list'), false, 'the standup is in the list\'s place');
+  await shot('02c-standup-no-team');
   await click('[data-testid="sidebar-all"]');
   await eventually('All again', 5000, async () => (await rows()).length === 2);
   await browser.execute(() => document.querySelector('[data-testid="capture"]').focus());
@@ -1091,4 +1099,150 @@ test('assignees: "@bob" in a capture assigns it; the row has a badge, the detail
   await click('[data-testid="sidebar-all"]');
   const after = await eventually('the row again', 5000, () => rowByText('Review notes'));
   assert.equal(await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`), after.uuid), null);
+});
+
+test("a teammate's task reaches the open app by itself within seconds: the held change request", async () => {
+  // Bob's app is open and idle on All; the owner adds a task for bob with the CLI on a device
+  // of their own. Nothing is clicked or reloaded here: the app's sync loop holds a
+  // `GET /v1/changes?wait=` open, and the server answers it when the owner's create commits.
+  const ownerDir = path.join(tmp, 'owner');
+  const owner = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir', ownerDir, ...args]).toString();
+  await click('[data-testid="sidebar-all"]');
+  await eventually('All', 5000, async () => (await rows()).length > 0);
+  const count = () => browser.execute(() => Number(document.querySelector('[data-testid="task-list"]').dataset.count));
+  const before = await count();
+  await shot('57-before-teammate-task');
+  const added = JSON.parse(owner('--json', 'add', '--project', 'PFX', 'Rotate the server keys', '@bob'));
+  owner('sync', '--timeout', '10');
+  const key = JSON.parse(owner('--json', 'list')).find((t) => t.uuid === added.uuid)?.key;
+  assert.match(key ?? '', /^PFX-\d+$/, 'numbered by the server');
+  const synced = Date.now();
+  // The periodic pull is 10 minutes away: only the held request brings it this soon.
+  const row = await eventually('the owner\'s task in the open app', 5000, async () => {
+    const r = (await rows()).find((x) => x.uuid === added.uuid);
+    return r?.key === key ? r : null;
+  });
+  const ms = Date.now() - synced;
+  assert.ok(ms < 5000, `arrived ${ms} ms after the owner's sync`);
+  assert.equal(await count(), before + 1, 'one more task, nothing else changed');
+  assert.equal(row.selected, false, 'it does not take the highlight');
+  assert.equal(await browser.execute((u) => document.querySelector(`[data-testid="task-row"][data-uuid="${u}"] [data-testid="row-assignee"]`)?.dataset.assignee ?? null, row.uuid), 'bob');
+  await shot('58-teammate-task-arrived');
+});
+
+test('standup: per member, keys first; a line opens its task; the day can change', async () => {
+  const ownerDir = path.join(tmp, 'owner');
+  const owner = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir', ownerDir, ...args]).toString();
+  const ownerList = JSON.parse(owner('--json', 'list', '--all'));
+  const fix = ownerList.find((t) => t.description === 'Rotate the server keys');
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  // g s: the standup, in the list's place.
+  await browser.keys(['g', 's']);
+  await eventually('the standup', 5000, async () => (await browser.execute(() => document.querySelectorAll('[data-testid="standup-member"]').length)) === 2);
+  assert.equal(await exists('task-list'), false);
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="sidebar-standup"]').getAttribute('aria-current')), 'true');
+  const report = () => browser.execute(() => Object.fromEntries([...document.querySelectorAll('[data-testid="standup-member"]')].map((m) => [
+    m.dataset.member,
+    {
+      heading: m.querySelector('h3').textContent.trim(),
+      empty: m.querySelector('[data-testid="standup-member-empty"]')?.textContent ?? null,
+      ...Object.fromEntries([...m.querySelectorAll('[data-testid="standup-section"]')].map((s) => [
+        s.dataset.section,
+        [...s.querySelectorAll('[data-testid="standup-line"]')].map((l) => ({
+          uuid: l.dataset.uuid,
+          key: l.dataset.key ?? null,
+          provisional: l.dataset.provisional === 'true',
+          text: [...l.children].map((c) => c.textContent.trim()).join('  '),
+        })),
+      ])),
+    },
+  ])));
+  const said = (lines) => (lines ?? []).map((l) => l.text);
+  const r = await report();
+  assert.deepEqual(Object.keys(r), ['bob', 'owner'], 'both members, by name');
+  assert.equal(r.bob.heading, '@bob (you)');
+  assert.equal(r.owner.heading, '@owner');
+  // Each line as said aloud, the key first; bob's open lines are what is assigned to him.
+  assert.ok(said(r.owner.created).includes(`${fix.key}  Rotate the server keys`), JSON.stringify(r.owner));
+  assert.ok(said(r.bob.open).includes(`${fix.key}  Rotate the server keys`), JSON.stringify(r.bob));
+  assert.ok(said(r.bob.open).some((t) => /^PFX-\d+  Draft the agenda$/.test(t)), JSON.stringify(r.bob));
+  assert.ok(said(r.bob.created).some((t) => /^PFX-\d+  Captured by bob$/.test(t)), JSON.stringify(r.bob));
+  assert.ok(said(r.bob.created).some((t) => /^PFX-\d+  Review notes$/.test(t)), JSON.stringify(r.bob));
+  assert.equal(r.bob.completed, undefined, 'bob completed nothing yet');
+  assert.ok([...r.bob.created, ...r.owner.created].every((l) => !l.provisional && /^[A-Z]+-\d+(\.\d+)*$/.test(l.key)), 'all numbered');
+  // The same report the CLI prints for the owner's device (after a sync, the same tasks).
+  owner('sync', '--timeout', '10');
+  const cliReport = JSON.parse(owner('--json', 'standup'));
+  const cliBob = cliReport.members.find((m) => m.name === 'bob');
+  assert.deepEqual(cliBob.open.map((l) => `${l.key}  ${l.description}`), said(r.bob.open), 'the CLI says the same');
+  assert.match(await textOf('standup-heading'), /^Standup · since (Monday|Tuesday|Wednesday|Thursday|Friday|yesterday)$/);
+  await shot('59-standup');
+
+  // A click on a line opens its task in the detail, beside the standup.
+  const captured = r.bob.created.find((l) => l.text.endsWith('Captured by bob'));
+  await click(`[data-testid="standup-line"][data-uuid="${captured.uuid}"]`);
+  await eventually('the detail', 5000, async () => (await detailUuid()) === captured.uuid);
+  assert.equal(await textOf('detail-created-by'), '@bob');
+  assert.equal(await exists('standup'), true, 'the standup stays');
+  await shot('60-standup-line-opened');
+  // x completes the highlighted line's task: it moves to bob's Completed on its own.
+  await browser.keys('x');
+  await eventually('completed in the standup', 10000, async () => said((await report()).bob.completed).some((t) => t.endsWith('Captured by bob')));
+  assert.equal((await report()).bob.created.some((l) => l.uuid === captured.uuid), true, 'still created since then');
+  // j / k walk the lines and the detail follows.
+  await browser.keys('Escape');
+  await eventually('the detail closed', 5000, async () => (await detailUuid()) === null);
+  await browser.keys('g');
+  await sleep(1100); // g alone: the first line, after the sequence window
+  await browser.keys('j');
+  await browser.keys('Enter');
+  const second = await browser.execute(() => document.querySelectorAll('[data-testid="standup-line"]')[1].dataset.uuid);
+  await eventually('the second line opened', 5000, async () => (await detailUuid()) === second);
+  await browser.keys('Escape');
+
+  // Since a later day: nothing completed or created then; what is open and assigned stays.
+  await setField('standup-since', 'day');
+  await eventually('the day field', 5000, () => exists('standup-day'));
+  await setField('standup-day', localDate(1));
+  await (await browser.$('[data-testid="standup-day"]')).click();
+  await browser.keys('Enter');
+  await eventually('the report since tomorrow', 10000, async () => {
+    const later = await report();
+    return later.owner.empty !== null && later.bob.created === undefined && later.bob.completed === undefined && said(later.bob.open).length >= 2;
+  });
+  assert.equal((await report()).owner.empty, 'Nothing since tomorrow, nothing open.');
+  assert.match(await textOf('standup-heading'), /^Standup · since tomorrow$/);
+  await shot('61-standup-since-a-day');
+  // A day it cannot read is refused in words, the last report kept.
+  await setField('standup-day', 'someday');
+  await (await browser.$('[data-testid="standup-day"]')).click();
+  await browser.keys('Enter');
+  const refused = await eventually('the refusal', 10000, () => textOf('standup-error'));
+  assert.match(refused, /'someday' is not a date/);
+  assert.equal(await browser.execute(() => document.querySelectorAll('[data-testid="standup-member"]').length), 2);
+  await shot('62-standup-day-refused');
+  // Offline, a capture made here is bob's at once, plainly provisional; its key comes in place.
+  await setField('standup-since', 'last');
+  await eventually('the last working day again', 10000, async () => !(await exists('standup-day')) && (await report()).bob.created !== undefined);
+  await stopServer();
+  await (await browser.$('[data-testid="capture"]')).setValue('Draft the retro notes #PFX');
+  await browser.keys('Enter');
+  const draft = await eventually('the provisional line', 10000, async () =>
+    (await report()).bob.created.find((l) => l.text.endsWith('Draft the retro notes')) ?? null);
+  assert.equal(draft.provisional, true);
+  assert.equal(draft.key, null, 'no key to say yet');
+  assert.equal(draft.text, 'provisional  Draft the retro notes');
+  assert.equal(await exists('task-list'), false, 'still the standup');
+  await shot('63-standup-provisional');
+  await startServer();
+  const keyed = await eventually('its key in place', 20000, async () => {
+    const l = (await report()).bob.created.find((x) => x.uuid === draft.uuid);
+    return l && !l.provisional ? l : null;
+  });
+  assert.match(keyed.text, /^PFX-\d+  Draft the retro notes$/);
+  await shot('64-standup-keyed');
+  // g a: the list again.
+  await browser.execute(() => document.querySelector('[data-testid="standup-lines"]').focus());
+  await browser.keys(['g', 'a']);
+  await eventually('the list again', 5000, () => exists('task-list'));
 });

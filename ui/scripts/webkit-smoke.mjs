@@ -458,10 +458,11 @@ try {
   // ---- 4k. The projects sidebar: counts, scope, g sequences; New project; Desktop settings ---------
   await open('n=40&provisional=0&local=2&failed=1&online=1');
   const sideEntries = () => exec(`return [...document.querySelectorAll('[data-testid=sidebar] [data-entry]')].map((b) =>
-    [b.dataset.testid, b.querySelector('[data-testid=count]').textContent.trim(), b.getAttribute('aria-current')])`);
+    [b.dataset.testid, b.querySelector('[data-testid=count]')?.textContent.trim() ?? null, b.getAttribute('aria-current')])`);
   const entries0 = await sideEntries();
-  check('the sidebar: All, the projects, Inbox, Failed, each with a count; All selected',
-    entries0.map((e) => e[0]).join(',') === 'sidebar-all,sidebar-project-SYN,sidebar-project-OPS,sidebar-inbox,sidebar-failed'
+  check('the sidebar: All, Assigned to me, Standup (no count), the projects, Inbox, Failed, each list with a count; All selected',
+    entries0.map((e) => e[0]).join(',') === 'sidebar-all,sidebar-mine,sidebar-standup,sidebar-project-SYN,sidebar-project-OPS,sidebar-inbox,sidebar-failed'
+      && entries0.find((e) => e[0] === 'sidebar-standup')[1] === null
       && entries0[0][2] === 'true' && entries0.filter((e) => e[2] === 'true').length === 1 && entries0.find((e) => e[0] === 'sidebar-failed')[1] === '1',
     JSON.stringify(entries0));
   results.push(['screenshot sidebar', await shot('4k-sidebar')]);
@@ -483,14 +484,22 @@ try {
   const ga = await eventually('g a', 3000, () => exec(`const s = document.querySelector("[data-testid=status-filter]").value;
     return s === 'pending' ? document.querySelector("[data-testid=sidebar-all]").getAttribute("aria-current") : null`));
   check('g a: All, back to Pending', ga === 'true', String(ga));
+  await keys('gs');
+  const gs = await eventually('g s', 3000, () => exec(`return document.querySelector("[data-testid=standup]") && !document.querySelector("[data-testid=task-list]")
+    && document.querySelector("[data-testid=sidebar-standup]").getAttribute("aria-current") === "true"
+    ? document.querySelector("[data-testid=standup-heading]").textContent.trim() : null`));
+  check('g s: the Standup in the list\'s place, Standup selected', /^Standup/.test(gs), String(gs));
+  results.push(['screenshot standup', await shot('4k-standup')]);
+  await keys('ga');
+  await eventually('g a from the standup', 3000, () => exec('return document.querySelector("[data-testid=task-list]") !== null'));
   await keys('gp');
   const gp = await eventually('g p', 3000, () => exec('return document.activeElement?.dataset.entry ?? null'));
-  await keys('jj');
+  await keys('jjjj');
   const moved = await exec('return document.activeElement?.dataset.entry ?? null');
   await keys(ENTER);
   const chosen = await eventually('chosen', 3000, () => exec(`const b = document.querySelector("[data-testid=sidebar-project-OPS]");
     return b.getAttribute("aria-current") === "true" ? document.activeElement?.dataset.testid : null`));
-  check('g p focuses the sidebar on the selected entry; j j moves; Enter selects and returns to the list',
+  check('g p focuses the sidebar on the selected entry; j moves; Enter selects and returns to the list',
     gp === 'all' && moved === 'project:OPS' && chosen === 'task-list', JSON.stringify([gp, moved, chosen]));
   await keys('gi');
   const gi = await eventually('g i', 3000, () => exec(`return document.querySelector("[data-testid=sidebar-inbox]").getAttribute("aria-current") === "true"
@@ -581,7 +590,7 @@ try {
   await keys('+only');
   await keys(ENTER);
   const empty = await eventually('empty refused', 3000, () => exec('return document.querySelector("[data-testid=quick-capture-error]")?.textContent.trim() ?? null'));
-  check('no description: the capture bar\'s message', empty === 'A task needs a description (#project, +tags, due: and pri: alone are not one).', empty);
+  check('no description: the capture bar\'s message', empty === 'A task needs a description (#project, +tags, @member, due: and pri: alone are not one).', empty);
   await exec('const i = document.querySelector("[data-testid=quick-capture-input]"); i.value = ""; i.dispatchEvent(new Event("input", {bubbles: true}))');
   await keys('Pay rent due:someday' + ENTER);
   const refusedDue = await eventually('refused', 3000, () => exec('return document.querySelector("[data-testid=quick-capture-error]")?.textContent.trim() ?? null'));

@@ -102,6 +102,8 @@ describe('readKey: g sequences', () => {
     ['ga', ['first', 'show-all']],
     ['gi', ['first', 'show-inbox']],
     ['gf', ['first', 'show-failed']],
+    ['gs', ['first', 'show-standup']],
+    ['s', ['sync']], // s alone still syncs
     ['gj', ['first', 'down']], // not a sequence: j acts as itself
     ['gg', ['first', 'first']],
     ['ggp', ['first', 'first', 'sidebar']], // the second g starts the sequence again
@@ -134,6 +136,6 @@ describe('readKey: g sequences', () => {
 
   it('the help lists the sequences', () => {
     const table = shortcuts('DEV').map((s) => `${s.keys} ${s.action}`);
-    expect(table).toEqual(expect.arrayContaining(['g p sidebar', 'g a show-all', 'g i show-inbox', 'g f show-failed']));
+    expect(table).toEqual(expect.arrayContaining(['g p sidebar', 'g a show-all', 'g i show-inbox', 'g f show-failed', 'g s show-standup']));
   });
 });

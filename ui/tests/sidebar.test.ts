@@ -13,7 +13,7 @@ import {
   sidebarCounts,
   sidebarEntries,
   viewShowing,
-  type EntryId,
+  type ScopeEntryId,
   type ListView,
   type Scope,
 } from '../src/lib/sidebar';
@@ -72,18 +72,18 @@ describe('sidebarEntries', () => {
 
   it.each([
     ['a server: All, its projects (the inbox project left out), the inbox while it holds tasks, Failed', [DEV, OPS, INBOX], LIST, true,
-      ['all=5', 'mine=0', 'project-DEV=2', 'project-OPS=2', 'inbox=1', 'failed=2']],
+      ['all=5', 'mine=0', 'standup=null', 'project-DEV=2', 'project-OPS=2', 'inbox=1', 'failed=2']],
     ['a server and an empty inbox: no Inbox entry', [DEV, OPS], LIST.filter((x) => !x.local), true,
-      ['all=4', 'mine=0', 'project-DEV=2', 'project-OPS=2', 'failed=2']],
-    ['no server: the inbox always, even empty', [INBOX], [], false, ['all=0', 'mine=0', 'inbox=0', 'failed=0']],
-    ['a project with no tasks counts 0', [{ prefix: 'ZED', name: 'Zed' }], [], true, ['all=0', 'mine=0', 'project-ZED=0', 'failed=0']],
+      ['all=4', 'mine=0', 'standup=null', 'project-DEV=2', 'project-OPS=2', 'failed=2']],
+    ['no server: the inbox always, even empty', [INBOX], [], false, ['all=0', 'mine=0', 'standup=null', 'inbox=0', 'failed=0']],
+    ['a project with no tasks counts 0', [{ prefix: 'ZED', name: 'Zed' }], [], true, ['all=0', 'mine=0', 'standup=null', 'project-ZED=0', 'failed=0']],
   ] as const)('%s', (_n, projects, list, configured, want) => {
     expect(ids([...projects], [...list], configured)).toEqual(want);
   });
 
   it('a project entry has its prefix and its name', () => {
     const e = sidebarEntries([DEV, { prefix: 'OPS', name: '' }], sidebarCounts([]), true);
-    expect(e.slice(2, 4).map((x) => [x.id, x.prefix, x.label])).toEqual([
+    expect(e.slice(3, 5).map((x) => [x.id, x.prefix, x.label])).toEqual([
       ['project:DEV', 'DEV', 'Development'],
       ['project:OPS', 'OPS', 'OPS'],
     ]);
@@ -103,7 +103,7 @@ describe('selecting an entry', () => {
     ['mine', 'pending', MINE, 'pending', 'mine'],
     ['mine', 'failed', MINE, 'pending', 'mine'],
   ] as const)('%s with the status at %s: scope %j, status %s, %s selected', (id, status, scope, wantStatus, shown) => {
-    const r = selectEntry(id as EntryId, status as ViewStatus);
+    const r = selectEntry(id as ScopeEntryId, status as ViewStatus);
     expect(r).toEqual({ scope, status: wantStatus });
     expect(selectedEntry(r.scope, r.status)).toBe(shown);
   });
@@ -145,9 +145,10 @@ describe('scope, filter text and status compose', () => {
 describe('Assigned to me', () => {
   it('is the entry after All, with the count of pending tasks assigned to this device', () => {
     const e = sidebarEntries([DEV], sidebarCounts(LIST, 'bob'), true);
-    expect(e.slice(0, 2).map((x) => [x.id, x.label, x.count])).toEqual([
+    expect(e.slice(0, 3).map((x) => [x.id, x.label, x.count])).toEqual([
       ['all', 'All', 5],
       ['mine', 'Assigned to me', 1],
+      ['standup', 'Standup', null],
     ]);
   });
 

@@ -4,12 +4,14 @@
 //!
 //! A completed task counts for its assignee (its creator when nobody is assigned): the server
 //! does not record who completed it. It counts when it was last changed since `since` while
-//! completed.
+//! completed. The server stamps the creator when it numbers a task, so a provisional task (no
+//! key yet) was created on this device: it counts as created by this device's member.
 use std::collections::BTreeSet;
 
 use callsign_core::dto::TaskStatus;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc, Weekday};
 use serde::Serialize;
+use uuid::Uuid;
 
 use crate::model::LocalTask;
 
@@ -19,6 +21,10 @@ pub struct Line {
     /// The key, or `~` and the UUID's first 8 hex digits before the server numbers it.
     pub key: String,
     pub description: String,
+    /// The task, so a reader of the report can open it.
+    pub uuid: Uuid,
+    /// Not numbered yet: `key` is then the provisional `~1a2b3c4d`, not a key to say.
+    pub provisional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -47,11 +53,22 @@ pub fn last_working_day(today: NaiveDate) -> NaiveDate {
 }
 
 /// The standup of `members` (the team as known; anyone else a task names is added) since
-/// `since`. Members come by name; each list in key order.
-pub fn standup(tasks: &[LocalTask], members: &[String], since: DateTime<Utc>) -> Standup {
+/// `since`; `me` is this device's member, the creator of its provisional tasks. Members come
+/// by name; each list in key order, provisional tasks last.
+pub fn standup(
+    tasks: &[LocalTask],
+    members: &[String],
+    me: Option<&str>,
+    since: DateTime<Utc>,
+) -> Standup {
+    let creator = |t: &LocalTask| -> Option<String> {
+        t.created_by
+            .clone()
+            .or_else(|| t.key.is_none().then(|| me.map(str::to_owned)).flatten())
+    };
     let mut names: BTreeSet<String> = members.iter().cloned().collect();
     for t in tasks {
-        names.extend(t.created_by.iter().cloned());
+        names.extend(creator(t));
         names.extend(t.assignee.iter().cloned());
     }
     let mut order: Vec<&LocalTask> = tasks.iter().collect();
@@ -66,6 +83,8 @@ pub fn standup(tasks: &[LocalTask], members: &[String], since: DateTime<Utc>) ->
     let line = |t: &&LocalTask| Line {
         key: t.label(),
         description: t.description.clone(),
+        uuid: t.uuid,
+        provisional: t.key.is_none(),
     };
     let members = names
         .into_iter()
@@ -76,11 +95,11 @@ pub fn standup(tasks: &[LocalTask], members: &[String], since: DateTime<Utc>) ->
             let is = |v: &Option<String>| v.as_deref() == Some(name.as_str());
             MemberReport {
                 completed: of(&|t| {
-                    let who = t.assignee.as_ref().or(t.created_by.as_ref()).cloned();
+                    let who = t.assignee.clone().or_else(|| creator(t));
                     t.status == TaskStatus::Completed && t.modified_at >= since && is(&who)
                 }),
                 created: of(&|t| {
-                    t.status != TaskStatus::Deleted && t.created_at >= since && is(&t.created_by)
+                    t.status != TaskStatus::Deleted && t.created_at >= since && is(&creator(t))
                 }),
                 open: of(&|t| t.status == TaskStatus::Pending && is(&t.assignee)),
                 name,
@@ -156,9 +175,20 @@ mod tests {
             task("DEV-9", "Done long ago", Completed, "bob", Some("bob"), 3),
             task("DEV-44", "Mine, done", Completed, "carol", None, 26),
             task("DEV-45", "Dropped", Deleted, "alice", None, 26),
+            LocalTask {
+                key: None,
+                number: None,
+                created_by: None,
+                ..task("DEV-0", "Not numbered yet", Pending, "alice", None, 26)
+            },
+            LocalTask {
+                created_by: None,
+                ..task("DEV-1", "From before members", Pending, "alice", None, 26)
+            },
         ];
         let since = Utc.with_ymd_and_hms(2026, 11, 25, 0, 0, 0).unwrap();
-        let s = standup(&tasks, &["alice".into(), "bob".into(), "dan".into()], since);
+        let team = ["alice".into(), "bob".into(), "dan".into()];
+        let s = standup(&tasks, &team, Some("alice"), since);
         let said = |m: &MemberReport, l: &[Line]| {
             let _ = m;
             l.iter().map(|l| l.key.clone()).collect::<Vec<_>>()
@@ -166,7 +196,21 @@ mod tests {
         let names: Vec<&str> = s.members.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["alice", "bob", "carol", "dan"]);
         let (alice, bob, carol, dan) = (&s.members[0], &s.members[1], &s.members[2], &s.members[3]);
-        assert_eq!(said(alice, &alice.created), ["DEV-42", "DEV-43"]);
+        let provisional = format!("~{}", &tasks[6].uuid.simple().to_string()[..8]);
+        assert_eq!(
+            said(alice, &alice.created),
+            ["DEV-42", "DEV-43", provisional.as_str()],
+            "numbered first, in key order"
+        );
+        let last = alice.created.last().unwrap();
+        assert!(last.provisional && last.uuid == tasks[6].uuid, "{last:?}");
+        assert!(!alice.created[0].provisional);
+        let nobody = standup(&tasks, &team, None, since);
+        assert_eq!(
+            said(&nobody.members[0], &nobody.members[0].created),
+            ["DEV-42", "DEV-43"],
+            "with no member known, a provisional task has no creator"
+        );
         assert!(alice.completed.is_empty() && alice.open.is_empty());
         assert_eq!(
             said(bob, &bob.completed),

@@ -20,7 +20,7 @@
 // does; a join logs in as `save_settings` does and sets `member`. The team (`list_members`) is
 // known while a server is set; `@name` and `assign_task` then take only its members (any handle
 // before), and the fake server stamps `created_by` with this device's member when it numbers a
-// task.
+// task. `standup` follows the engine's rules (callsign_sync::standup) over the fake's tasks.
 import type {
   CmdError,
   CreateInput,
@@ -33,6 +33,8 @@ import type {
   Project,
   Settings,
   SettingsInput,
+  Standup,
+  StandupLine,
   SyncStatus,
   TaskPatch,
 } from '../lib/types';
@@ -520,6 +522,41 @@ export class FakeBackend {
     return this.out(t);
   }
 
+  /**
+   * The engine's standup over the fake's tasks: since the start of `since` (as a due date reads
+   * it; null: the last working day), per member, completed (by assignee, else creator), created,
+   * open and assigned; a provisional task's creator is this device's member.
+   */
+  private standup(since: string | null): Standup {
+    const now = new Date();
+    const back = [2, 3, 1, 1, 1, 1, 1][now.getDay()] as number; // Sun → Fri, Mon → Fri
+    const from = since === null ? new Date(now.getFullYear(), now.getMonth(), now.getDate() - back) : new Date(fakeParseDue(since) ?? '');
+    if (Number.isNaN(from.getTime())) throw err('invalid', 'a standup needs a day to start from, such as yesterday');
+    const start = new Date(from.getFullYear(), from.getMonth(), from.getDate()).getTime();
+    const me = this.settings.member?.name ?? null;
+    const creator = (t: LocalTask) => t.created_by ?? (t.key === null ? me : null);
+    const names = new Set(this.configured ? this.members.map((m) => m.name) : []);
+    for (const t of this.tasks) {
+      const c = creator(t);
+      if (c !== null) names.add(c);
+      if (t.assignee !== null) names.add(t.assignee);
+    }
+    const order = this.tasks
+      .slice()
+      .sort((a, b) => Number(a.key === null) - Number(b.key === null) || a.project.localeCompare(b.project) || (a.number ?? 0) - (b.number ?? 0));
+    const line = (t: LocalTask): StandupLine => ({ key: t.key ?? `~${t.uuid.replace(/-/g, '').slice(0, 8)}`, description: t.description, uuid: t.uuid, provisional: t.key === null });
+    const since_ = (at: string) => Date.parse(at) >= start;
+    return {
+      since: new Date(start).toISOString(),
+      members: [...names].sort().map((name) => ({
+        name,
+        completed: order.filter((t) => t.status === 'completed' && since_(t.modified_at) && (t.assignee ?? creator(t)) === name).map(line),
+        created: order.filter((t) => t.status !== 'deleted' && since_(t.created_at) && creator(t) === name).map(line),
+        open: order.filter((t) => t.status === 'pending' && t.assignee === name).map(line),
+      })),
+    };
+  }
+
   handle(cmd: string, args: Record<string, unknown>): unknown {
     switch (cmd) {
       case 'list_tasks': {
@@ -576,6 +613,8 @@ export class FakeBackend {
         t.assignee = name === null ? null : this.assignee(name);
         return this.touch(t);
       }
+      case 'standup':
+        return this.standup((args.since as string | null | undefined) ?? null);
       case 'list_members':
         return this.configured ? { members: this.members.map((m) => ({ ...m })), known: true } : { members: [], known: false };
       case 'complete_task': {

@@ -14,6 +14,7 @@ import type {
   Project,
   Settings,
   SettingsInput,
+  Standup,
   SyncStatus,
   TaskPage,
   TaskPatch,
@@ -52,6 +53,11 @@ export const backend = {
   assignTask: (id: string, name: string | null) => call<LocalTask>('assign_task', { id, name }),
   /** The team's members (fresh when the server answers, else as last listed). */
   listMembers: () => call<Members>('list_members'),
+  /**
+   * The standup from the tasks on this device: since the start of `since` (`yesterday`, a date,
+   * any day a due date takes; null: the last working day). `invalid` for a day it cannot read.
+   */
+  standup: (since: string | null) => call<Standup>('standup', { since }),
   completeTask: (id: string) => call<LocalTask>('complete_task', { id }),
   reopenTask: (id: string) => call<LocalTask>('reopen_task', { id }),
   /** A task whose create the server refused (failed, no key) is removed: null or the task, and a `task-removed` event. */

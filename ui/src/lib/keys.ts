@@ -26,7 +26,8 @@ export type Action =
   | 'sidebar'
   | 'show-all'
   | 'show-inbox'
-  | 'show-failed';
+  | 'show-failed'
+  | 'show-standup';
 
 export interface Shortcut {
   keys: string;
@@ -48,6 +49,7 @@ export function shortcuts(prefix: string): Shortcut[] {
     { keys: 'g a', action: 'show-all', label: 'All tasks, every project' },
     { keys: 'g i', action: 'show-inbox', label: "This device's inbox" },
     { keys: 'g f', action: 'show-failed', label: 'Failed tasks' },
+    { keys: 'g s', action: 'show-standup', label: 'Standup: per member, done, created and open since the last working day' },
     { keys: 'Enter / o', action: 'open', label: 'Open the task' },
     { keys: 'x', action: 'complete', label: 'Complete (or reopen)' },
     { keys: 'e', action: 'edit', label: 'Edit description, notes and tags' },
@@ -136,7 +138,7 @@ export function actionFor(e: KeyLike, inField: boolean): Action | null {
 export const SEQUENCE_MS = 1000;
 
 /** The second key after `g`, and its action. */
-const AFTER_G: Readonly<Record<string, Action>> = { p: 'sidebar', a: 'show-all', i: 'show-inbox', f: 'show-failed' };
+const AFTER_G: Readonly<Record<string, Action>> = { p: 'sidebar', a: 'show-all', i: 'show-inbox', f: 'show-failed', s: 'show-standup' };
 
 const MODIFIER_KEYS = new Set(['Shift', 'Control', 'Alt', 'Meta', 'AltGraph', 'CapsLock']);
 
@@ -149,9 +151,10 @@ export const NO_KEYS: KeyState = { gAt: null };
 
 /**
  * A key press with the sequences: `g` is "first task" at once and starts a sequence; `p`, `a`,
- * `i` or `f` pressed within `SEQUENCE_MS` after it (no modifier, outside a text field) is `g p`,
- * `g a`, `g i`, `g f` instead of its own action (`f` alone is the filter). Any other key ends the
- * sequence and acts as itself; a modifier pressed alone does not end it. `now` in ms.
+ * `i`, `f` or `s` pressed within `SEQUENCE_MS` after it (no modifier, outside a text field) is
+ * `g p`, `g a`, `g i`, `g f`, `g s` instead of its own action (`f` alone is the filter, `s`
+ * sync). Any other key ends the sequence and acts as itself; a modifier pressed alone does not
+ * end it. `now` in ms.
  */
 export function readKey(state: KeyState, e: KeyLike, inField: boolean, now: number): { action: Action | null; state: KeyState } {
   if (MODIFIER_KEYS.has(e.key)) return { action: null, state };

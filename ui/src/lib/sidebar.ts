@@ -20,8 +20,14 @@ export const ALL: Scope = { kind: 'all' };
 export const MINE: Scope = { kind: 'mine' };
 export const INBOX_SCOPE: Scope = { kind: 'inbox' };
 
-/** An entry of the sidebar: `all`, `mine`, `inbox`, `failed`, or `project:DEV`. */
-export type EntryId = 'all' | 'mine' | 'inbox' | 'failed' | `project:${string}`;
+/**
+ * An entry of the sidebar: `all`, `mine`, `standup`, `inbox`, `failed`, or `project:DEV`. The
+ * standup is a view of its own in the list's place, not a scope of the list.
+ */
+export type EntryId = 'all' | 'mine' | 'standup' | 'inbox' | 'failed' | `project:${string}`;
+
+/** The entries that scope the list (all but the standup). */
+export type ScopeEntryId = Exclude<EntryId, 'standup'>;
 
 /** What "Assigned to me" says with no member known, instead of an empty list. */
 export const NO_MEMBER =
@@ -67,23 +73,25 @@ export function sidebarCounts(tasks: readonly LocalTask[], me: string | null = n
 
 export interface SidebarEntry {
   id: EntryId;
-  /** What the entry says: `All`, `Assigned to me`, the project's name, `Inbox`, `Failed`. */
+  /** What the entry says: `All`, `Assigned to me`, `Standup`, the project's name, `Inbox`, `Failed`. */
   label: string;
   /** A project's prefix (shown before its name). */
   prefix?: string;
-  count: number;
-  /** Appears as the `sidebar-…` testid: `all`, `mine`, `project-DEV`, `inbox`, `failed`. */
+  /** Its tasks (null: the standup, which is no list to count). */
+  count: number | null;
+  /** Appears as the `sidebar-…` testid: `all`, `mine`, `standup`, `project-DEV`, `inbox`, `failed`. */
   testid: string;
 }
 
 /**
- * All, Assigned to me, every server project (in the server's order), the inbox (always with no
- * server, else while it holds a task), Failed.
+ * All, Assigned to me, Standup, every server project (in the server's order), the inbox (always
+ * with no server, else while it holds a task), Failed.
  */
 export function sidebarEntries(projects: readonly Project[], counts: SidebarCounts, configured: boolean): SidebarEntry[] {
   const out: SidebarEntry[] = [
     { id: 'all', label: 'All', count: counts.all, testid: 'all' },
     { id: 'mine', label: 'Assigned to me', count: counts.mine, testid: 'mine' },
+    { id: 'standup', label: 'Standup', count: null, testid: 'standup' },
   ];
   for (const p of serverProjects(projects)) {
     out.push({ id: `project:${p.prefix}`, label: p.name || p.prefix, prefix: p.prefix, count: counts.projects.get(p.prefix) ?? 0, testid: `project-${p.prefix}` });
@@ -106,7 +114,7 @@ export function selectedEntry(scope: Scope, status: ViewStatus): EntryId {
  * other entry leaves the status as it is, but Failed, which goes back to Pending (an entry's
  * count is of pending tasks, and All under Failed would still be Failed).
  */
-export function selectEntry(id: EntryId, status: ViewStatus): { scope: Scope; status: ViewStatus } {
+export function selectEntry(id: ScopeEntryId, status: ViewStatus): { scope: Scope; status: ViewStatus } {
   if (id === 'failed') return { scope: ALL, status: 'failed' };
   const next = status === 'failed' ? 'pending' : status;
   if (id === 'all') return { scope: ALL, status: next };

@@ -162,6 +162,32 @@ export interface Members {
   known: boolean;
 }
 
+/** One task in the standup, as said aloud: its key first (`~1a2b3c4d` while provisional). */
+export interface StandupLine {
+  key: string;
+  description: string;
+  uuid: string;
+  /** Not numbered yet: `key` is the provisional id, not a key to say. */
+  provisional: boolean;
+}
+
+/** A member's part of the standup (each list in key order, provisional tasks last). */
+export interface MemberReport {
+  name: string;
+  completed: StandupLine[];
+  created: StandupLine[];
+  /** Pending and assigned to them, whenever made. */
+  open: StandupLine[];
+}
+
+/** The standup (`standup`, the report `callsign standup` prints). */
+export interface Standup {
+  /** The start of the first day it covers (a local midnight), as an ISO time. */
+  since: string;
+  /** By name: the team as last listed, and anyone a task names. */
+  members: MemberReport[];
+}
+
 /** "Join a team": the server, an owner's invite code, and the handle to join as. */
 export interface JoinInput {
   server_url: string;

@@ -123,7 +123,9 @@ impl Engine {
         let day = match since {
             Some(text) => self
                 .parse_due(text)?
-                .ok_or_else(|| Error::Invalid("--since needs a day, such as yesterday".into()))?
+                .ok_or_else(|| {
+                    Error::Invalid("a standup needs a day to start from, such as yesterday".into())
+                })?
                 .with_timezone(&Local)
                 .date_naive(),
             None => crate::standup::last_working_day(
@@ -151,7 +153,13 @@ impl Engine {
             .into_iter()
             .map(|m| m.name)
             .collect();
-        Ok(crate::standup::standup(&tasks, &members, start))
+        let me = self.me()?.map(|m| m.name);
+        Ok(crate::standup::standup(
+            &tasks,
+            &members,
+            me.as_deref(),
+            start,
+        ))
     }
 
     /// The tasks assigned to this device's member, of `tasks`.
