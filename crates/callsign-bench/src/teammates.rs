@@ -144,8 +144,9 @@ pub struct Held {
 pub async fn held(held: usize, window: Duration) -> Result<Held> {
     let max = (held + 16).to_string();
     let s = Server::start_with(&[
+        // Held requests get at most half the connections.
         "--max-connections",
-        &(held + 64).to_string(),
+        &(2 * held + 64).to_string(),
         "--max-held-changes",
         &max,
         "--max-held-changes-per-account",
