@@ -439,6 +439,8 @@ test('due dates and priorities: captured with due: and pri:, changed in the deta
   assert.equal(await rowPart(row.uuid, 'row-due'), 'due tomorrow');
   assert.equal(await rowPart(row.uuid, 'row-priority'), 'H');
   assert.match(row.text, /priority high/, 'the badge is named for screen readers');
+  assert.equal(await browser.execute(() => document.querySelectorAll('[data-testid="task-row"] .who').length), 0,
+    'nobody is assigned anything: no row keeps a place for an assignee');
   await eventually('its key', 15000, async () => (await rowByText('Pay rent'))?.key);
   await shot('13-due-priority-dark');
   await click('[data-testid="theme-toggle"]');

@@ -94,6 +94,24 @@ describe('TaskActions', () => {
     expect(s.last()?.text).toMatch(/@carol is not a member of the team \(@taken, @bob\)/);
   });
 
+  it('an assignment is undone to the assignee before it, or to nobody', async () => {
+    const s = setup();
+    s.fake.handle('join_team', { input: { server_url: 'http://x', code: '7KQ2-M9XD-4TRA-Z0PB', name: 'bob' } });
+    const t = await s.add({ description: 'Review notes', project: 'SYN' });
+    await s.a.assign(t, 'bob');
+    expect(s.last()?.undoId).toBeDefined();
+    await s.a.assign(s.get(t.uuid), 'taken');
+    await s.a.undoLast();
+    expect(s.get(t.uuid).assignee).toBe('bob');
+    expect(s.last()?.text).toMatch(/ is assigned to @bob again$/);
+    await s.a.undoLast();
+    expect(s.get(t.uuid).assignee).toBeNull();
+    expect(s.last()?.text).toMatch(/ is assigned to nobody again$/);
+    // A refused assignment is not on the stack.
+    await s.a.assign(s.get(t.uuid), 'carol');
+    expect(s.a.undo.size).toBe(0);
+  });
+
   it('a capture the backend refuses is an error notice about capture', async () => {
     const s = setup();
     expect(await s.a.capture({ description: '  ' })).toBeNull();

@@ -99,12 +99,19 @@ export class TaskActions {
     this.done(`Completed ${taskLabel(r)}`, this.undo.push('complete', t));
   }
 
-  /** Assigns `t` to a member, or to nobody (`null`); a refusal (not in the team) is the notice. */
+  /**
+   * Assigns `t` to a member, or to nobody (`null`), undoably; a refusal (not in the team) is
+   * the notice.
+   */
   async assign(t: LocalTask, name: string | null): Promise<void> {
+    const before = this.host.find(t.uuid) ?? t;
     const r = await this.run(`Couldn't assign ${this.label(t)}`, () => this.host.backend.assignTask(t.uuid, name));
     if (r === undefined) return;
     this.host.upsert(r);
-    this.done(r.assignee ? `Assigned ${taskLabel(r)} to @${r.assignee}` : `${taskLabel(r)} is assigned to nobody`);
+    this.done(
+      r.assignee ? `Assigned ${taskLabel(r)} to @${r.assignee}` : `${taskLabel(r)} is assigned to nobody`,
+      this.undo.push('assign', before),
+    );
   }
 
   async reopen(t: LocalTask): Promise<void> {
@@ -259,6 +266,8 @@ export class TaskActions {
           return b.completeTask(step.id);
         case 'edit':
           return b.editTask(step.id, step.patch);
+        case 'assign':
+          return b.assignTask(step.id, step.name);
         case 'create':
           return b.createTask(step.input);
       }

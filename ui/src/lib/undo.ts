@@ -1,8 +1,8 @@
 // The session's undo stack (Ctrl+Z and the notices' Undo): the last 20 completes, reopens,
-// deletes, edits and discards, each with what undoing it takes. Pure: tested in tests/undo.test.ts.
+// deletes, edits, assignments and discards, each with what undoing it takes. Pure: tested in tests/undo.test.ts.
 import type { CreateInput, LocalTask, TaskPatch } from './types';
 
-export type UndoKind = 'complete' | 'reopen' | 'delete' | 'discard' | 'edit';
+export type UndoKind = 'complete' | 'reopen' | 'delete' | 'discard' | 'edit' | 'assign';
 
 export interface UndoEntry {
   id: number;
@@ -17,6 +17,7 @@ export interface UndoEntry {
 export type UndoStep =
   | { call: 'reopen' | 'complete'; id: string; message: string }
   | { call: 'edit'; id: string; patch: TaskPatch; message: string }
+  | { call: 'assign'; id: string; name: string | null; message: string }
   | { call: 'create'; input: CreateInput; message: string };
 
 /** How a task is named in notices: its key, else its short id. */
@@ -28,7 +29,7 @@ export function taskLabel(t: Pick<LocalTask, 'key' | 'uuid'>): string {
  * Undoing `entry`. `label` names the task as it is now (it may have got its key since).
  * Undo a complete → reopen; a reopen → complete; a delete → reopen ("Restored"); a discard
  * (the task is gone from this device) → create it again with the same fields; an edit → edit
- * with the previous values.
+ * with the previous values; an assignment → the previous assignee (or nobody) again.
  */
 export function undoStep(entry: UndoEntry, label = taskLabel(entry.task)): UndoStep {
   const t = entry.task;
@@ -49,6 +50,13 @@ export function undoStep(entry: UndoEntry, label = taskLabel(entry.task)): UndoS
     }
     case 'edit':
       return { call: 'edit', id: t.uuid, patch: entry.patch ?? {}, message: `Undid the edit of ${label}` };
+    case 'assign':
+      return {
+        call: 'assign',
+        id: t.uuid,
+        name: t.assignee,
+        message: t.assignee ? `${label} is assigned to @${t.assignee} again` : `${label} is assigned to nobody again`,
+      };
   }
 }
 
