@@ -4,6 +4,9 @@
 # unit, defaults file and maintainer scripts; the desktop app's with its binary, hicolor icons
 # and a desktop entry that launches it (checked by desktop-file-validate when
 # desktop-file-utils is installed).
+#
+# Under pipefail, `cmd | grep -q` fails when grep quits at its first match while cmd still
+# writes (SIGPIPE): every check reads a captured output instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/packages
@@ -19,10 +22,10 @@ done
 
 for name in callsign-server callsign; do
   [ -x "$root/usr/bin/$name" ] || fail "/usr/bin/$name missing or not executable"
-  "$root/usr/bin/$name" --version | grep -q "$name" || fail "$name --version"
+  grep -q "$name" <<<"$("$root/usr/bin/$name" --version)" || fail "$name --version"
   grep -q "complete -F .* $name\$" "$root/usr/share/bash-completion/completions/$name" \
     || fail "no bash completion for $name"
-  head -n1 "$root/usr/share/zsh/vendor-completions/_$name" | grep -q "#compdef $name" \
+  grep -q "#compdef $name" <<<"$(head -n1 "$root/usr/share/zsh/vendor-completions/_$name")" \
     || fail "no zsh completion for $name"
   [ -s "$root/usr/share/fish/vendor_completions.d/$name.fish" ] || fail "no fish completion for $name"
 done
@@ -33,9 +36,10 @@ grep -q '^ExecStart=/usr/bin/callsign-server serve --data-dir /var/lib/callsign'
   || fail "the unit does not serve /var/lib/callsign"
 grep -q '^User=callsign$' "$unit" || fail "the unit does not run as user callsign"
 [ -f "$root/etc/default/callsign-server" ] || fail "no /etc/default/callsign-server"
-dpkg-deb --ctrl-tarfile "$out"/callsign-server_*.deb | tar -t | grep -q '^./postinst$' \
+control=$(dpkg-deb --ctrl-tarfile "$out"/callsign-server_*.deb | tar -t)
+grep -qx './postinst' <<<"$control" \
   || fail "the server package has no postinst (it makes the user callsign)"
-dpkg-deb --field "$out"/callsign-server_*.deb Depends | grep -q adduser \
+grep -q adduser <<<"$(dpkg-deb --field "$out"/callsign-server_*.deb Depends)" \
   || fail "the server package does not depend on adduser"
 
 # The desktop app. Its package must not be called `callsign` (the CLI's name), which is what the

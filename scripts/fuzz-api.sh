@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SCHEMATHESIS_VERSION=4.32.5
 venv=target/schemathesis-venv
-if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+if ! grep -q "$SCHEMATHESIS_VERSION" <<<"$("$venv/bin/schemathesis" --version 2>/dev/null)"; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
