@@ -180,7 +180,7 @@ impl Sort {
 /// A key as it sorts: the prefix, then every number root first (`DEV-2.1` is `("DEV", [2, 1])`),
 /// so numbers compare as numbers and a subtask comes right after its parent. `None` for a task
 /// without a key (or, never expected, one that does not parse).
-fn key_order(t: &LocalTask) -> Option<(callsign_core::Prefix, Vec<u64>)> {
+pub(crate) fn key_order(t: &LocalTask) -> Option<(callsign_core::Prefix, Vec<u64>)> {
     let key = callsign_core::TaskKey::parse(t.key.as_deref()?).ok()?;
     let mut numbers = key.parents;
     numbers.push(key.number);

@@ -13,7 +13,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc, Weekday};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::model::LocalTask;
+use crate::model::{key_order, LocalTask};
 
 /// One task as said aloud.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,14 +71,11 @@ pub fn standup(
         names.extend(creator(t));
         names.extend(t.assignee.iter().cloned());
     }
+    // Keys as they are said: DEV-2 before DEV-11, a subtask DEV-11.1 right after DEV-11.
     let mut order: Vec<&LocalTask> = tasks.iter().collect();
-    order.sort_by(|a, b| {
-        (a.key.is_none(), &a.project, a.number, a.label()).cmp(&(
-            b.key.is_none(),
-            &b.project,
-            b.number,
-            b.label(),
-        ))
+    order.sort_by_cached_key(|t| {
+        let key = key_order(t);
+        (key.is_none(), key, t.label())
     });
     let line = |t: &&LocalTask| Line {
         key: t.label(),
@@ -225,5 +222,22 @@ mod tests {
         );
         assert!(dan.completed.is_empty() && dan.created.is_empty() && dan.open.is_empty());
         assert_eq!(bob.completed[0].description, "Fix the login redirect");
+    }
+
+    #[test]
+    fn keys_come_in_the_order_they_are_said() {
+        use TaskStatus::*;
+        let tasks: Vec<LocalTask> = ["PFX-11", "PFX-2", "OPS-1", "PFX-11.1", "PFX-1"]
+            .into_iter()
+            .map(|k| task(k, k, Pending, "alice", None, 26))
+            .collect();
+        let since = Utc.with_ymd_and_hms(2026, 11, 25, 0, 0, 0).unwrap();
+        let s = standup(&tasks, &["alice".into()], None, since);
+        let keys: Vec<&str> = s.members[0]
+            .created
+            .iter()
+            .map(|l| l.key.as_str())
+            .collect();
+        assert_eq!(keys, ["OPS-1", "PFX-1", "PFX-2", "PFX-11", "PFX-11.1"]);
     }
 }
