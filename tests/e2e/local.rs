@@ -26,6 +26,12 @@ fn captured_with_no_server_then_sent_to_a_server_project_after_login() -> Result
         inbox.contains("idea on the train") && inbox.contains("another idea"),
         "{inbox}"
     );
+    // No team yet: the standup says how to get one rather than pointing at `members`.
+    let standup = cli.ok(&["standup"])?;
+    assert!(
+        standup.contains("not in a team yet: `callsign join`"),
+        "{standup}"
+    );
 
     let (server, account) = TestServer::start("DEV")?;
     let login = cli.ok(&["login", "--server", &server.url, "--token", &account.token])?;

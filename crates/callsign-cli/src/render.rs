@@ -309,8 +309,15 @@ impl Out {
         }
         let since = s.since.with_timezone(&chrono::Local);
         println!("Standup since {}", since.format("%a %Y-%m-%d"));
-        if s.members.is_empty() {
-            println!("  no members known yet: run `callsign members` once online");
+        match (s.members.is_empty(), me) {
+            (true, None) => println!(
+                "  this device is not in a team yet: `callsign join` with an invite code, or \
+                 `callsign login` (with the server reachable)"
+            ),
+            (true, Some(_)) => {
+                println!("  no members known yet: run `callsign members` once online")
+            }
+            _ => {}
         }
         let width = s
             .members
