@@ -181,3 +181,32 @@ fn list_colours_only_when_wanted_and_never_with_no_color() -> Result<()> {
     );
     Ok(())
 }
+
+/// `callsign list | head`: a reader that closes the pipe before the list is written ends the
+/// CLI quietly (SIGPIPE), as it would `ls`, not with a panic and a backtrace.
+#[test]
+fn a_reader_that_stops_early_ends_the_cli_quietly() -> Result<()> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let home = tempfile::tempdir()?;
+    let cli = Cli::new(home.path());
+    cli.add("call the bank", &[])?;
+    let mut child = cli
+        .command(&["add", "and", "the", "plumber"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Closed before the CLI has opened its store, let alone printed.
+    drop(child.stdout.take());
+    let out = child.wait_with_output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(13),
+        "{:?}: {stderr}",
+        out.status
+    );
+    // The task was saved before the print that met the closed pipe.
+    assert!(cli.ok(&["list"])?.contains("and the plumber"));
+    Ok(())
+}

@@ -356,6 +356,8 @@ pub enum ProjectCommand {
 }
 
 fn main() -> ExitCode {
+    // A reader that stops early (`| head`) ends this process quietly, as it would `ls`.
+    sigpipe::reset();
     let cli = match Cli::try_parse_from(words_not_options(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
