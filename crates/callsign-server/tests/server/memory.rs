@@ -120,9 +120,12 @@ async fn concurrent_32_mb_syncs_stay_within_a_memory_bound() {
     for peak in [peak1, peak2] {
         assert!(peak < 600, "peak {peak} MiB");
     }
+    // Kept bodies would add at least their own 4 x 32 MB (122 MiB) a burst. What a burst may
+    // leave besides (the account's grown replica, allocator arenas under load) measured up to
+    // 106 MiB on a busy 2-core machine, so the bound is the bodies' size, not a round 100.
     assert!(
-        idle2 < idle1 + 100,
-        "a second burst added {} MiB",
+        idle2 < idle1 + 122,
+        "a second burst added {} MiB: as much as its bodies",
         idle2 - idle1
     );
 }
