@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test of the project: the UI's unit tests and type check, cargo fmt --check, clippy with
-# -D warnings, all Rust tests (unit, route, the storage conformance suite on SQLite and
+# -D warnings, the crate graph and import circles (scripts/check-layers.py), all Rust tests (unit, route, the storage conformance suite on SQLite and
 # PostgreSQL, end-to-end against the real server binary, crash recovery with fault injection,
 # three server nodes on one PostgreSQL, the client engine and CLI end to end on either backend,
 # the desktop commands on Tauri's mock runtime, `task sync` of the real Taskwarrior 3.5 when
@@ -19,6 +19,8 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+echo "== the workspace's shape: crates depend one way, no import circle of over two files"
+python3 scripts/check-layers.py
 echo "== Taskwarrior 3.5 for the real-Taskwarrior test (tests/e2e/task3.rs)"
 # Fetched from Debian sid when it can be; without it that one test is skipped, not failed.
 task3_log="$(mktemp)"

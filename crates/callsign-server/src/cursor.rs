@@ -12,7 +12,7 @@
 //! `invalid_cursor`, and clients then read the feed from its start.
 use sha2::{Digest, Sha256};
 
-use crate::db::AccountId;
+use callsign_storage::AccountId;
 
 /// The key, from the allocation database (migration 0005).
 #[derive(Clone)]

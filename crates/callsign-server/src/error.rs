@@ -4,8 +4,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use callsign_core::{ErrorCode, Problem};
 
-use crate::db::DbError;
-use crate::store::StoreError;
+use callsign_storage::{Op, Refusal};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -54,18 +53,65 @@ impl std::fmt::Display for ApiError {
     }
 }
 
-impl From<DbError> for ApiError {
-    fn from(e: DbError) -> Self {
-        tracing::error!(error = %e, "allocation database error");
-        ApiError::unavailable("the server could not reach its database; retry later")
+impl From<callsign_storage::Error> for ApiError {
+    fn from(e: callsign_storage::Error) -> Self {
+        if e.is_task_store() {
+            tracing::error!(error = %e, "task store error");
+            ApiError::unavailable("the server could not reach its task store; retry later")
+        } else {
+            tracing::error!(error = %e, "allocation database error");
+            ApiError::unavailable("the server could not reach its database; retry later")
+        }
     }
 }
 
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        tracing::error!(error = %e, "task store error");
-        ApiError::unavailable("the server could not reach its task store; retry later")
+/// The one table from phase 1's refusals to their answers.
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::KeyReused(op) => refused_reuse(op),
+            Refusal::InProgress => ApiError::in_progress(),
+            Refusal::NoProject(prefix) => ApiError::new(
+                ErrorCode::ProjectNotFound,
+                format!("this account has no project with prefix {prefix}"),
+            ),
+            Refusal::TaskExists(uuid) => ApiError::new(
+                ErrorCode::TaskExists,
+                format!("task {uuid} was created by a different request"),
+            ),
+            Refusal::NotUpdatable { uuid, reserved } => not_updatable(uuid, reserved),
+        }
     }
+}
+
+/// `422 idempotency_key_reused`: the key came before with another request.
+pub fn refused_reuse(op: Op) -> ApiError {
+    ApiError::new(
+        ErrorCode::IdempotencyKeyReused,
+        format!(
+            "this idempotency key was used before with a different {} request",
+            op.as_str()
+        ),
+    )
+}
+
+/// An update of a task with no key: `409 task_not_committed` (retry after the create) if the
+/// task is reserved, else `404 task_not_found`.
+pub fn not_updatable(uuid: uuid::Uuid, reserved: bool) -> ApiError {
+    if reserved {
+        not_committed(format!(
+            "task {uuid} has no key yet; send the update after its create is answered"
+        ))
+    } else {
+        ApiError::new(ErrorCode::TaskNotFound, format!("no task {uuid}"))
+    }
+}
+
+/// `409 task_not_committed` with `Retry-After: 1`: a task this request needs has no key yet.
+pub fn not_committed(detail: String) -> ApiError {
+    let mut e = ApiError::new(ErrorCode::TaskNotCommitted, detail);
+    e.retry_after = Some(1);
+    e
 }
 
 impl IntoResponse for ApiError {

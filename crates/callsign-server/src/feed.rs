@@ -7,7 +7,7 @@
 //! ([`Feed::changed`]), waking only that account's requests, so an idle server with any number
 //! of held requests does no work. A request subscribes before it reads the feed, so a commit
 //! between its read and its wait still wakes it. On PostgreSQL a commit on another node
-//! reaches this one as `NOTIFY callsign_feed` ([`crate::pg::listen`]). A change this process
+//! reaches this one as `NOTIFY callsign_feed` (`callsign_storage_postgres::listen`). A change this process
 //! never hears of (an admin command in another process) is still answered when the wait ends,
 //! since the feed is read again then.
 //!
@@ -22,8 +22,8 @@ use std::time::Duration;
 use callsign_core::ErrorCode;
 use tokio::sync::watch;
 
-use crate::db::AccountId;
 use crate::error::ApiError;
+use callsign_storage::AccountId;
 
 /// The longest a request may be held.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);

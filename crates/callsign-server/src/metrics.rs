@@ -3,7 +3,7 @@
 //! The retry span (how long clients keep retrying one idempotency key: slot creation to its
 //! last attempt) is read from the slots table at scrape time, so it survives restarts; its p99
 //! (with the late retries) is what the idempotency window in force is derived from
-//! (`callsign_idempotency_window_*`, set by the reaper each pass; see [`crate::window`]).
+//! (`callsign_idempotency_window_*`, set by the reaper each pass; see `callsign_storage::window`).
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
@@ -14,7 +14,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::storage::Op;
+use callsign_storage::stats::{GroupCommits, ReplicaStats};
+use callsign_storage::Op;
 
 type Labels = Vec<(String, String)>;
 
@@ -46,34 +47,6 @@ struct WindowGauges {
     basis: Family<Labels, Gauge>,
 }
 
-/// What a writer thread's group commits carried: commits, and the jobs (or commands) in them.
-#[derive(Clone, Default)]
-pub struct GroupCommits {
-    pub commits: Counter,
-    pub jobs: Counter,
-}
-
-/// The task store's pool of open replicas: how many are open, and how many were closed, by
-/// reason (`lru`: to make room, `idle`: unused for `--replica-idle-close`, `pressure`: to free
-/// descriptors after an open failed for want of them).
-#[derive(Clone, Default)]
-pub struct ReplicaStats {
-    pub open: Gauge,
-    closed: Family<Labels, Counter>,
-    /// Operations trimmed from replicas' logs (past `--history-retention`).
-    pub trimmed: Counter,
-}
-
-impl ReplicaStats {
-    pub fn closed(&self, reason: &str) {
-        self.closed.get_or_create(&label("reason", reason)).inc();
-    }
-
-    pub fn closed_total(&self, reason: &str) -> u64 {
-        self.closed.get_or_create(&label("reason", reason)).get()
-    }
-}
-
 /// `callsign_open_files`, counted at each scrape (Linux: the entries of `/proc/self/fd`).
 #[derive(Debug)]
 struct OpenFiles;
@@ -84,7 +57,7 @@ impl prometheus_client::collector::Collector for OpenFiles {
         mut encoder: prometheus_client::encoding::DescriptorEncoder,
     ) -> std::fmt::Result {
         use prometheus_client::encoding::EncodeMetric;
-        let Ok(n) = crate::files::open_files() else {
+        let Ok(n) = callsign_storage_sqlite::files::open_files() else {
             return Ok(());
         };
         let gauge = prometheus_client::metrics::gauge::ConstGauge::new(
@@ -302,22 +275,11 @@ impl Metrics {
         self.coalesced[i].observe(n as f64);
     }
 
-    /// One Taskwarrior settle: its outcome and, if it ran, what it did.
-    pub fn taskwarrior_settled(&self, done: Option<&crate::taskwarrior::Settled>) {
-        let count = |what: &str, n: usize| {
-            self.taskwarrior
-                .get_or_create(&label("event", what))
-                .inc_by(n as u64);
-        };
-        match done {
-            Some(s) => {
-                count("settle_ok", 1);
-                count("keyed", s.keyed);
-                count("restored", s.restored);
-                count("fed", s.touched);
-            }
-            None => count("settle_failed", 1),
-        }
+    /// Counts `n` Taskwarrior sync events of one kind (`callsign_taskwarrior_total{event}`).
+    pub fn taskwarrior(&self, event: &str, n: usize) {
+        self.taskwarrior
+            .get_or_create(&label("event", event))
+            .inc_by(n as u64);
     }
 
     pub fn replayed(&self) {
@@ -340,13 +302,13 @@ impl Metrics {
     }
 
     /// Publishes the window in force and why.
-    pub fn window(&self, w: &crate::window::Window) {
+    pub fn window(&self, w: &callsign_storage::window::Window) {
         let secs = |ms: i64| ms as f64 / 1000.0;
         self.window.seconds.set(secs(w.ms));
         self.window.p99.set(w.p99_ms.map_or(0.0, secs));
         self.window.late.set(w.late_ms.map_or(0.0, secs));
-        self.window.margin.set(crate::window::MARGIN);
-        for b in crate::window::Basis::ALL {
+        self.window.margin.set(callsign_storage::window::MARGIN);
+        for b in callsign_storage::window::Basis::ALL {
             self.window
                 .basis
                 .get_or_create(&label("basis", b.as_str()))
@@ -370,7 +332,7 @@ impl Metrics {
     }
 }
 
-pub use crate::window::quantile;
+pub use callsign_storage::window::quantile;
 
 #[cfg(test)]
 mod tests {

@@ -9,8 +9,8 @@
 //! - a committed key missing from its TaskChampion task is written there;
 //! - settled slots older than the idempotency window in force are purged, in batches of
 //!   [`PURGE_BATCH`] (each its own short transaction), leaving a tombstone for the window's
-//!   evidence period ([`crate::storage::AllocStore::purge_settled`]);
-//! - invite codes a week past their expiry are deleted ([`crate::db::members::INVITE_KEPT_MS`]).
+//!   evidence period ([`callsign_storage::AllocStore::purge_settled`]);
+//! - invite codes a week past their expiry are deleted ([`callsign_storage::rows::INVITE_KEPT_MS`]).
 //!
 //! It claims each slot's idempotency key like a request does, so it never runs beside a
 //! request for the same slot; every step checks the slot is still pending in the transaction
@@ -21,11 +21,11 @@ use std::time::Duration;
 use callsign_core::dto::TaskPatch;
 
 use crate::crash;
-use crate::db::{now_ms, Slot};
 use crate::error::ApiResult;
 use crate::protocol::write_keys;
-use crate::storage::{Commit, Op, Reserved};
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::{now_ms, Slot};
+use callsign_storage::{Commit, Op, Reserved};
 
 /// Pending slots younger than this are left to the request that made them.
 const GRACE_MS: i64 = 1_000;
@@ -78,7 +78,7 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     report.purged = purge(state, now, window).await?;
     report.invites_purged = state
         .alloc
-        .purge_invites(now - crate::db::members::INVITE_KEPT_MS)
+        .purge_invites(now - callsign_storage::rows::INVITE_KEPT_MS)
         .await?;
     state.metrics.reaped("committed", report.committed);
     state.metrics.reaped("failed", report.failed);
@@ -86,7 +86,7 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     state.metrics.reaped("purged", report.purged);
     if let Some(dir) = state.config.database.data_dir().map(|d| d.to_owned()) {
         if let Ok((allocation, replicas)) =
-            tokio::task::spawn_blocking(move || crate::datadir::sizes(&dir)).await
+            tokio::task::spawn_blocking(move || callsign_storage_sqlite::datadir::sizes(&dir)).await
         {
             state.metrics.database_sizes(allocation, replicas);
         }
@@ -94,9 +94,12 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     Ok(report)
 }
 
-/// Derives the window in force from the evidence of the period ([`crate::window`]), stores it
+/// Derives the window in force from the evidence of the period (`callsign_storage::window`), stores it
 /// in the allocation database (every node reads the same one) and in the state.
-pub async fn update_window(state: &AppState, now: i64) -> ApiResult<crate::window::Window> {
+pub async fn update_window(
+    state: &AppState,
+    now: i64,
+) -> ApiResult<callsign_storage::window::Window> {
     let setting = state.config.idempotency_window;
     let current = state.window().ms;
     let since = now.saturating_sub(setting.period().as_millis() as i64);
@@ -174,10 +177,10 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
         }];
         let reply = state
             .alloc
-            .commit(account, op, work, now)
+            .commit(account, op, work, now, crate::protocol::render())
             .await?
             .pop()
-            .ok_or_else(|| crate::db::DbError::CommitFailed("no answer".into()))??;
+            .ok_or_else(|| callsign_storage::Error::CommitFailed("no answer".into()))??;
         if reply.replayed {
             return Ok(Settled::Left);
         }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Found, DEVICES_AGREE, EDITS_KEPT};
+use super::rules::{Found, DEVICES_AGREE, EDITS_KEPT};
 use crate::view::Snapshot;
 
 /// The text fields whose concurrent edits are checked.

@@ -11,7 +11,7 @@
 //! One violation per place that disagrees, counting its tasks and naming the first.
 use std::collections::BTreeMap;
 
-use super::{Expected, Found, Keys, CREATED_BY};
+use super::rules::{Expected, Found, Keys, CREATED_BY};
 use crate::view::Snapshot;
 
 /// What is wrong with a `created_by` found where `want` was expected, if anything.

@@ -1,6 +1,6 @@
 //! The checks of structured keys (STRUCTURE.md): a subtask's key lies under its parent's, and
 //! every key ever assigned, old ones included, names its task wherever it is asked.
-use super::{Found, Keys, RESOLVES, SUBTASK_KEYS};
+use super::rules::{Found, Keys, RESOLVES, SUBTASK_KEYS};
 use crate::view::{KeyRow, Snapshot};
 
 /// Whether `child` is numbered in `parent`'s scope (`SYN-42.1` under `SYN-42`).

@@ -11,7 +11,7 @@
 //! which Taskwarrior's tasks are numbered in like any other: `no_gaps` and `one_key` cover them.
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Expected, Found, Keys, TASKWARRIOR};
+use super::rules::{Expected, Found, Keys, TASKWARRIOR};
 use crate::view::Snapshot;
 
 pub(super) fn agrees(

@@ -11,10 +11,10 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::auth::Account;
-use crate::db::AccountId;
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::load_tasks;
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::AccountId;
 
 pub const DEFAULT_LIMIT: usize = 500;
 pub const MAX_LIMIT: usize = 1000;

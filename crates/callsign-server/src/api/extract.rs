@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 use crate::protocol::Reply;
-use crate::AppState;
+use crate::state::AppState;
 
 /// The longest request target (path and query) answered; longer is `414 uri_too_long`.
 pub const MAX_URI: usize = 8 * 1024;
@@ -198,18 +198,17 @@ impl<S: Send + Sync> FromRequestParts<S> for IdemKey {
     }
 }
 
-impl IntoResponse for Reply {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK);
-        let mut res = (status, self.body).into_response();
-        let h = res.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if self.replayed {
-            h.insert("idempotent-replayed", HeaderValue::from_static("true"));
-        }
-        res
+/// A stored answer as its HTTP response (`Idempotent-Replayed: true` on a replay).
+pub fn reply_response(reply: Reply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
+    let mut res = (status, reply.body).into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if reply.replayed {
+        h.insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
+    res
 }

@@ -13,9 +13,10 @@ use chrono::{DateTime, Utc};
 
 use super::auth::{failed_from, not_blocked, owners_only, ClientIp};
 use super::extract::ApiJson;
-use crate::db::{self, accounts, now_ms, Caller, Redeem, RemoveMember};
 use crate::error::{ApiError, ApiResult};
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::rows::hash_token;
+use callsign_storage::{now_ms, Caller, Redeem, RemoveMember};
 
 #[utoipa::path(get, path = "/v1/members", operation_id = "listMembers",
     description = "The team's current members by name, each with their role.",
@@ -121,9 +122,9 @@ pub async fn invite(
     let expires_at = now + i64::from(hours) * 3_600_000;
     state
         .alloc
-        .create_invite(db::NewInvite {
+        .create_invite(callsign_storage::NewInvite {
             account: caller.account,
-            code_hash: accounts::hash_token(&canonical),
+            code_hash: hash_token(&canonical),
             role,
             made_by: caller.member,
             now,
@@ -165,7 +166,7 @@ pub async fn join(
     if device.is_empty() || device.chars().count() > 100 {
         return Err(invalid("a device name is 1-100 characters".into()));
     }
-    let hash = accounts::hash_token(&code);
+    let hash = hash_token(&code);
     match state.alloc.redeem_invite(&hash, &name, device, now_ms()).await? {
         Redeem::Joined(m) => {
             tracing::info!(account = m.account_id, member = %m.name, "member joined with an invite");

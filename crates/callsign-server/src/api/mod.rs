@@ -17,12 +17,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, patch, post, put};
 use axum::Router;
 
-use crate::AppState;
+use crate::state::AppState;
 
-/// Body limit of single requests (a task's notes may be 64 KiB).
-pub const BODY_LIMIT: usize = 1024 * 1024;
-/// Body limit of `POST /v1/sync` (1000 mutations).
-pub const SYNC_BODY_LIMIT: usize = 32 * 1024 * 1024;
+pub use crate::state::{BODY_LIMIT, SYNC_BODY_LIMIT};
 
 /// The whole service, ready for `axum::serve` or `tower::ServiceExt::oneshot`.
 pub fn router(state: AppState) -> Router {

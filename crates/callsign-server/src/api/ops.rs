@@ -6,9 +6,9 @@ use axum::Json;
 use callsign_core::ErrorCode;
 use utoipa::OpenApi;
 
-use crate::db::now_ms;
 use crate::error::{ApiError, ApiResult};
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::now_ms;
 
 #[derive(OpenApi)]
 #[openapi(

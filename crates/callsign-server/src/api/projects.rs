@@ -21,11 +21,11 @@ use callsign_core::{ErrorCode, Prefix};
 
 use super::auth::{owners_only, Account};
 use super::extract::ApiJson;
-use crate::db::now_ms;
-use crate::db::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::storage::Renamed;
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::now_ms;
+use callsign_storage::Caller;
+use callsign_storage::Renamed;
 
 #[utoipa::path(get, path = "/v1/projects", operation_id = "listProjects", responses((status = 200, body = ProjectList)))]
 pub async fn list(
@@ -65,7 +65,7 @@ fn project_name(raw: &str) -> ApiResult<String> {
 /// Refuses `prefix` when [`alike_refusal`] finds a project it sounds like.
 async fn refuse_alike(
     state: &AppState,
-    account: crate::db::AccountId,
+    account: callsign_storage::AccountId,
     prefix: &Prefix,
     from: Option<&Prefix>,
 ) -> ApiResult<()> {

@@ -8,9 +8,9 @@ use uuid::Uuid;
 
 use super::auth::Account;
 use super::extract::RawRef;
-use crate::db::AccountId;
 use crate::error::{ApiError, ApiResult};
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::AccountId;
 
 /// A task route's `{id}`, resolved.
 #[derive(Debug, Clone, Copy)]

@@ -18,10 +18,10 @@ use uuid::Uuid;
 use super::changes::{page, parse_cursor, DEFAULT_LIMIT};
 use super::extract::ApiJson;
 use super::tasks::{prepare_create, prepare_update, Team};
-use crate::db::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, Reply};
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::Caller;
 
 #[utoipa::path(post, path = "/v1/sync", operation_id = "sync", request_body = SyncRequest, responses(
     (status = 200, body = SyncResponse),

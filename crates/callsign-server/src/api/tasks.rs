@@ -9,12 +9,12 @@ use std::collections::HashSet;
 use callsign_core::{validate, ErrorCode, MemberName, Prefix};
 use uuid::Uuid;
 
-use super::extract::{ApiJson, IdemKey, RawRef};
+use super::extract::{reply_response, ApiJson, IdemKey, RawRef};
 use super::resolve::Resolved;
-use crate::db::{AccountId, Caller};
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, CreateReq, Reply, UpdateReq};
-use crate::AppState;
+use crate::state::AppState;
+use callsign_storage::{AccountId, Caller};
 
 /// Checks a create's fields and normalises its prefix and assignee; stamps its creator, the
 /// token's member (never the body's: `NewTask` takes no `created_by`).
@@ -131,9 +131,7 @@ pub async fn create(
     let team = Team::read(&state, account, req.body.assignee.is_some()).await?;
     team.check(req.body.assignee.as_deref())?;
     let answer = protocol::create_one(&state, account, req).await;
-    Ok(axum::response::IntoResponse::into_response(single(
-        &state, answer,
-    )?))
+    single(&state, answer).map(reply_response)
 }
 
 #[utoipa::path(get, path = "/v1/tasks/{ref}", operation_id = "getTask", params(("ref" = String, Path, description = "UUID or key: SYN-42, syn-42, SYN 42, syn42")),
@@ -169,7 +167,5 @@ pub async fn update(
     let team = Team::read(&state, task.account, assignee.is_some()).await?;
     team.check(assignee.as_deref())?;
     let answer = protocol::update_one(&state, task.account, req).await;
-    Ok(axum::response::IntoResponse::into_response(single(
-        &state, answer,
-    )?))
+    single(&state, answer).map(reply_response)
 }

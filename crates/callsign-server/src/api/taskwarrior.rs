@@ -20,8 +20,8 @@ use taskchampion_sync_server_core::{
 use uuid::Uuid;
 
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use crate::taskwarrior::{self, internal, Taskwarrior};
-use crate::AppState;
 
 pub const HISTORY_SEGMENT: &str = "application/vnd.taskchampion.history-segment";
 pub const SNAPSHOT: &str = "application/vnd.taskchampion.snapshot";
@@ -35,11 +35,11 @@ async fn linked(
         ApiError::new(
             ErrorCode::NotImplemented,
             match state.config.database {
-                crate::storage::Database::Sqlite(_) => {
+                callsign_storage::Database::Sqlite(_) => {
                     "Taskwarrior sync is off: start the server with --taskwarrior-key-file \
                      (docs/TASKWARRIOR.md)"
                 }
-                crate::storage::Database::Postgres(_) => {
+                callsign_storage::Database::Postgres(_) => {
                     "Taskwarrior sync is not available on PostgreSQL yet"
                 }
             },
@@ -115,7 +115,7 @@ fn uuid_header(name: &'static str, v: Uuid) -> (&'static str, HeaderValue) {
 
 /// Settles the account with Taskwarrior's news and the server's own; a failure is logged and
 /// left to the next sync (what Taskwarrior sent is in the chain already).
-async fn settle_now(state: &AppState, tw: &Taskwarrior, account: crate::db::AccountId) {
+async fn settle_now(state: &AppState, tw: &Taskwarrior, account: callsign_storage::AccountId) {
     let _one = tw.settling(account).await;
     let _alone = match tw.links.exclusive(account).await {
         Ok(g) => g,
@@ -134,11 +134,15 @@ async fn settle_now(state: &AppState, tw: &Taskwarrior, account: crate::db::Acco
     };
     match taskwarrior::settle(state, tw, &link).await {
         Ok(s) => {
-            state.metrics.taskwarrior_settled(Some(&s));
+            let m = &state.metrics;
+            m.taskwarrior("settle_ok", 1);
+            m.taskwarrior("keyed", s.keyed);
+            m.taskwarrior("restored", s.restored);
+            m.taskwarrior("fed", s.touched);
             tracing::debug!(account, ?s, "settled a Taskwarrior sync");
         }
         Err(e) => {
-            state.metrics.taskwarrior_settled(None);
+            state.metrics.taskwarrior("settle_failed", 1);
             tracing::warn!(account, error = %e, "settling a Taskwarrior sync; the next one retries");
         }
     }

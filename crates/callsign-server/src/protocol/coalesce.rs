@@ -25,9 +25,10 @@ use std::time::Duration;
 use callsign_core::ErrorCode;
 use tokio::sync::oneshot;
 
-use super::Reply;
-use crate::db::AccountId;
+use super::req::{CreateReq, UpdateReq};
 use crate::error::{ApiError, ApiResult};
+use callsign_storage::AccountId;
+use callsign_storage::Reply;
 
 /// One mutation's answer.
 pub type Answer = ApiResult<Reply>;
@@ -228,6 +229,25 @@ pub const ALONE_WAIT: Duration = Duration::from_millis(300);
 
 fn is(a: &Answer, code: ErrorCode) -> bool {
     matches!(a, Err(e) if e.code == code)
+}
+
+/// Most mutations in one coalesced batch.
+pub const COALESCE_CAP: usize = 256;
+
+/// The queues that coalesce single creates and updates into batches (PostgreSQL).
+pub struct Coalescers {
+    pub(super) creates: std::sync::Arc<Coalescer<CreateReq>>,
+    pub(super) updates: std::sync::Arc<Coalescer<UpdateReq>>,
+}
+
+impl Coalescers {
+    /// At most `max_running` batches of one account and kind run at once.
+    pub fn new(max_running: usize) -> Coalescers {
+        Coalescers {
+            creates: std::sync::Arc::new(Coalescer::new(COALESCE_CAP, max_running)),
+            updates: std::sync::Arc::new(Coalescer::new(COALESCE_CAP, max_running)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,25 +2,18 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use callsign_core::dto::{NewTask, Task};
+use callsign_core::dto::Task;
 use callsign_core::{ErrorCode, TaskRef, MAX_DEPTH};
 use uuid::Uuid;
 
-use super::{fingerprint, not_committed, write_keys_later, Batch, Item, Reply};
+use super::{fingerprint, render, write_keys_later, Batch, CreateReq, Item, Reply};
 use crate::crash;
-use crate::db::{now_ms, AccountId};
+use crate::error::not_committed;
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Stage;
-use crate::storage::{Commit, Mutation, Op, Reserved};
-use crate::AppState;
-
-/// A validated create: `body.project` is a valid prefix, stored upper-case.
-#[derive(Clone)]
-pub struct CreateReq {
-    pub idem: String,
-    pub uuid: Uuid,
-    pub body: NewTask,
-}
+use crate::state::AppState;
+use callsign_storage::{now_ms, AccountId};
+use callsign_storage::{Commit, Mutation, Op, Reserved};
 
 /// Runs the protocol for each create; answers in the same order. A subtask's parent is named
 /// before phase 1 ([`parent_ref`]) and checked after it ([`check_parents`]), so a request
@@ -94,7 +87,10 @@ pub async fn create_many(
             snapshot,
         })
         .collect();
-    let committed = state.alloc.commit(account, Op::Create, work, now).await;
+    let committed = state
+        .alloc
+        .commit(account, Op::Create, work, now, render())
+        .await;
     // Also after an error: a commit whose outcome is unknown (the connection lost after
     // COMMIT) may have landed, and a wake-up with nothing new costs a held request one read.
     state.feed_changed(account).await;

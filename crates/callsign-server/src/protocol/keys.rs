@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
-use crate::db::AccountId;
+use callsign_storage::AccountId;
 
 /// Per account: shared for ordinary key writes, exclusive for those that change keys.
 #[derive(Default)]

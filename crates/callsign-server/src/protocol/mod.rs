@@ -22,43 +22,24 @@ pub mod coalesce;
 mod commit;
 mod create;
 pub mod keys;
+mod req;
 mod update;
 
-pub use coalesce::Coalescer;
-pub use commit::{load_tasks, to_task};
-pub use create::{create_many, CreateReq};
-pub use update::{update_many, UpdateReq};
+pub use coalesce::{Coalescer, Coalescers, COALESCE_CAP};
+pub use commit::load_tasks;
+pub use create::create_many;
+pub use req::{CreateReq, UpdateReq};
+pub use update::update_many;
 
 use std::collections::HashMap;
 
-use callsign_core::ErrorCode;
-use serde::Serialize;
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::db::{now_ms, AccountId};
-use crate::error::{ApiError, ApiResult};
-use crate::storage::{Claim, Mutation, Op, Phase1, Reserved};
-use crate::AppState;
-
-/// Most mutations in one coalesced batch.
-pub const COALESCE_CAP: usize = 256;
-
-/// The queues that coalesce single creates and updates into batches (PostgreSQL).
-pub struct Coalescers {
-    creates: std::sync::Arc<Coalescer<CreateReq>>,
-    updates: std::sync::Arc<Coalescer<UpdateReq>>,
-}
-
-impl Coalescers {
-    /// At most `max_running` batches of one account and kind run at once.
-    pub fn new(max_running: usize) -> Coalescers {
-        Coalescers {
-            creates: std::sync::Arc::new(Coalescer::new(COALESCE_CAP, max_running)),
-            updates: std::sync::Arc::new(Coalescer::new(COALESCE_CAP, max_running)),
-        }
-    }
-}
+use crate::error::{refused_reuse, ApiError, ApiResult};
+use crate::state::AppState;
+pub use callsign_storage::{fingerprint, Reply};
+use callsign_storage::{now_ms, AccountId};
+use callsign_storage::{Claim, Mutation, Op, Phase1, Render, Reserved};
 
 /// One create (`PUT /v1/tasks/{uuid}`): with a coalescer, in a batch with the account's other
 /// creates waiting on this node; else a batch of one.
@@ -129,27 +110,9 @@ fn only(mut answers: Vec<ApiResult<Reply>>) -> ApiResult<Reply> {
         .unwrap_or_else(|| Err(ApiError::unavailable("no answer")))
 }
 
-/// The answer to one mutation, as stored in its slot and replayed verbatim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub body: String,
-    pub replayed: bool,
-    /// The change-feed entry this answer's commit appended (`None` for a replay): a sync
-    /// response leaves that entry out of its changes, since the answer carries the same task.
-    pub change: Option<i64>,
-}
-
-/// SHA-256 over the operation, the UUID and the canonical JSON of the parsed body, so the same
-/// request with other whitespace or field order has the same fingerprint.
-pub fn fingerprint(op: &str, uuid: Uuid, body: &impl Serialize) -> Vec<u8> {
-    let mut h = Sha256::new();
-    h.update(op.as_bytes());
-    h.update([0]);
-    h.update(uuid.as_bytes());
-    h.update([0]);
-    h.update(serde_json::to_vec(body).unwrap_or_default());
-    h.finalize().to_vec()
+/// The answer the commits store for a task: its JSON as the API shows it.
+pub fn render() -> Render {
+    std::sync::Arc::new(|s| serde_json::to_string(&s.task()).expect("a task serialises"))
 }
 
 /// One mutation of a batch on its way through the phases.
@@ -217,8 +180,9 @@ impl Batch {
                     batch.claims.push(claim);
                     go.push((it, at));
                 }
-                Ok(Phase1::Done(answer)) => batch.set(it.pos, answer),
-                Err(e) => batch.set(it.pos, Err(e)),
+                Ok(Phase1::Replay(answer)) => batch.set(it.pos, Ok(answer)),
+                Ok(Phase1::Refused(why)) => batch.set(it.pos, Err(why.into())),
+                Err(e) => batch.set(it.pos, Err(e.into())),
             }
         }
         (batch, go)
@@ -281,36 +245,6 @@ impl Batch {
             .map(|r| r.unwrap_or_else(|| Err(ApiError::unavailable("not processed"))))
             .collect()
     }
-}
-
-/// `422 idempotency_key_reused`: the key came before with another request.
-pub(crate) fn refused_reuse(op: Op) -> ApiError {
-    ApiError::new(
-        ErrorCode::IdempotencyKeyReused,
-        format!(
-            "this idempotency key was used before with a different {} request",
-            op.as_str()
-        ),
-    )
-}
-
-/// An update of a task with no key: `409 task_not_committed` (retry after the create) if the
-/// task is reserved, else `404 task_not_found`.
-pub(crate) fn not_updatable(uuid: Uuid, reserved: bool) -> ApiError {
-    if reserved {
-        not_committed(format!(
-            "task {uuid} has no key yet; send the update after its create is answered"
-        ))
-    } else {
-        ApiError::new(ErrorCode::TaskNotFound, format!("no task {uuid}"))
-    }
-}
-
-/// `409 task_not_committed` with `Retry-After: 1`: a task this request needs has no key yet.
-pub(crate) fn not_committed(detail: String) -> ApiError {
-    let mut e = ApiError::new(ErrorCode::TaskNotCommitted, detail);
-    e.retry_after = Some(1);
-    e
 }
 
 /// Writes keys onto TaskChampion tasks off the request path (see [`write_keys`]).

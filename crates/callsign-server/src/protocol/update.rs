@@ -4,25 +4,16 @@
 //! before that it is `409 task_not_committed`, which clients retry after the create.
 use std::collections::HashMap;
 
-use callsign_core::dto::{TaskPatch, TaskStatus};
+use callsign_core::dto::TaskStatus;
 use callsign_core::ErrorCode;
 use uuid::Uuid;
 
-use super::{fingerprint, load_tasks, Batch, Reply};
+use super::{fingerprint, load_tasks, Batch, Reply, UpdateReq};
 use crate::crash;
-use crate::db::{now_ms, AccountId};
 use crate::error::{ApiError, ApiResult};
-use crate::storage::{Commit, Mutation, Op};
-use crate::AppState;
-
-/// A validated update of a resolved task: a move's `patch.project` is a valid prefix, stored
-/// upper-case.
-#[derive(Clone)]
-pub struct UpdateReq {
-    pub idem: String,
-    pub uuid: Uuid,
-    pub patch: TaskPatch,
-}
+use crate::state::AppState;
+use callsign_storage::{now_ms, AccountId};
+use callsign_storage::{Commit, Mutation, Op};
 
 /// Runs the protocol for each update, in order; answers in the same order.
 pub async fn update_many(
@@ -114,7 +105,10 @@ pub async fn update_many(
             ),
         }
     }
-    let committed = state.alloc.commit(account, Op::Update, commits, now).await;
+    let committed = state
+        .alloc
+        .commit(account, Op::Update, commits, now, super::render())
+        .await;
     // Also after an error: a commit whose outcome is unknown (the connection lost after
     // COMMIT) may have landed, and a wake-up with nothing new costs a held request one read.
     state.feed_changed(account).await;

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use callsign_core::Prefix;
-use callsign_server::db::NewAccount;
 use callsign_server::{router, AppState, Config};
+use callsign_storage_sqlite::alloc::NewAccount;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -127,11 +127,11 @@ impl TestApp {
 pub async fn app_on(backend: &str, prefix: &str) -> Option<TestApp> {
     let dir = tempfile::tempdir().unwrap();
     let database = match backend {
-        "sqlite" => callsign_server::storage::Database::Sqlite(dir.path().to_owned()),
+        "sqlite" => callsign_storage::Database::Sqlite(dir.path().to_owned()),
         _ => {
             let pg = callsign_pgtest::shared()?;
             let label = format!("app_{}", prefix.to_ascii_lowercase());
-            callsign_server::storage::Database::Postgres(pg.fresh_schema(&label).await.unwrap())
+            callsign_storage::Database::Postgres(pg.fresh_schema(&label).await.unwrap())
         }
     };
     let state = AppState::open(Config::with_database(database))

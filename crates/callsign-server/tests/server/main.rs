@@ -5,7 +5,6 @@ mod batch;
 mod coalesce;
 mod common;
 mod concurrency;
-mod conformance;
 #[cfg(feature = "fault-injection")]
 mod crash;
 mod growth;

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use axum::http::StatusCode;
 use callsign_core::{MemberName, Role};
-use callsign_server::db::{AddMember, NewMember};
+use callsign_storage_sqlite::alloc::{AddMember, NewMember};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -343,8 +343,10 @@ async fn the_postgres_migration_gives_each_account_an_owner_who_holds_its_tokens
     let Some(url) = crate::nodes::database("members_migration").await else {
         return;
     };
-    let pool = callsign_server::pg::pool(&url, 2).unwrap();
-    callsign_server::pg::migrate_first(&pool, 6).await.unwrap();
+    let pool = callsign_storage_postgres::pool(&url, 2).unwrap();
+    callsign_storage_postgres::migrate_first(&pool, 6)
+        .await
+        .unwrap();
     let c = pool.get().await.unwrap();
     for (account, token) in [(1i64, "t1"), (1, "t2"), (2, "t3")] {
         c.execute(
@@ -357,17 +359,23 @@ async fn the_postgres_migration_gives_each_account_an_owner_who_holds_its_tokens
         c.execute(
             "INSERT INTO tokens (account_id, token_hash, device, created_at)
              VALUES ($1, $2, 'd', 0)",
-            &[&account, &callsign_server::db::accounts::hash_token(token)],
+            &[
+                &account,
+                &callsign_storage_sqlite::alloc::accounts::hash_token(token),
+            ],
         )
         .await
         .unwrap();
     }
     drop(c);
-    callsign_server::pg::migrate(&pool).await.unwrap();
-    let alloc = callsign_server::pg::alloc::PgAlloc::new(pool, callsign_server::pg::alloc::LEASE);
-    use callsign_server::storage::AllocStore;
+    callsign_storage_postgres::migrate(&pool).await.unwrap();
+    let alloc = callsign_storage_postgres::alloc::PgAlloc::new(
+        pool,
+        callsign_storage_postgres::alloc::LEASE,
+    );
+    use callsign_storage::AllocStore;
     for (account, token) in [(1, "t1"), (1, "t2"), (2, "t3")] {
-        let hash = callsign_server::db::accounts::hash_token(token);
+        let hash = callsign_storage_sqlite::alloc::accounts::hash_token(token);
         let caller = alloc.caller_by_token_hash(&hash).await.unwrap().unwrap();
         assert_eq!(caller.account, account);
         assert_eq!((caller.name.as_str(), caller.role), ("owner", Role::Owner));

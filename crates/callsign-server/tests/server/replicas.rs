@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use callsign_core::Prefix;
-use callsign_server::db::accounts;
+use callsign_storage_sqlite::alloc::accounts;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -18,7 +18,7 @@ use crate::common::{eventually, listening_url, metric, rss_mib, TestServer, BIN}
 /// binary's `account create` is one process and one fsync per account). Their tokens, in
 /// account order.
 async fn make_accounts(data_dir: &Path, n: usize) -> Vec<String> {
-    let db = callsign_server::datadir::open_allocation_db(data_dir, None).unwrap();
+    let db = callsign_storage_sqlite::datadir::open_allocation_db(data_dir, None).unwrap();
     let prefix = Prefix::parse("SYN").unwrap();
     db.write(move |c| {
         (0..n)

@@ -1,8 +1,8 @@
 //! Route tests through `router(state)`: idempotency, resolver, errors, isolation, reaper.
 use axum::http::StatusCode;
 use callsign_core::dto::NewTask;
-use callsign_server::db::{now_ms, slots};
 use callsign_server::{protocol, reaper};
+use callsign_storage_sqlite::alloc::{now_ms, slots};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -846,7 +846,8 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
         .unwrap()
         .pop()
         .unwrap();
-    let wrong = callsign_server::storage::Reserved {
+    let render = callsign_server::protocol::render();
+    let wrong = callsign_storage::Reserved {
         slot: ids[1],
         project: Some(1),
     };
@@ -856,7 +857,9 @@ async fn phase_two_settles_the_requests_own_slot_whatever_row_id_it_was_handed()
         .as_ref()
         .unwrap()
         .write(move |c| {
-            callsign_server::db::protocol::commit_create(c, account, "a", wrong, &snap, now)
+            callsign_storage_sqlite::alloc::protocol::commit_create(
+                c, account, "a", wrong, &snap, now, &render,
+            )
         })
         .await
         .unwrap();
@@ -947,7 +950,7 @@ async fn reaper_commits_a_stranded_task_once_and_fails_a_taskless_slot() {
 
     // The ghost slot is still pending; with a zero window it fails and consumes no number.
     let mut config = app.state.config.clone();
-    config.idempotency_window = callsign_server::window::Setting::Fixed(std::time::Duration::ZERO);
+    config.idempotency_window = callsign_storage::window::Setting::Fixed(std::time::Duration::ZERO);
     let state0 = callsign_server::AppState::open(config).await.unwrap();
     let r = reaper::run_once(&state0).await.unwrap();
     assert_eq!(r.failed, 1);
@@ -1035,7 +1038,7 @@ async fn a_sync_answer_leaves_out_only_the_changes_its_own_commits_made() {
 async fn app_at_rest() -> TestApp {
     let app = TestApp::new("SYN").await;
     app.create_tasks("warm", 1).await;
-    tokio::time::sleep(callsign_server::wal::AT_REST * 2).await;
+    tokio::time::sleep(callsign_storage_sqlite::wal::AT_REST * 2).await;
     app
 }
 

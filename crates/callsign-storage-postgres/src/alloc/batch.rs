@@ -1,0 +1,729 @@
+//! Phase 1 and phase 2's commit for a whole batch in a fixed number of statements, whatever
+//! its size: each step reads or writes every mutation of the batch at once (`= ANY($n)`,
+//! `UNNEST`), and statements that do not wait for each other's answers are sent together
+//! (tokio-postgres pipelines them on the connection; they still run in the order sent).
+//!
+//! Rows are locked and inserted in one order (idempotency key, UUID), so two batches that
+//! overlap wait for each other instead of deadlocking. Phase 2 locks the account row first,
+//! as before: it numbers the feed and orders every other lock of the commit. Numbers: each
+//! project's counter row is bumped once by the count of tasks it numbers (`last = last + n`),
+//! and those tasks take `last - n + 1 ..= last` in batch order.
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use callsign_core::dto::NewTask;
+use callsign_core::Prefix;
+use deadpool_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
+use uuid::Uuid;
+
+use super::{current_key, in_progress, moves, note_retry, Decided, PgAlloc};
+use crate::error::{DbError, Result};
+use callsign_storage::protocol::move_target;
+use callsign_storage::rows::child_scope;
+use callsign_storage::{AccountId, KeyRow};
+use callsign_storage::{Commit, Mutation, Op, Refusal, Render, Reply, Reserved, Settled};
+
+/// The columns [`PgAlloc::existing_slot`] reads, by position.
+pub(super) const SLOT_ROW: &str =
+    "SELECT id, idem_key, fingerprint, state, response_status, response_body, created_at,
+            task_uuid, CASE WHEN op = 'update' THEN request END
+     FROM slots WHERE account_id = $1 AND idem_key = ANY($2) ORDER BY idem_key FOR UPDATE";
+
+/// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
+const ROWS: [&str; 4] = [
+    "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
+     SELECT $1, t.p, t.s, t.n, t.u, $5, pr.epoch
+     FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[], $6::text[]) AS t(p, n, u, s)
+     JOIN projects pr ON pr.id = t.p",
+    "UPDATE slots s SET state = 'committed', number = t.n, response_status = t.st,
+                        response_body = t.b, settled_at = $5,
+                        claimed_by = NULL, claimed_until = NULL
+     FROM UNNEST($1::bigint[], $2::bigint[], $3::int4[], $4::text[]) AS t(id, n, st, b)
+     WHERE s.id = t.id",
+    "INSERT INTO changes (account_id, task_uuid, seq, at)
+     SELECT $1, u, s, $4 FROM UNNEST($2::uuid[], $3::bigint[]) AS t(u, s)
+     ON CONFLICT (account_id, task_uuid) DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
+    "UPDATE accounts SET feed_last = $2 WHERE id = $1",
+];
+
+/// The current keys of tasks `$2`, read by [`key_rows`].
+const CURRENT_KEYS: &str = "SELECT k.task_uuid, k.project_id, p.prefix, k.number, k.scope
+     FROM keys k JOIN projects p ON p.id = k.project_id
+     WHERE k.account_id = $1 AND k.task_uuid = ANY($2) AND k.current";
+
+fn key_rows(rows: &[Row]) -> HashMap<Uuid, KeyRow> {
+    rows.iter()
+        .map(|r| {
+            let row = KeyRow {
+                project_id: r.get(1),
+                prefix: r.get(2),
+                number: r.get(3),
+                scope: r.get(4),
+            };
+            (r.get(0), row)
+        })
+        .collect()
+}
+
+/// The reservations of tasks `$2`, each with its parent's current key (read by
+/// [`reservations`]).
+const RESERVATIONS: &str = "SELECT t.uuid, t.project_id, t.parent_uuid, pk.scope, pk.number,
+            pk.project_id
+     FROM tasks t
+     LEFT JOIN keys pk ON pk.account_id = t.account_id AND pk.task_uuid = t.parent_uuid
+                      AND pk.current
+     WHERE t.account_id = $1 AND t.uuid = ANY($2)";
+
+/// A task's reservation as phase 2 needs it.
+struct Reservation {
+    /// Its project; a subtask's is its parent's (where the parent is now, if it moved).
+    project: i64,
+    /// The project phase 1 reserved it in (a subtask's parent may have moved since).
+    reserved_in: i64,
+    parent: Option<Uuid>,
+    /// The counter scope it numbers in: `""` for a task, its parent's key path for a
+    /// subtask; `None` while the parent has no key.
+    scope: Option<String>,
+}
+
+fn reservations(rows: &[Row]) -> HashMap<Uuid, Reservation> {
+    rows.iter()
+        .map(|r| {
+            let parent: Option<Uuid> = r.get(2);
+            let parent_key: Option<(String, i64)> =
+                r.get::<_, Option<String>>(3).map(|s| (s, r.get(4)));
+            let scope = match (parent, parent_key) {
+                (None, _) => Some(String::new()),
+                (Some(_), Some((scope, number))) => Some(child_scope(&scope, number)),
+                (Some(_), None) => None,
+            };
+            let at = Reservation {
+                project: r.get::<_, Option<i64>>(5).unwrap_or(r.get(1)),
+                reserved_in: r.get(1),
+                parent,
+                scope,
+            };
+            (r.get(0), at)
+        })
+        .collect()
+}
+
+/// Prepares `sqls` (a round trip each only the first time a connection sees one), so that
+/// statements sent together afterwards run in the order they are sent.
+async fn prepare<const N: usize>(tx: &Transaction<'_>, sqls: [&str; N]) -> Result<[Statement; N]> {
+    let mut out = Vec::with_capacity(N);
+    for sql in sqls {
+        out.push(tx.prepare_cached(sql).await?);
+    }
+    out.try_into()
+        .map_err(|_| failed("prepared a different number of statements"))
+}
+
+/// `sql`, prepared once per connection (a fresh parse and plan costs a round trip each time).
+async fn stmt(tx: &Transaction<'_>, sql: &str) -> Result<Statement> {
+    Ok(tx.prepare_cached(sql).await?)
+}
+
+fn failed(why: &str) -> DbError {
+    DbError::CommitFailed(why.into())
+}
+
+impl PgAlloc {
+    /// Phase 1 for `items` (distinct keys) inside `tx`: one decision per item, in order.
+    pub(super) async fn phase1_batch(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        items: &[Mutation],
+        now: i64,
+    ) -> Result<Vec<Decided>> {
+        let keys: Vec<&str> = items.iter().map(|m| m.idem.as_str()).collect();
+        let existing: HashMap<String, Row> = tx
+            .query(&stmt(tx, SLOT_ROW).await?, &[&account, &keys])
+            .await?
+            .into_iter()
+            .map(|r| (r.get::<_, String>(1), r))
+            .collect();
+        let mut decided: Vec<Option<Decided>> = Vec::with_capacity(items.len());
+        let mut fresh = Vec::new();
+        for (i, it) in items.iter().enumerate() {
+            let d = match existing.get(&it.idem) {
+                Some(row) => self.existing_slot(tx, row, it, op, now).await?,
+                None => None,
+            };
+            if d.is_none() {
+                fresh.push(i);
+            }
+            decided.push(d);
+        }
+        if !fresh.is_empty() {
+            let keys: Vec<&str> = fresh.iter().map(|&i| items[i].idem.as_str()).collect();
+            let purged = tx
+                .query(
+                    &stmt(
+                        tx,
+                        "DELETE FROM purged_slots WHERE account_id = $1 AND idem_key = ANY($2)
+                     RETURNING created_at",
+                    )
+                    .await?,
+                    &[&account, &keys],
+                )
+                .await?;
+            for r in purged {
+                note_retry(tx, r.get(0), now, true).await?;
+            }
+            let projects = match op {
+                Op::Create => reserve(tx, account, items, &mut fresh, &mut decided, now).await?,
+                Op::Update => updatable(tx, account, items, &mut fresh, &mut decided).await?,
+            };
+            self.insert_slots(tx, account, op, items, &fresh, &projects, &mut decided, now)
+                .await?;
+        }
+        decided
+            .into_iter()
+            .map(|d| d.ok_or_else(|| failed("phase 1 left a mutation undecided")))
+            .collect()
+    }
+
+    /// Inserts a pending slot under this node's lease for each of `fresh`; a slot another
+    /// node inserted meanwhile (its transaction committed first) is `409 request_in_progress`.
+    #[allow(clippy::too_many_arguments)]
+    async fn insert_slots(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        items: &[Mutation],
+        fresh: &[usize],
+        projects: &HashMap<Uuid, i64>,
+        decided: &mut [Option<Decided>],
+        now: i64,
+    ) -> Result<()> {
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let pick = |f: fn(&Mutation) -> &str| -> Vec<&str> {
+            fresh.iter().map(|&i| f(&items[i])).collect()
+        };
+        let keys = pick(|m| m.idem.as_str());
+        let requests = pick(|m| m.request.as_str());
+        let fps: Vec<&[u8]> = fresh.iter().map(|&i| items[i].fp.as_slice()).collect();
+        let uuids: Vec<Uuid> = fresh.iter().map(|&i| items[i].uuid).collect();
+        let rows = tx
+            .query(
+                &stmt(
+                    tx,
+                    "INSERT INTO slots (account_id, idem_key, fingerprint, op, task_uuid, request,
+                                    state, created_at, last_seen_at, claimed_by, claimed_until)
+                 SELECT $1, k, f, $6, u, r, 'pending', $7, $7, $8, $9
+                 FROM UNNEST($2::text[], $3::bytea[], $4::uuid[], $5::text[]) AS t(k, f, u, r)
+                 ORDER BY k
+                 ON CONFLICT (account_id, idem_key) DO NOTHING
+                 RETURNING idem_key, id",
+                )
+                .await?,
+                &[
+                    &account,
+                    &keys,
+                    &fps,
+                    &uuids,
+                    &requests,
+                    &op.as_str(),
+                    &now,
+                    &&*self.node,
+                    &self.lease_until(now),
+                ],
+            )
+            .await?;
+        let ids: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        for &i in fresh {
+            let it = &items[i];
+            decided[i] = Some(match ids.get(&it.idem) {
+                Some(&slot) => Decided::Proceed(Reserved {
+                    slot,
+                    project: projects.get(&it.uuid).copied(),
+                }),
+                None => in_progress(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Phase 2's commit for `work` inside `tx`: one answer per item, in order.
+    pub(super) async fn commit_batch(
+        &self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        op: Op,
+        work: &[Commit],
+        now: i64,
+        render: &Render,
+    ) -> Result<Vec<Result<Reply>>> {
+        let idems: Vec<&str> = work.iter().map(|w| w.idem.as_str()).collect();
+        let uuids: Vec<Uuid> = work.iter().map(|w| w.snapshot.uuid).collect();
+        let [lock, slots, keys, reserved, previous] = prepare(
+            tx,
+            [
+                "SELECT feed_last FROM accounts WHERE id = $1 FOR UPDATE",
+                SLOT_ROW,
+                CURRENT_KEYS,
+                RESERVATIONS,
+                moves::PREVIOUS_KEYS,
+            ],
+        )
+        .await?;
+        // The account row first (sent first, so locked first), then the rest in one go. A new
+        // task has no earlier keys: only updates read them.
+        let (lock, slots, keys, reserved, previous) = tokio::try_join!(
+            async { tx.query_one(&lock, &[&account]).await },
+            async { tx.query(&slots, &[&account, &idems]).await },
+            async { tx.query(&keys, &[&account, &uuids]).await },
+            async { tx.query(&reserved, &[&account, &uuids]).await },
+            async {
+                match op {
+                    Op::Update => tx.query(&previous, &[&account, &uuids]).await,
+                    Op::Create => Ok(Vec::new()),
+                }
+            },
+        )?;
+        let mut previous = moves::previous_rows(&previous);
+        let first: i64 = lock.get(0);
+        let slots: HashMap<String, Row> = slots.into_iter().map(|r| (r.get(1), r)).collect();
+        let mut current = key_rows(&keys);
+        let mut reserved = reservations(&reserved);
+        let fetched: HashSet<Uuid> = uuids.iter().copied().collect();
+
+        // What each item needs: an answer stored already, or a commit (with a number?).
+        let mut plan: Vec<Step> = Vec::with_capacity(work.len());
+        let mut wants: BTreeMap<(i64, String), Vec<Uuid>> = BTreeMap::new();
+        let mut reprojected: Vec<(Uuid, i64)> = Vec::new();
+        let mut parent_of: HashMap<Uuid, Uuid> = HashMap::new();
+        let mut planned: HashSet<Uuid> = HashSet::new();
+        // Updates that move their task: the project each moves to.
+        let mut moving: HashMap<String, String> = HashMap::new();
+        for w in work {
+            let Some(row) = slots.get(&w.idem) else {
+                plan.push(Step::Done(Err(failed("slot vanished"))));
+                continue;
+            };
+            let (slot, state, uuid): (i64, String, Uuid) = (row.get(0), row.get(3), row.get(7));
+            if state != "pending" {
+                let status: Option<i32> = row.get(4);
+                let body: Option<String> = row.get(5);
+                plan.push(Step::Done(match (status, body) {
+                    (Some(status), Some(body)) => Ok(Reply {
+                        status: u16::try_from(status).unwrap_or(200),
+                        body,
+                        replayed: true,
+                        change: None,
+                    }),
+                    _ => Err(failed("slot was failed by the reaper")),
+                }));
+                continue;
+            }
+            if !fetched.contains(&uuid) {
+                // The slot names another task than its snapshot: read it one by one.
+                if let Some(k) = current_key(tx, account, uuid).await? {
+                    current.insert(uuid, k);
+                }
+                let st = stmt(tx, RESERVATIONS).await?;
+                let one = vec![uuid];
+                reserved.extend(reservations(&tx.query(&st, &[&account, &one]).await?));
+            }
+            let at = reserved.get(&uuid);
+            if let Some(p) = at.and_then(|r| r.parent) {
+                parent_of.insert(uuid, p);
+            }
+            if op == Op::Create && !current.contains_key(&uuid) && !planned.contains(&uuid) {
+                let Some(at) = at else {
+                    plan.push(Step::Done(Err(failed("task reservation vanished"))));
+                    continue;
+                };
+                // A subtask numbers under its parent's current key.
+                let Some(scope) = at.scope.clone() else {
+                    plan.push(Step::Done(Err(failed("the parent has no key"))));
+                    continue;
+                };
+                planned.insert(uuid);
+                let project = match at.parent {
+                    Some(_) => at.project,
+                    None => w.at.project.unwrap_or(at.project),
+                };
+                if project != at.reserved_in {
+                    // A subtask whose parent moved after phase 1 goes where the parent is.
+                    reprojected.push((uuid, project));
+                }
+                wants.entry((project, scope)).or_default().push(uuid);
+            }
+            if op == Op::Update {
+                let to = row
+                    .get::<_, Option<String>>(8)
+                    .and_then(|r| move_target(&r));
+                let from = current.get(&uuid).map(|k| k.prefix.as_str());
+                if let Some(to) = to.filter(|to| from.is_some_and(|f| f != to)) {
+                    moving.insert(w.idem.clone(), to);
+                }
+            }
+            plan.push(Step::Commit { slot, uuid });
+        }
+
+        // Moves, one by one (rare): each renumbers its task and subtasks now, so the answers
+        // below carry the new keys; an item's failure is its own.
+        let mut moved: HashMap<String, Vec<Uuid>> = HashMap::new();
+        for (w, step) in work.iter().zip(plan.iter_mut()) {
+            let (Some(to), Step::Commit { uuid, .. }) = (moving.get(&w.idem), &*step) else {
+                continue;
+            };
+            let uuid = *uuid;
+            let Some(project) = moves::project_id(tx, account, to).await? else {
+                *step = Step::Done(Err(failed("the project to move to vanished")));
+                continue;
+            };
+            if current.get(&uuid).is_some_and(|k| k.project_id == project) {
+                // An earlier prefix of the project the task is in: no move.
+                continue;
+            }
+            let subtasks = moves::move_tree(tx, account, uuid, project, now).await?;
+            if let Some(k) = current_key(tx, account, uuid).await? {
+                current.insert(uuid, k);
+            }
+            moved.insert(w.idem.clone(), subtasks);
+        }
+        if !moved.is_empty() {
+            // The moves left old keys: read them again.
+            previous = moves::previous_keys(tx, account, &uuids).await?;
+        }
+
+        if !reprojected.is_empty() {
+            let (ids, projects): (Vec<Uuid>, Vec<i64>) = reprojected.into_iter().unzip();
+            tx.execute(
+                &stmt(
+                    tx,
+                    "UPDATE tasks t SET project_id = u.project
+                     FROM UNNEST($2::uuid[], $3::bigint[]) AS u(uuid, project)
+                     WHERE t.account_id = $1 AND t.uuid = u.uuid",
+                )
+                .await?,
+                &[&account, &ids, &projects],
+            )
+            .await?;
+        }
+
+        // One bump per counter (a project's, or a parent's); its tasks take the numbers in
+        // batch order.
+        let mut fresh_keys: HashMap<Uuid, KeyRow> = HashMap::new();
+        for ((project, scope), tasks) in &wants {
+            let n = i64::try_from(tasks.len()).map_err(|_| failed("batch too large"))?;
+            let r = tx
+                .query_one(
+                    &stmt(
+                        tx,
+                        "WITH bumped AS (
+                         INSERT INTO counters (project_id, scope, last) VALUES ($1, $3, $2)
+                         ON CONFLICT (project_id, scope)
+                             DO UPDATE SET last = counters.last + $2
+                         RETURNING last)
+                     SELECT bumped.last, p.prefix FROM bumped, projects p WHERE p.id = $1",
+                    )
+                    .await?,
+                    &[project, &n, scope],
+                )
+                .await?;
+            let (last, prefix): (i64, String) = (r.get(0), r.get(1));
+            for (i, uuid) in tasks.iter().enumerate() {
+                let number = last - n + 1 + i as i64;
+                fresh_keys.insert(
+                    *uuid,
+                    KeyRow {
+                        project_id: *project,
+                        prefix: prefix.clone(),
+                        scope: scope.clone(),
+                        number,
+                    },
+                );
+            }
+        }
+
+        let mut out = Vec::with_capacity(work.len());
+        let mut rows = Rows::default();
+        let mut seq = first;
+        for (w, step) in work.iter().zip(plan) {
+            let (slot, uuid) = match step {
+                Step::Done(r) => {
+                    out.push(r);
+                    continue;
+                }
+                Step::Commit { slot, uuid } => (slot, uuid),
+            };
+            // A number given here is given once: a later item of the same task keeps it.
+            let (status, number, key) = match fresh_keys.remove(&uuid) {
+                Some(k) => {
+                    rows.keys
+                        .push((k.project_id, k.scope.clone(), k.number, uuid));
+                    let number = k.number;
+                    current.insert(uuid, k.clone());
+                    (201, Some(number), Some(k))
+                }
+                None => (200, None, current.get(&uuid).cloned()),
+            };
+            let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
+            let earlier = previous.get(&uuid).cloned().unwrap_or_default();
+            let body = render(Settled {
+                snapshot: &w.snapshot,
+                prefix: &prefix,
+                key: key.as_ref(),
+                parent: parent_of.get(&uuid).copied(),
+                previous: &earlier,
+            });
+            for sub in moved.remove(&w.idem).unwrap_or_default() {
+                seq += 1;
+                rows.changes.insert(sub, seq);
+            }
+            seq += 1;
+            rows.slots
+                .push((slot, number, i32::from(status), body.clone()));
+            rows.changes.insert(uuid, seq);
+            out.push(Ok(Reply {
+                status,
+                body,
+                replayed: false,
+                change: Some(seq),
+            }));
+        }
+        rows.write(tx, account, first, seq, now).await?;
+        Ok(out)
+    }
+}
+
+/// How phase 2 settles one item.
+enum Step {
+    /// Answered without a commit: a stored answer, or this item's own failure.
+    Done(Result<Reply>),
+    Commit {
+        slot: i64,
+        uuid: Uuid,
+    },
+}
+
+/// The rows one commit writes, written in one statement per table.
+#[derive(Default)]
+struct Rows {
+    /// (project, scope, number, task)
+    keys: Vec<(i64, String, i64, Uuid)>,
+    /// (slot, number, status, body)
+    slots: Vec<(i64, Option<i64>, i32, String)>,
+    /// The last feed number of each task (one entry per task).
+    changes: BTreeMap<Uuid, i64>,
+}
+
+impl Rows {
+    async fn write(
+        self,
+        tx: &Transaction<'_>,
+        account: AccountId,
+        first: i64,
+        last: i64,
+        now: i64,
+    ) -> Result<()> {
+        let key_projects: Vec<i64> = self.keys.iter().map(|k| k.0).collect();
+        let key_scopes: Vec<&str> = self.keys.iter().map(|k| k.1.as_str()).collect();
+        let key_numbers: Vec<i64> = self.keys.iter().map(|k| k.2).collect();
+        let key_uuids: Vec<Uuid> = self.keys.iter().map(|k| k.3).collect();
+        let slot_ids: Vec<i64> = self.slots.iter().map(|s| s.0).collect();
+        let slot_numbers: Vec<Option<i64>> = self.slots.iter().map(|s| s.1).collect();
+        let slot_status: Vec<i32> = self.slots.iter().map(|s| s.2).collect();
+        let slot_bodies: Vec<&str> = self.slots.iter().map(|s| s.3.as_str()).collect();
+        let change_uuids: Vec<Uuid> = self.changes.keys().copied().collect();
+        let change_seqs: Vec<i64> = self.changes.values().copied().collect();
+        let [keys, slots, changes, feed] = prepare(tx, ROWS).await?;
+        tokio::try_join!(
+            async {
+                if key_uuids.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 6] = [
+                    &account,
+                    &key_projects,
+                    &key_numbers,
+                    &key_uuids,
+                    &now,
+                    &key_scopes,
+                ];
+                tx.execute(&keys, &p).await
+            },
+            async {
+                if slot_ids.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 5] =
+                    [&slot_ids, &slot_numbers, &slot_status, &slot_bodies, &now];
+                tx.execute(&slots, &p).await
+            },
+            async {
+                if change_uuids.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 4] = [&account, &change_uuids, &change_seqs, &now];
+                tx.execute(&changes, &p).await
+            },
+            async {
+                if last == first {
+                    return Ok(0);
+                }
+                tx.execute(&feed, &[&account, &last]).await
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// Creates among `fresh`: finds each one's project and reserves its UUID with the
+/// request's fingerprint; refusals (no such project, UUID taken by another request) are
+/// decided and leave `fresh`. Returns the project of each UUID still going on.
+async fn reserve(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    items: &[Mutation],
+    fresh: &mut Vec<usize>,
+    decided: &mut [Option<Decided>],
+    now: i64,
+) -> Result<HashMap<Uuid, i64>> {
+    let mut wanted: HashMap<usize, String> = HashMap::new();
+    for &i in fresh.iter() {
+        let body: NewTask = serde_json::from_str(&items[i].request)
+            .map_err(|e| DbError::CommitFailed(e.to_string()))?;
+        wanted.insert(i, body.project);
+    }
+    let prefixes: Vec<String> = wanted
+        .values()
+        .filter_map(|p| Prefix::parse(p).ok())
+        .map(|p| p.as_str().to_owned())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let ids: HashMap<String, i64> = tx
+        .query(
+            &stmt(
+                tx,
+                "SELECT prefix, project_id FROM prefixes WHERE account_id = $1
+                 AND prefix = ANY($2)",
+            )
+            .await?,
+            &[&account, &prefixes],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut rows: BTreeMap<Uuid, (i64, Vec<u8>, Option<Uuid>)> = BTreeMap::new();
+    fresh.retain(|&i| {
+        let asked = &wanted[&i];
+        let id = Prefix::parse(asked)
+            .ok()
+            .and_then(|p| ids.get(p.as_str()).copied());
+        match id {
+            Some(id) => {
+                rows.entry(items[i].uuid)
+                    .or_insert_with(|| (id, items[i].fp.clone(), items[i].parent));
+                true
+            }
+            None => {
+                decided[i] = Some(Decided::Refused(Refusal::NoProject(asked.clone())));
+                false
+            }
+        }
+    });
+    let uuids: Vec<Uuid> = rows.keys().copied().collect();
+    let projects: Vec<i64> = rows.values().map(|r| r.0).collect();
+    let fps: Vec<&[u8]> = rows.values().map(|r| r.1.as_slice()).collect();
+    let parents: Vec<Option<Uuid>> = rows.values().map(|r| r.2).collect();
+    let [insert, read] = prepare(
+        tx,
+        [
+            "INSERT INTO tasks (account_id, uuid, project_id, fingerprint, created_at, parent_uuid)
+             SELECT $1, u, p, f, $5, pa
+             FROM UNNEST($2::uuid[], $3::bigint[], $4::bytea[], $6::uuid[]) AS t(u, p, f, pa)
+             ORDER BY u
+             ON CONFLICT (account_id, uuid) DO NOTHING",
+            "SELECT uuid, project_id, fingerprint FROM tasks
+             WHERE account_id = $1 AND uuid = ANY($2)",
+        ],
+    )
+    .await?;
+    // A reservation made meanwhile by another request is read back, not replaced (the read
+    // is sent behind the insert and runs after it).
+    let (_, read) = tokio::try_join!(
+        async {
+            let p: [&(dyn ToSql + Sync); 6] = [&account, &uuids, &projects, &fps, &now, &parents];
+            tx.execute(&insert, &p).await
+        },
+        async { tx.query(&read, &[&account, &uuids]).await },
+    )?;
+    let reserved: HashMap<Uuid, (i64, Vec<u8>)> = read
+        .iter()
+        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .collect();
+    let mut project_of = HashMap::new();
+    let mut vanished = false;
+    fresh.retain(|&i| {
+        let it = &items[i];
+        match reserved.get(&it.uuid) {
+            Some((p, fp)) if *fp == it.fp => {
+                project_of.insert(it.uuid, *p);
+                true
+            }
+            Some(_) => {
+                decided[i] = Some(Decided::Refused(Refusal::TaskExists(it.uuid)));
+                false
+            }
+            None => {
+                vanished = true;
+                false
+            }
+        }
+    });
+    if vanished {
+        return Err(failed("task reservation vanished"));
+    }
+    Ok(project_of)
+}
+
+/// Updates among `fresh`: a task with a current key goes on; one without is refused
+/// (`409 task_not_committed` if reserved, else `404`) and leaves `fresh`.
+async fn updatable(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    items: &[Mutation],
+    fresh: &mut Vec<usize>,
+    decided: &mut [Option<Decided>],
+) -> Result<HashMap<Uuid, i64>> {
+    let uuids: Vec<Uuid> = fresh.iter().map(|&i| items[i].uuid).collect();
+    let [keyed, reserved] = prepare(
+        tx,
+        [
+            "SELECT task_uuid FROM keys WHERE account_id = $1 AND task_uuid = ANY($2) AND current",
+            "SELECT uuid FROM tasks WHERE account_id = $1 AND uuid = ANY($2)",
+        ],
+    )
+    .await?;
+    let (keyed, reserved) = tokio::try_join!(
+        async { tx.query(&keyed, &[&account, &uuids]).await },
+        async { tx.query(&reserved, &[&account, &uuids]).await },
+    )?;
+    let keyed: HashSet<Uuid> = keyed.iter().map(|r| r.get(0)).collect();
+    let reserved: HashSet<Uuid> = reserved.iter().map(|r| r.get(0)).collect();
+    fresh.retain(|&i| {
+        let u = items[i].uuid;
+        if keyed.contains(&u) {
+            return true;
+        }
+        decided[i] = Some(Decided::Refused(Refusal::NotUpdatable {
+            uuid: u,
+            reserved: reserved.contains(&u),
+        }));
+        false
+    });
+    Ok(HashMap::new())
+}

@@ -1,0 +1,161 @@
+//! Moves on PostgreSQL, inside phase 2's commit (the account row is locked, so nothing else
+//! numbers in the account meanwhile): the same steps as SQLite's `move_tree`, one statement
+//! each. Moves are rare; they do not take the batched path.
+use std::collections::{HashMap, VecDeque};
+
+use deadpool_postgres::{GenericClient, Transaction};
+use tokio_postgres::Row;
+use uuid::Uuid;
+
+use super::current_key;
+use crate::error::{DbError, Result};
+use callsign_storage::{AccountId, KeyRow};
+
+/// The id of the project a prefix names (its current prefix or an earlier one).
+pub(super) async fn project_id(
+    c: &impl GenericClient,
+    account: AccountId,
+    prefix: &str,
+) -> Result<Option<i64>> {
+    Ok(c.query_opt(
+        "SELECT project_id FROM prefixes WHERE account_id = $1 AND prefix = $2",
+        &[&account, &prefix],
+    )
+    .await?
+    .map(|r| r.get(0)))
+}
+
+/// The keys tasks `$2` had before their current ones, oldest first (read by
+/// [`previous_rows`]): each key row by every prefix its project had while it was in force
+/// (`epoch ..= until_epoch`), but the current row by its present prefix.
+pub(super) const PREVIOUS_KEYS: &str = "SELECT k.task_uuid, k.project_id, h.prefix, k.number,
+            k.scope
+     FROM keys k JOIN projects p ON p.id = k.project_id
+     JOIN prefix_epochs h ON h.project_id = k.project_id AND h.epoch >= k.epoch
+                         AND h.epoch <= COALESCE(k.until_epoch, p.epoch)
+     WHERE k.account_id = $1 AND k.task_uuid = ANY($2)
+       AND NOT (k.current AND h.prefix = p.prefix)
+     ORDER BY k.assigned_at, k.project_id, k.scope, k.number, h.epoch";
+
+/// The keys each of `uuids` had before its current one, oldest first (tasks with none are
+/// absent).
+pub(super) async fn previous_keys(
+    c: &impl GenericClient,
+    account: AccountId,
+    uuids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<String>>> {
+    let st = c.prepare_cached(PREVIOUS_KEYS).await?;
+    Ok(previous_rows(&c.query(&st, &[&account, &uuids]).await?))
+}
+
+/// Rows of [`PREVIOUS_KEYS`], by task.
+pub(super) fn previous_rows(rows: &[Row]) -> HashMap<Uuid, Vec<String>> {
+    let mut out: HashMap<Uuid, Vec<String>> = HashMap::new();
+    for r in rows {
+        let key = KeyRow {
+            project_id: r.get(1),
+            prefix: r.get(2),
+            number: r.get(3),
+            scope: r.get(4),
+        };
+        // A project that took back an earlier prefix names a row by it twice.
+        let keys = out.entry(r.get(0)).or_default();
+        let key = key.key();
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    out
+}
+
+/// Gives `uuid` the next number of `(project, scope)` as its current key; the old key stays.
+async fn rekey(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+    scope: &str,
+    now: i64,
+) -> Result<()> {
+    let n: i64 = tx
+        .query_one(
+            "INSERT INTO counters (project_id, scope, last) VALUES ($1, $2, 1)
+             ON CONFLICT (project_id, scope) DO UPDATE SET last = counters.last + 1
+             RETURNING last",
+            &[&project, &scope],
+        )
+        .await?
+        .get(0);
+    tx.execute(
+        "UPDATE keys SET current = false, until_epoch = p.epoch FROM projects p
+         WHERE keys.account_id = $1 AND keys.task_uuid = $2 AND keys.current
+           AND p.id = keys.project_id",
+        &[&account, &uuid],
+    )
+    .await?;
+    tx.execute(
+        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
+         SELECT $1, $2, $3, $4, $5, $6, epoch FROM projects WHERE id = $2",
+        &[&account, &project, &scope, &n, &uuid, &now],
+    )
+    .await?;
+    set_project(tx, account, uuid, project).await
+}
+
+/// Puts a reserved task in another project (a subtask follows its parent).
+pub(super) async fn set_project(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+) -> Result<()> {
+    tx.execute(
+        "UPDATE tasks SET project_id = $3 WHERE account_id = $1 AND uuid = $2",
+        &[&account, &uuid, &project],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Moves a task and its subtasks to `project` (see SQLite's `move_tree`): the task takes the
+/// project's next number, each subtask (parents first, siblings by old number) the next number
+/// under its parent's new key; subtasks with no key yet only change project. Returns the
+/// subtasks moved.
+pub(super) async fn move_tree(
+    tx: &Transaction<'_>,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+    now: i64,
+) -> Result<Vec<Uuid>> {
+    rekey(tx, account, uuid, project, "", now).await?;
+    let mut moved = Vec::new();
+    let mut queue = VecDeque::from([uuid]);
+    while let Some(parent) = queue.pop_front() {
+        let scope = current_key(tx, account, parent)
+            .await?
+            .ok_or_else(|| DbError::CommitFailed("a moved task has no key".into()))?
+            .child_scope();
+        let rows = tx
+            .query(
+                "SELECT t.uuid, k.number FROM tasks t
+                 LEFT JOIN keys k ON k.account_id = t.account_id AND k.task_uuid = t.uuid
+                                 AND k.current
+                 WHERE t.account_id = $1 AND t.parent_uuid = $2
+                 ORDER BY k.number NULLS LAST, t.uuid",
+                &[&account, &parent],
+            )
+            .await?;
+        for r in rows {
+            let (child, number): (Uuid, Option<i64>) = (r.get(0), r.get(1));
+            if number.is_none() {
+                set_project(tx, account, child, project).await?;
+                continue;
+            }
+            rekey(tx, account, child, project, &scope, now).await?;
+            moved.push(child);
+            queue.push_back(child);
+        }
+    }
+    Ok(moved)
+}

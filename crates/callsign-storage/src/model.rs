@@ -1,0 +1,323 @@
+//! The task model every task store shares: a task's content as TaskChampion holds it
+//! ([`Snapshot`]), and the edits of a group commit ([`Group`]: [`create`], [`update`],
+//! [`set_keys`]) built with TaskChampion's own `TaskData::update`, so each backend writes the
+//! same properties the same way. Properties written: `description`, `status`, `entry`,
+//! `modified`, `end`, `project` (the prefix), `tag_*`, `due`, `priority`, and the user-defined
+//! attributes `notes`, `key`, `conflicts`, `created_by` and `assignee` (Taskwarrior 3 with
+//! `uda.key.type=string` shows the key).
+use std::collections::HashMap;
+
+use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_core::merge::{self, Conflict, Fields};
+use callsign_core::Priority;
+use chrono::{DateTime, Utc};
+use taskchampion::{Operations, TaskData};
+use uuid::Uuid;
+
+use crate::{AccountId, Error, Result};
+
+/// A task's content as TaskChampion holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub uuid: Uuid,
+    pub description: String,
+    pub notes: String,
+    pub status: TaskStatus,
+    pub tags: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub modified_at: DateTime<Utc>,
+    /// Taskwarrior's `due` (Unix seconds in the store, so whole seconds here).
+    pub due: Option<DateTime<Utc>>,
+    /// Taskwarrior's `priority`; a value other than `H`, `M` or `L` (Taskwarrior allows
+    /// configured ones) reads as none.
+    pub priority: Option<Priority>,
+    pub key: Option<String>,
+    /// Taskwarrior's `project` (the allocation store's key, not this, names the project the
+    /// API reports).
+    pub project: Option<String>,
+    /// Values replaced by concurrent edits of the same field (`callsign_core::merge`), kept in
+    /// the property `conflicts` as JSON.
+    pub conflicts: Vec<Conflict>,
+    /// The properties `created_by` (stamped from the creating token's member) and `assignee`.
+    pub created_by: Option<String>,
+    pub assignee: Option<String>,
+}
+
+impl Snapshot {
+    pub fn of(task: &TaskData) -> Snapshot {
+        let status = match task.get("status") {
+            Some("completed") => TaskStatus::Completed,
+            Some("deleted") => TaskStatus::Deleted,
+            _ => TaskStatus::Pending,
+        };
+        let time = |p: &str| {
+            task.get(p)
+                .and_then(|v| v.parse::<i64>().ok())
+                .and_then(|secs| DateTime::from_timestamp(secs, 0))
+        };
+        let entry = time("entry").unwrap_or_default();
+        let mut tags: Vec<String> = task
+            .properties()
+            .filter_map(|p| p.strip_prefix("tag_"))
+            .map(str::to_owned)
+            .collect();
+        tags.sort();
+        Snapshot {
+            uuid: task.get_uuid(),
+            description: task.get("description").unwrap_or("").to_owned(),
+            notes: task.get("notes").unwrap_or("").to_owned(),
+            status,
+            tags,
+            created_at: entry,
+            modified_at: time("modified").unwrap_or(entry),
+            due: time("due"),
+            priority: task.get("priority").and_then(|p| Priority::parse(p).ok()),
+            key: task.get("key").map(str::to_owned),
+            project: task.get("project").map(str::to_owned),
+            conflicts: task
+                .get(CONFLICTS)
+                .and_then(|c| serde_json::from_str(c).ok())
+                .unwrap_or_default(),
+            created_by: task.get(CREATED_BY).map(str::to_owned),
+            assignee: task.get(ASSIGNEE).map(str::to_owned),
+        }
+    }
+
+    /// The fields concurrent edits merge.
+    pub fn fields(&self) -> Fields {
+        Fields {
+            description: self.description.clone(),
+            notes: self.notes.clone(),
+            status: self.status,
+            tags: self.tags.clone(),
+            due: self.due,
+            priority: self.priority,
+        }
+    }
+
+    /// True when every field the patch sets already has the patched value.
+    pub fn reflects(&self, patch: &TaskPatch) -> bool {
+        let mut tags = self.tags.clone();
+        tags.sort();
+        patch
+            .description
+            .as_ref()
+            .is_none_or(|d| *d == self.description)
+            && patch.notes.as_ref().is_none_or(|n| *n == self.notes)
+            && patch.status.is_none_or(|s| s == self.status)
+            && patch
+                .due
+                .is_none_or(|d| d.map(|t| t.timestamp()) == self.due.map(|t| t.timestamp()))
+            && patch.priority.is_none_or(|p| p == self.priority)
+            && patch
+                .project
+                .as_ref()
+                .is_none_or(|p| Some(p) == self.project.as_ref())
+            && patch.assignee.as_ref().is_none_or(|a| *a == self.assignee)
+            && patch.tags.as_ref().is_none_or(|t| {
+                match patch.base.as_ref().and_then(|b| b.tags.as_ref()) {
+                    // Merged as a set: what it added is there, what it removed is not.
+                    Some(base) => {
+                        t.iter()
+                            .filter(|x| !base.contains(x))
+                            .all(|x| tags.contains(x))
+                            && base
+                                .iter()
+                                .filter(|x| !t.contains(x))
+                                .all(|x| !tags.contains(x))
+                    }
+                    None => {
+                        let mut t = t.clone();
+                        t.sort();
+                        t.dedup();
+                        t == tags
+                    }
+                }
+            })
+            && !self
+                .conflicts
+                .iter()
+                .any(|c| patch.resolve.contains(&c.field))
+    }
+}
+
+/// The accounts whose replica failed its last open, read or commit, with the error; an entry
+/// goes when the replica next works. `/readyz` reports them.
+#[derive(Clone, Default)]
+pub struct Failing(std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<AccountId, String>>>);
+
+impl Failing {
+    pub fn record<T>(&self, account: AccountId, res: &Result<T>) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match res {
+            Ok(_) => {
+                m.remove(&account);
+            }
+            // Pressure on the whole process, not this account's database.
+            Err(Error::OutOfFiles { .. }) => {}
+            Err(e) => {
+                m.insert(account, e.to_string());
+            }
+        }
+    }
+
+    pub fn list(&self) -> Vec<(AccountId, String)> {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.iter().map(|(a, e)| (*a, e.clone())).collect()
+    }
+}
+
+/// Uncommitted work of one group, per account: the operations, and every task read or changed
+/// so far (so a later command in the group sees an earlier one's changes).
+#[derive(Default)]
+pub struct Group {
+    pub ops: Operations,
+    pub tasks: HashMap<Uuid, Option<TaskData>>,
+}
+
+/// Creates the tasks that do not exist (their UUIDs are loaded in the group).
+pub fn create(group: &mut Group, tasks: Vec<(Uuid, NewTask)>) -> Vec<Snapshot> {
+    let now = Utc::now();
+    let mut out = Vec::with_capacity(tasks.len());
+    for (uuid, new) in tasks {
+        let entry = group.tasks.entry(uuid).or_insert(None);
+        let task = entry.get_or_insert_with(|| {
+            let mut task = TaskData::create(uuid, &mut group.ops);
+            fill_new(&mut task, new, now, &mut group.ops);
+            task
+        });
+        out.push(Snapshot::of(task));
+    }
+    out
+}
+
+pub fn update(group: &mut Group, patches: Vec<(Uuid, TaskPatch)>) -> Vec<Option<Snapshot>> {
+    let now = Utc::now();
+    patches
+        .into_iter()
+        .map(|(uuid, patch)| {
+            let task = group.tasks.get_mut(&uuid)?.as_mut()?;
+            apply_patch(task, patch, now, &mut group.ops);
+            Some(Snapshot::of(task))
+        })
+        .collect()
+}
+
+/// Writes each key, and the project its prefix names (a moved task's subtasks change project
+/// by their new keys).
+pub fn set_keys(group: &mut Group, keys: Vec<(Uuid, String)>) {
+    for (uuid, key) in keys {
+        if let Some(Some(task)) = group.tasks.get_mut(&uuid) {
+            if let Ok(k) = callsign_core::TaskKey::parse(&key) {
+                if task.get("project") != Some(k.prefix.as_str()) {
+                    task.update("project", Some(k.prefix.to_string()), &mut group.ops);
+                }
+            }
+            if task.get("key") != Some(key.as_str()) {
+                task.update("key", Some(key), &mut group.ops);
+            }
+        }
+    }
+}
+
+fn secs(t: DateTime<Utc>) -> Option<String> {
+    Some(t.timestamp().to_string())
+}
+
+/// Sets status, and `end` as Taskwarrior does: set when a task leaves pending, cleared when it
+/// returns.
+fn set_status(task: &mut TaskData, status: TaskStatus, now: DateTime<Utc>, ops: &mut Operations) {
+    task.update("status", Some(status.as_str().to_owned()), ops);
+    match status {
+        TaskStatus::Pending if task.has("end") => task.update("end", None, ops),
+        TaskStatus::Completed | TaskStatus::Deleted if !task.has("end") => {
+            task.update("end", secs(now), ops)
+        }
+        _ => {}
+    }
+}
+
+fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Operations) {
+    task.update("entry", secs(new.created_at.unwrap_or(now)), ops);
+    task.update("modified", secs(now), ops);
+    task.update("description", Some(new.description), ops);
+    set_status(task, new.status.unwrap_or(TaskStatus::Pending), now, ops);
+    task.update("project", Some(new.project.to_ascii_uppercase()), ops);
+    if !new.notes.is_empty() {
+        task.update("notes", Some(new.notes), ops);
+    }
+    set_tags(task, &new.tags, ops);
+    if new.due.is_some() {
+        task.update("due", new.due.and_then(secs), ops);
+    }
+    if let Some(p) = new.priority {
+        task.update("priority", Some(p.as_str().to_owned()), ops);
+    }
+    if new.created_by.is_some() {
+        task.update(CREATED_BY, new.created_by, ops);
+    }
+    if new.assignee.is_some() {
+        task.update(ASSIGNEE, new.assignee, ops);
+    }
+}
+
+/// The task properties that name members (Taskwarrior shows them as UDAs).
+const CREATED_BY: &str = "created_by";
+const ASSIGNEE: &str = "assignee";
+
+/// The task property that holds a task's conflicts (JSON; absent when there are none).
+const CONFLICTS: &str = "conflicts";
+
+/// Applies a patch merged field by field with what the task holds now
+/// (`callsign_core::merge`): a concurrent edit of the same field records the value it replaces.
+fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &mut Operations) {
+    let before = Snapshot::of(task);
+    let mut conflicts = before.conflicts.clone();
+    let patch = merge::merge(&before.fields(), &patch, &mut conflicts, now);
+    if conflicts != before.conflicts {
+        let json = (!conflicts.is_empty())
+            .then(|| serde_json::to_string(&conflicts).ok())
+            .flatten();
+        task.update(CONFLICTS, json, ops);
+    }
+    task.update("modified", secs(now), ops);
+    if let Some(d) = patch.description {
+        task.update("description", Some(d), ops);
+    }
+    if let Some(n) = patch.notes {
+        task.update("notes", Some(n), ops);
+    }
+    if let Some(s) = patch.status {
+        set_status(task, s, now, ops);
+    }
+    if let Some(tags) = patch.tags {
+        set_tags(task, &tags, ops);
+    }
+    if let Some(due) = patch.due {
+        task.update("due", due.and_then(secs), ops);
+    }
+    if let Some(p) = patch.priority {
+        task.update("priority", p.map(|p| p.as_str().to_owned()), ops);
+    }
+    if let Some(p) = patch.project {
+        task.update("project", Some(p), ops);
+    }
+    if let Some(a) = patch.assignee {
+        task.update(ASSIGNEE, a, ops);
+    }
+}
+
+fn set_tags(task: &mut TaskData, tags: &[String], ops: &mut Operations) {
+    let current: Vec<String> = task
+        .properties()
+        .filter(|p| p.starts_with("tag_"))
+        .cloned()
+        .collect();
+    let wanted: Vec<String> = tags.iter().map(|t| format!("tag_{t}")).collect();
+    for p in current.iter().filter(|p| !wanted.contains(p)) {
+        task.update(p, None, ops);
+    }
+    for p in wanted.iter().filter(|p| !current.contains(p)) {
+        task.update(p, Some(String::new()), ops);
+    }
+}
