@@ -33,7 +33,12 @@ pub mod sync_loop;
 pub mod undo;
 pub mod verify;
 
-pub use engine::{matches_filter, Engine, JoinReport, LoginReport, NewTaskInput, Options};
+// Straight from the engine's modules: re-exported by `engine`, they would have it import the
+// modules that import it.
+pub use engine::drain::LoginReport;
+pub use engine::grammar::matches_filter;
+pub use engine::team::JoinReport;
+pub use engine::{Engine, NewTaskInput, Options};
 pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, Sort, SyncState};

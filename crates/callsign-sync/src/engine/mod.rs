@@ -5,16 +5,13 @@
 //! holding the data dir's sync lock talks to the server; any other process only queues, and the
 //! loop notices its rows within a tick.
 mod control;
-mod drain;
-mod grammar;
+pub(crate) mod drain;
+pub(crate) mod grammar;
 mod rename;
-mod team;
+pub(crate) mod team;
 
-pub use drain::LoginReport;
-pub use grammar::matches_filter;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-pub use team::JoinReport;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
 use callsign_core::merge::Field;

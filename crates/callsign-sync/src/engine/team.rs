@@ -6,7 +6,8 @@ use std::time::Duration;
 use callsign_core::dto::{Invite, JoinRequest, Member, NewInvite, TaskPatch};
 use callsign_core::{MemberName, Role};
 
-use super::{Engine, LoginReport};
+use super::drain::LoginReport;
+use super::Engine;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::model::LocalTask;

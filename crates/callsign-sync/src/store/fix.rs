@@ -1,40 +1,20 @@
 //! Getting a task unstuck: giving a provisional task another project (a refused one is sent
 //! again; the local inbox's go to a server project), and discarding what the server never
-//! accepted. Each is one transaction, and each re-checks the outbox inside it, so a row the
-//! sync loop claimed meanwhile is never rewritten (a sent request stays frozen).
-use callsign_core::dto::{MutationOp, NewTask, TaskPatch};
-use callsign_core::{Prefix, LOCAL_PROJECT};
+//! accepted. Each is one transaction (opened in `edit`, as every local edit's is; the pieces here
+//! run inside the caller's), and each re-checks the outbox inside it, so a row the sync loop
+//! claimed meanwhile is never rewritten (a sent request stays frozen).
+use callsign_core::dto::{MutationOp, NewTask};
+use callsign_core::Prefix;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Transaction};
 use uuid::Uuid;
 
 use super::outbox::{retry_failed_in, rows_of, set_body};
-use super::{Store, CURSOR};
 use crate::error::{Error, Result};
 use crate::model::{OutboxRow, RowState};
-use crate::undo::Journal;
-
-/// What [`Store::discard`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Discarded {
-    /// The server never accepted anything of the task: it is gone from this device.
-    Removed,
-    /// The task keeps its key; its refused changes were dropped (the server's values come back
-    /// with the next pull, which starts over).
-    Changes(usize),
-}
-
-/// What [`Store::send_inbox`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SentInbox {
-    /// Tasks now queued for the server project.
-    pub moved: Vec<Uuid>,
-    /// Deleted inbox tasks, removed instead of being sent.
-    pub removed: Vec<Uuid>,
-}
 
 /// The task's key (`None` while provisional), or `NotFound`.
-fn task_key(tx: &Transaction<'_>, uuid: Uuid) -> Result<Option<String>> {
+pub(super) fn task_key(tx: &Transaction<'_>, uuid: Uuid) -> Result<Option<String>> {
     tx.query_row(
         "SELECT key FROM tasks WHERE uuid = ?1",
         [uuid.to_string()],
@@ -46,7 +26,7 @@ fn task_key(tx: &Transaction<'_>, uuid: Uuid) -> Result<Option<String>> {
 
 /// The server has never accepted a request of this task: no key, and every open row is either
 /// unsent or refused (none is on the wire or waiting for a retry of a sent request).
-fn never_accepted(key: &Option<String>, rows: &[OutboxRow]) -> bool {
+pub(super) fn never_accepted(key: &Option<String>, rows: &[OutboxRow]) -> bool {
     key.is_none()
         && rows
             .iter()
@@ -157,7 +137,7 @@ pub(super) fn detach_children(
 }
 
 /// The provisional subtasks of a task, and theirs, in no particular order.
-fn descendants(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<Uuid>> {
+pub(super) fn descendants(tx: &Transaction<'_>, uuid: Uuid) -> Result<Vec<Uuid>> {
     let mut out = Vec::new();
     let mut next = vec![uuid];
     while let Some(u) = next.pop() {
@@ -183,118 +163,4 @@ pub(super) fn remove_in(tx: &Transaction<'_>, uuid: Uuid) -> Result<()> {
     tx.execute("DELETE FROM outbox WHERE uuid = ?1", [&u])?;
     tx.execute("DELETE FROM tasks WHERE uuid = ?1", [&u])?;
     Ok(())
-}
-
-impl Store {
-    /// Gives a task the server has not numbered another project. Refused before it goes:
-    /// a task with a key, or whose create is on the wire (or sent and waiting to be retried).
-    /// A refused create is queued again, under a new idempotency key. The move goes on the
-    /// undo journal as `journal` says (its revert: the project it had).
-    pub fn set_project(
-        &mut self,
-        uuid: Uuid,
-        project: &Prefix,
-        mut new_key: impl FnMut() -> String,
-        now: DateTime<Utc>,
-        journal: Journal,
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        let before = super::tasks::task_in(&tx, uuid)?;
-        let revert = TaskPatch {
-            project: Some(before.project),
-            ..TaskPatch::default()
-        };
-        super::undo::journal(&tx, journal, uuid, &revert, now)?;
-        set_project_in(&tx, uuid, project, &mut new_key, now, false)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Sends every task of the local inbox to the server project `project` (queues them in
-    /// capture order, as they were); inbox tasks the user deleted are removed instead, since the
-    /// server never had them. One transaction.
-    pub fn send_inbox(
-        &mut self,
-        project: &Prefix,
-        mut new_key: impl FnMut() -> String,
-        now: DateTime<Utc>,
-    ) -> Result<SentInbox> {
-        if project.is_local() {
-            return Err(Error::Invalid(format!(
-                "{LOCAL_PROJECT} is this device's inbox: choose a server project"
-            )));
-        }
-        let tx = self.conn.transaction()?;
-        let tasks: Vec<String> = {
-            // Subtasks go with their parents.
-            let mut stmt = tx.prepare(
-                "SELECT uuid FROM tasks WHERE project = ?1 AND key IS NULL
-                    AND parent IS NULL ORDER BY created_at, rowid",
-            )?;
-            let rows = stmt
-                .query_map([LOCAL_PROJECT], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            rows
-        };
-        let mut out = SentInbox::default();
-        let mut tasks: std::collections::VecDeque<Uuid> = tasks
-            .iter()
-            .map(|u| Uuid::parse_str(u).map_err(|e| Error::Invalid(e.to_string())))
-            .collect::<Result<_>>()?;
-        while let Some(uuid) = tasks.pop_front() {
-            let status: String = tx.query_row(
-                "SELECT status FROM tasks WHERE uuid = ?1",
-                [uuid.to_string()],
-                |r| r.get(0),
-            )?;
-            if status == "deleted" && never_accepted(&None, &rows_of(&tx, uuid)?) {
-                // Its subtasks go on as tasks of their own.
-                tasks.extend(detach_children(&tx, uuid, now)?);
-                remove_in(&tx, uuid)?;
-                out.removed.push(uuid);
-            } else {
-                set_project_in(&tx, uuid, project, &mut new_key, now, false)?;
-                out.moved.push(uuid);
-                out.moved.extend(descendants(&tx, uuid)?);
-            }
-        }
-        tx.commit()?;
-        Ok(out)
-    }
-
-    /// Discards what the server refused or never saw. A task the server never accepted
-    /// (no key; each request unsent or refused) is removed from this device. A numbered task
-    /// loses its refused changes; the change feed is read again from the start so the server's
-    /// values replace the local ones. Anything else has nothing to discard. The provisional
-    /// subtasks of a removed task stay, as tasks of their own.
-    pub fn discard(&mut self, uuid: Uuid, now: DateTime<Utc>) -> Result<Discarded> {
-        let tx = self.conn.transaction()?;
-        let key = task_key(&tx, uuid)?;
-        let rows = rows_of(&tx, uuid)?;
-        let failed = rows.iter().filter(|r| r.state == RowState::Failed).count();
-        let done = if never_accepted(&key, &rows) {
-            detach_children(&tx, uuid, now)?;
-            remove_in(&tx, uuid)?;
-            Discarded::Removed
-        } else if failed > 0 {
-            tx.execute(
-                "DELETE FROM outbox WHERE uuid = ?1 AND state = 'failed'",
-                [uuid.to_string()],
-            )?;
-            tx.execute("DELETE FROM kv WHERE name = ?1", [CURSOR])?;
-            Discarded::Changes(failed)
-        } else {
-            return Err(Error::Invalid(format!(
-                "{} has no refused change to discard",
-                key.unwrap_or_else(|| uuid.to_string())
-            )));
-        };
-        tx.commit()?;
-        Ok(done)
-    }
-
-    /// True when the server refused this task's create (it has no key and waits for the user).
-    pub fn create_refused(&self, uuid: Uuid) -> Result<bool> {
-        create_refused_in(&self.conn, uuid)
-    }
 }

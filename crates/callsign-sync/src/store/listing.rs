@@ -9,7 +9,8 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use super::tasks::{held_by, task_row, with_facts, OutboxFacts, TaskQuery, TASK_COLUMNS};
+use super::tasks::{held_by, task_row, with_facts, OutboxFacts, TASK_COLUMNS};
+use super::types::TaskQuery;
 use super::Store;
 use crate::error::Result;
 use crate::model::LocalTask;

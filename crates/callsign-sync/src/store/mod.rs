@@ -4,11 +4,17 @@
 //! task row and its outbox row at once), with `synchronous = FULL`, so a task the user has seen
 //! is on disk. Several processes may open the same store (the app and the CLI); SQLite's locking
 //! and a busy timeout serialise them.
+//!
+//! A local edit's transaction is opened in `edit`, which calls the others inside it (`tasks`,
+//! `outbox`, `undo`, `fix`); none of them imports `edit`. The types callers see are in `types`,
+//! which imports nothing of the store.
+mod edit;
 mod fix;
 mod listing;
 mod outbox;
 mod reconcile;
 mod tasks;
+mod types;
 mod undo;
 
 use std::path::Path;
@@ -20,10 +26,7 @@ use rusqlite_migration::{Migrations, M};
 
 use crate::error::Result;
 
-pub use fix::{Discarded, SentInbox};
-pub use outbox::Counts;
-pub use reconcile::CURSOR;
-pub use tasks::{TaskFilter, TaskQuery};
+pub use types::{Counts, Discarded, SentInbox, TaskFilter, TaskQuery};
 
 static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -40,6 +43,9 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
 });
 
 pub const DB_FILE: &str = "callsign.sqlite3";
+
+/// The cursor of the server's change feed.
+pub const CURSOR: &str = "sync.cursor";
 
 /// [`Store::write_stamp`]: (`data_version`, `total_changes`).
 pub type WriteStamp = (i64, u64);

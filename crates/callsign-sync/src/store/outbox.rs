@@ -1,14 +1,15 @@
-//! Outbox rows: queueing, claiming a batch, recording answers, stale reset, user retry.
+//! Outbox rows: queueing, claiming a batch, recording answers, stale reset, user retry (whose
+//! transaction, [`Store::retry_failed`], is opened in `edit`, as every local edit's is).
 //! Each state change follows [`crate::outbox_state::transition`]; the `WHERE state = ...` of each
 //! statement is that table's precondition, so a row in the wrong state is left alone.
 use callsign_core::dto::{MutationOp, TaskPatch};
 use std::collections::HashMap;
 
 use rusqlite::{params, Row, Transaction};
-use serde::Serialize;
 use uuid::Uuid;
 
-use super::tasks::{task_row, TASK_COLUMNS};
+use super::tasks::{task_row, uuid_array, TASK_COLUMNS};
+use super::types::Counts;
 use super::Store;
 use crate::error::{Error, Result};
 use crate::model::{op_str, parse_op, OutboxRow, RowState};
@@ -16,12 +17,6 @@ use crate::model::{op_str, parse_op, OutboxRow, RowState};
 pub(super) const COLUMNS: &str =
     "id, uuid, op, idempotency_key, body, state, sent, try_count, last_error,
     created_at, last_touch, next_attempt_at";
-
-/// `uuids` as a JSON array, for `json_each(?)`: a whole set in one bound parameter.
-pub(super) fn uuid_array(uuids: impl IntoIterator<Item = Uuid>) -> String {
-    let all: Vec<String> = uuids.into_iter().map(|u| u.to_string()).collect();
-    serde_json::to_string(&all).unwrap_or_else(|_| "[]".into())
-}
 
 pub(super) fn map_row(r: &Row<'_>) -> rusqlite::Result<OutboxRow> {
     let bad = |i: usize| {
@@ -83,20 +78,6 @@ pub(super) fn set_body(
         params![id, body.to_string(), now.timestamp_millis()],
     )?;
     Ok(())
-}
-
-/// What the sync indicator counts, in tasks (not outbox rows), so the header and the rows say
-/// the same thing: each task is counted once, by what its open rows say.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    /// Tasks with a change queued to be sent and none on the wire.
-    pub pending: u64,
-    /// Tasks with a request on the wire.
-    pub in_flight: u64,
-    /// Tasks with a request the server refused (they wait for the user).
-    pub failed: u64,
-    /// Tasks in the local inbox (kept on this device until sent to a server project).
-    pub local: u64,
 }
 
 /// The uuids of the local inbox's tasks: their rows stay queued, unsent, until the user sends
@@ -219,29 +200,6 @@ impl Store {
             "UPDATE outbox SET state = 'pending', next_attempt_at = NULL WHERE state = 'in_progress'",
             [],
         )?)
-    }
-
-    /// The user's retry of a task's failed rows: `failed -> pending` under a NEW idempotency key
-    /// (`new_key(i)` for the i-th row), tries counted afresh. Returns how many rows were retried.
-    ///
-    /// A retried update carries the task's current local values for the fields it sets, not the
-    /// values it failed with: later edits may have been sent and accepted since, and resending
-    /// the old values after them would undo them on the server.
-    pub fn retry_failed(
-        &mut self,
-        uuid: Uuid,
-        mut new_key: impl FnMut() -> String,
-        now_ms: i64,
-    ) -> Result<usize> {
-        let tx = self.conn.transaction()?;
-        let n = retry_failed_in(&tx, uuid, &mut new_key, now_ms)?;
-        tx.commit()?;
-        if n == 0 {
-            return Err(Error::Invalid(format!(
-                "task {uuid} has no failed request to retry"
-            )));
-        }
-        Ok(n)
     }
 
     /// Every outbox row of a task, in order (tests look at what a change queued).

@@ -14,13 +14,10 @@ use callsign_core::dto::Task;
 use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::tasks::ts;
-use super::Store;
+use super::{Store, CURSOR};
 use crate::error::Result;
 use crate::model::OutboxRow;
 use crate::outbox_state::Outcome;
-
-/// The cursor of the server's change feed.
-pub const CURSOR: &str = "sync.cursor";
 
 fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
     let u = t.uuid.to_string();

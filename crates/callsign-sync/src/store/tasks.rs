@@ -1,18 +1,18 @@
-//! Task rows: local create and edit (each one transaction with its outbox row), lookup. Listing
-//! many tasks is in `listing`.
+//! Task rows: how one is read (its columns, a row as a task), lookup. Local create and edit
+//! (each one transaction with its outbox row) are in `edit`; listing many tasks is in `listing`.
 use std::collections::HashMap;
 
-use callsign_core::dto::{MutationOp, NewTask, TaskPatch, TaskStatus};
+use callsign_core::dto::TaskStatus;
 use callsign_core::{Priority, TaskKey, TaskRef};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 use uuid::Uuid;
 
+#[cfg(test)]
+use super::types::TaskQuery;
 use super::Store;
 use crate::error::{Error, Result};
-use crate::fold::{fold, Fold};
 use crate::model::{LocalTask, SyncState};
-use crate::undo::{revert_of, revert_of_capture, Journal, UndoKind};
 
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
@@ -34,25 +34,6 @@ const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, 
     (SELECT COUNT(*) FROM tasks c WHERE c.parent = t.uuid),
     (SELECT COUNT(*) FROM tasks c WHERE c.parent = t.uuid AND c.status = 'pending')
     FROM tasks t";
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TaskFilter {
-    /// Include completed and deleted tasks.
-    pub all: bool,
-}
-
-/// A [`TaskFilter`] narrowed further.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskQuery {
-    /// Include completed and deleted tasks.
-    pub all: bool,
-    /// Only tasks of this project (prefix, any case).
-    pub project: Option<String>,
-    /// Only tasks whose description, notes or key contain this text (case-insensitive).
-    pub text: Option<String>,
-    /// Only the subtasks of this task.
-    pub parent: Option<Uuid>,
-}
 
 /// What a task's open (not done) outbox rows say about it: the input of its sync state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -184,58 +165,8 @@ pub(super) fn held_by(
     Ok(out)
 }
 
-/// The task's conflicts once this device's edit lands, as JSON: the ones it resolves gone, and
-/// the ones whose value the edit brings back (a restore), as the server will also drop them.
-fn resolved_here(before: &LocalTask, patch: &TaskPatch) -> String {
-    let mut after = before.fields();
-    after.apply(patch);
-    let left: Vec<_> = before
-        .conflicts
-        .iter()
-        .filter(|c| !patch.resolve.contains(&c.field) && c.value != after.value(c.field))
-        .collect();
-    serde_json::to_string(&left).unwrap_or_else(|_| "[]".into())
-}
-
 pub(crate) fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
-/// The task row and its `create` outbox row, inside the caller's transaction.
-fn insert_local(
-    tx: &rusqlite::Transaction<'_>,
-    uuid: Uuid,
-    idempotency_key: &str,
-    body: &NewTask,
-    now: DateTime<Utc>,
-) -> Result<()> {
-    let status = body.status.unwrap_or(TaskStatus::Pending);
-    tx.execute(
-        "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-            modified_at, due, priority, parent, assignee) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7,
-            ?8, ?9, ?10, ?11)",
-        params![
-            uuid.to_string(),
-            body.project,
-            body.description,
-            body.notes,
-            status.as_str(),
-            serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
-            ts(body.created_at.unwrap_or(now)),
-            body.due.map(ts),
-            body.priority.map(Priority::as_str),
-            body.parent,
-            body.assignee,
-        ],
-    )?;
-    super::outbox::insert(
-        tx,
-        uuid,
-        MutationOp::Create,
-        idempotency_key,
-        &serde_json::to_value(body).unwrap_or_default(),
-        now.timestamp_millis(),
-    )
 }
 
 /// The task row of `uuid` as the transaction sees it (no outbox facts), or `NotFound`.
@@ -250,133 +181,13 @@ pub(super) fn task_in(tx: &rusqlite::Transaction<'_>, uuid: Uuid) -> Result<Loca
     .ok_or(Error::NotFound(u))
 }
 
-/// Applies an edit to the local row and queues it (folded into an unsent request where [`fold`]
-/// allows), inside the caller's transaction, journaling its revert as `journal` says.
-pub(super) fn edit_in(
-    tx: &rusqlite::Transaction<'_>,
-    uuid: Uuid,
-    mut patch: TaskPatch,
-    new_key: &str,
-    now: DateTime<Utc>,
-    journal: Journal,
-) -> Result<()> {
-    let u = uuid.to_string();
-    let before = task_in(tx, uuid)?;
-    super::undo::journal(tx, journal, uuid, &revert_of(&before, &patch), now)?;
-    let base = callsign_core::merge::base_for(&before.fields(), &patch);
-    patch.base = (base != Default::default()).then_some(base);
-    let conflicts = resolved_here(&before, &patch);
-    let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
-    // ?7/?9: whether the patch sets due/priority (a null value clears it).
-    let changed = tx.execute(
-        "UPDATE tasks SET description = COALESCE(?2, description),
-            notes = COALESCE(?3, notes), status = COALESCE(?4, status),
-            tags = COALESCE(?5, tags), modified_at = ?6,
-            due = CASE WHEN ?7 THEN ?8 ELSE due END,
-            priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
-            project = COALESCE(upper(?11), project), conflicts = ?12,
-            assignee = CASE WHEN ?13 THEN ?14 ELSE assignee END
-         WHERE uuid = ?1",
-        params![
-            u,
-            patch.description,
-            patch.notes,
-            patch.status.map(TaskStatus::as_str),
-            tags.map_err(|e| Error::Invalid(e.to_string()))?,
-            ts(now),
-            patch.due.is_some(),
-            patch.due.flatten().map(ts),
-            patch.priority.is_some(),
-            patch.priority.flatten().map(Priority::as_str),
-            patch.project.as_deref().map(str::trim),
-            conflicts,
-            patch.assignee.is_some(),
-            patch.assignee.clone().flatten(),
-        ],
-    )?;
-    if changed == 0 {
-        return Err(Error::NotFound(u));
-    }
-    let rows = super::outbox::rows_of(tx, uuid)?;
-    match fold(&rows, patch) {
-        Fold::Into { id, body } => super::outbox::set_body(tx, id, &body, now)?,
-        Fold::Append(p) => super::outbox::insert(
-            tx,
-            uuid,
-            MutationOp::Update,
-            new_key,
-            &serde_json::to_value(p).unwrap_or_default(),
-            now.timestamp_millis(),
-        )?,
-    }
-    Ok(())
+/// `uuids` as a JSON array, for `json_each(?)`: a whole set in one bound parameter.
+pub(super) fn uuid_array(uuids: impl IntoIterator<Item = Uuid>) -> String {
+    let all: Vec<String> = uuids.into_iter().map(|u| u.to_string()).collect();
+    serde_json::to_string(&all).unwrap_or_else(|_| "[]".into())
 }
 
 impl Store {
-    /// Writes a new provisional task and its `create` outbox row in one transaction, and
-    /// journals it as its own undo step (undoing it deletes the task).
-    pub fn create_local(
-        &mut self,
-        uuid: Uuid,
-        idempotency_key: &str,
-        body: &NewTask,
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        insert_local(&tx, uuid, idempotency_key, body, now)?;
-        super::undo::journal(
-            &tx,
-            Journal::Step(UndoKind::Create),
-            uuid,
-            &revert_of_capture(),
-            now,
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Writes many new provisional tasks, each with its `create` outbox row, in one
-    /// transaction: either all of them are saved or none is. Items are `(uuid, idempotency
-    /// key, body)`; the rows are inserted in that order, which is capture order. The batch is
-    /// one undo step (an `import`): undoing it deletes every task of it.
-    pub fn create_local_many(
-        &mut self,
-        items: &[(Uuid, String, NewTask)],
-        now: DateTime<Utc>,
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        let step = super::undo::step_for(&tx, Journal::Step(UndoKind::Import))?;
-        for (uuid, key, body) in items {
-            insert_local(&tx, *uuid, key, body, now)?;
-            if let Some(step) = step {
-                super::undo::record(&tx, step, *uuid, &revert_of_capture(), now)?;
-            }
-        }
-        super::undo::prune(&tx)?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Applies an edit to the local row and queues it (folded into an unsent request where
-    /// [`fold`] allows), in one transaction. `new_key` is used only if a new row is needed.
-    /// The queued patch carries, as its `base`, each field's value here before the edit, so
-    /// the server can tell a concurrent edit of the same field (`callsign_core::merge`). The
-    /// same values, as the patch that sets them back, go on the undo journal as `journal`
-    /// says, in the same transaction.
-    pub fn edit_local(
-        &mut self,
-        uuid: Uuid,
-        patch: TaskPatch,
-        new_key: &str,
-        now: DateTime<Utc>,
-        journal: Journal,
-    ) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        edit_in(&tx, uuid, patch, new_key, now, journal)?;
-        tx.commit()?;
-        Ok(())
-    }
-
     pub fn task(&self, uuid: Uuid) -> Result<Option<LocalTask>> {
         let sql = format!("{SELECT} WHERE t.uuid = ?1");
         self.conn
@@ -400,7 +211,7 @@ impl Store {
              SELECT c.uuid FROM json_each(?1) j JOIN tasks c ON c.parent = j.value",
         )?;
         let found = stmt
-            .query_map([super::outbox::uuid_array(uuids.iter().copied())], |r| {
+            .query_map([uuid_array(uuids.iter().copied())], |r| {
                 r.get::<_, String>(0)
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
