@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { actionFor, NO_KEYS, readKey, SEQUENCE_MS, shortcuts, type Action, type KeyLike, type KeyState } from '../src/lib/keys';
+import { actionFor, NO_KEYS, readKey, SEQUENCE_MS, shortcuts, type Action, type KeyLike, type KeyState } from '../src/lib/keymap';
 
 const k = (key: string, mods: Partial<KeyLike> = {}): KeyLike => ({ key, ctrlKey: false, metaKey: false, altKey: false, ...mods });
 

@@ -1,6 +1,7 @@
 // The notice line: one notice at a time, a new one replaces the old. Info notices expire (4 s,
 // 6 s when they offer Undo); error notices stay until dismissed, replaced, or until the same
-// topic succeeds (the next capture, sync or save that works). Pure: App.svelte owns the timer.
+// topic succeeds (the next capture, sync or save that works). Pure: AppState (state.svelte.ts)
+// owns the timer.
 
 export type NoticeTone = 'info' | 'error';
 /** What an error is about, so that the next success of the same kind clears it. */
