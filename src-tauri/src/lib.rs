@@ -4,6 +4,17 @@
 //! indicator's facts). The UI never polls. Around the window: the tray ([`tray`]), quick
 //! capture and its global shortcut ([`capture`]), notifications ([`notify`]) and the
 //! desktop's own prefs ([`prefs`]), with their commands in [`desktop`].
+//!
+//! Every command maps the engine's errors to a `{code, message}` ([`error`]); `list_tasks_page`
+//! serves the list newest first in pages, so the UI paints its first screenful before the rest
+//! loads. When the event forwarder falls behind the engine, it asks the UI to reload
+//! (`tasks-reload`). Closing the main window quits unless the user chose to keep syncing in the
+//! tray; quitting stops the sync loop (its lock released, the outbox as it is).
+//!
+//! The front end is `ui/` (Svelte 5 and Vite, chosen for a fast windowed list of 50,000 rows
+//! where a key arriving re-renders one row, not the list; docs/UI.md). The commands are tested
+//! on Tauri's mock runtime (`tests.rs`); `tests/desktop` drives the real app in WebKitGTK under
+//! Xvfb through tauri-driver.
 #![forbid(unsafe_code)]
 
 pub mod capture;

@@ -6,6 +6,13 @@
 //! them; alone: `cargo build -p callsign-server --features fault-injection -p callsign-cli`).
 //! The measurements of issue 3 are `#[ignore]`d tests: `cargo test -p callsign-e2e --release
 //! -- --ignored --nocapture measure`.
+//!
+//! The test command runs this binary twice, the second time with
+//! `CALLSIGN_E2E_DATABASE=postgres` (`fixture.rs`) and without the fault campaign, so every
+//! server it starts is on a fresh PostgreSQL schema. The fault campaign's library
+//! (`tests/chaos`: seeded fault proxy, process control, campaign runner with devices of several
+//! team members, checker of G1-G5 and of each task's `created_by`) runs here in short and in
+//! the `chaos` tool for long runs (docs/OPERATIONS.md).
 mod alike;
 mod chaos;
 mod cli;

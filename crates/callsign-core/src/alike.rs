@@ -16,6 +16,10 @@
 //!   in two rhyming letters and are heard apart, not least because both are said as words).
 //!
 //! The same prefix is not "alike": that is `prefix_taken`, a different refusal.
+//!
+//! `OPS` beside `DEV` or `WEB` beside `API` is allowed. Pure and table-tested, each pair in
+//! both orders; the server applies it to creates and renames of prefixes (`callsign-server`'s
+//! `api::projects`).
 use std::fmt;
 
 use crate::Prefix;

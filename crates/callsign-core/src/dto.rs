@@ -2,6 +2,10 @@
 //!
 //! Request bodies reject unknown fields, so a typo is a `422 invalid_body`, never a silently
 //! ignored change.
+//!
+//! `due` is an RFC 3339 time (years 1970-9999, else `422 invalid_body`) and `priority` one of
+//! `H`, `M`, `L`; both are `null` when unset. In a [`TaskPatch`] a field that is absent stays
+//! as it is, while `null` clears it.
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;

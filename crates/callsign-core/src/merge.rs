@@ -19,6 +19,10 @@
 //! Conflicts go away when the field comes to hold their value again (a restore) or when a patch
 //! names the field in `resolve` (the user keeps what is there). A task keeps at most
 //! [`MAX_CONFLICTS`], the newest.
+//!
+//! Pure and table-tested. The task stores run it inside their per-account write
+//! (`callsign_storage::model`), so each patch merges with the task as the server's order left
+//! it; the conflicts are kept on the task as the property `conflicts`.
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,8 +1,10 @@
 //! A real PostgreSQL for tests and benchmarks.
 //!
-//! - [`Cluster`]: a throwaway cluster (`initdb` into a temp dir, `pg_ctl start` on 127.0.0.1 on a
-//!   free port, `trust` authentication). Dropping it stops it and removes the dir. As root it
-//!   runs as the `postgres` user (`initdb` refuses root); otherwise as the current user.
+//! - [`Cluster`]: a throwaway cluster (`initdb` into a temp dir, `pg_ctl start` on 127.0.0.1 on
+//!   a free port, `trust` authentication, `fsync` off). Dropping it stops it and removes the
+//!   dir. As root it runs as the `postgres` user (`initdb` refuses root); otherwise as the
+//!   current user. Benchmarks start one with `Options::benchmark()`, `fsync` on as a production
+//!   server runs.
 //! - [`shared`]: one server per test process, for every test in it: the one named by
 //!   `CALLSIGN_TEST_PG_URL` if that is set, else a [`Cluster`] started on first use and stopped
 //!   when the process ends (statics are never dropped, so a watchdog process does it).

@@ -4,12 +4,19 @@
 //! changes and the same cursor).
 //!
 //! Each account with held requests has one `watch` channel; a commit in the account bumps it
-//! ([`Feed::changed`]), waking only that account's requests, so an idle server with any number
-//! of held requests does no work. A request subscribes before it reads the feed, so a commit
-//! between its read and its wait still wakes it. On PostgreSQL a commit on another node
-//! reaches this one as `NOTIFY callsign_feed` (`callsign_storage_postgres::listen`). A change this process
-//! never hears of (an admin command in another process) is still answered when the wait ends,
-//! since the feed is read again then.
+//! ([`Feed::changed`], through `AppState::feed_changed` after each create or update commit,
+//! rename and reaper settle), waking only that account's requests, so an idle server with any
+//! number of held requests does no work. A request subscribes before it reads the feed, so a
+//! commit between its read and its wait still wakes it. On PostgreSQL `feed_changed` also
+//! announces the commit to the other nodes, off the request path
+//! (`AllocStore::announce_change`: `NOTIFY callsign_feed`), and each node's
+//! `callsign_storage_postgres::listen` connection wakes its own. A change this process never
+//! hears of (an admin command in another process) is still answered when the wait ends, since
+//! the feed is read again then.
+//!
+//! The client's sync loop keeps one held request open while online and passes when it answers,
+//! so a teammate's key reaches an open app within about a second (`callsign_sync::sync_loop`;
+//! figures in docs/PERFORMANCE.md).
 //!
 //! Bounded: at most [`Limits::per_account`] held requests per account and [`Limits::total`]
 //! in all (never more than half the server's connections, [`Limits::within_connections`]);

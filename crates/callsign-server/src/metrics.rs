@@ -4,6 +4,13 @@
 //! last attempt) is read from the slots table at scrape time, so it survives restarts; its p99
 //! (with the late retries) is what the idempotency window in force is derived from
 //! (`callsign_idempotency_window_*`, set by the reaper each pass; see `callsign_storage::window`).
+//!
+//! On SQLite both writers count their group commits and the jobs in them
+//! (`callsign_alloc_db_group_commits_total`, `callsign_alloc_db_group_commit_jobs_total`, and
+//! the task store's `callsign_task_store_…`), which `callsign-bench` reads to report commits
+//! per create. On every backend `protocol::create_many` times each stage of a create
+//! (`callsign_create_stage_seconds{stage}`: phase 1, task store, phase 2). docs/OPERATIONS.md
+//! lists every metric.
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 

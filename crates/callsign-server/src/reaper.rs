@@ -1,4 +1,7 @@
-//! The reaper settles what a crash left behind, every `--reaper-interval`:
+//! The reaper settles what a crash left behind, every `--reaper-interval` (default 60 s). First
+//! it derives the idempotency window in force (`callsign_storage::window::derive`, pure: from
+//! the p99 retry span and the late retries that phase 1 records) and stores it in the
+//! allocation database, so restarts and nodes agree ([`update_window`]). Then:
 //!
 //! - a pending create slot whose task is in TaskChampion is committed exactly as phase 2 does
 //!   (same function, same transaction shape), so the number is the one a retry would get;
@@ -15,6 +18,11 @@
 //! It claims each slot's idempotency key like a request does, so it never runs beside a
 //! request for the same slot; every step checks the slot is still pending in the transaction
 //! that settles it, so running it twice, or beside requests, gives the same result.
+//!
+//! A pending move is settled like any update: the store's `project` shows whether it was
+//! applied, and the commit gives the task and its subtasks their new keys as phase 2 would; the
+//! keys it leaves unwritten are written on the next pass, as are those of a rename that a crash
+//! interrupted (`keys.in_store`).
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -2,10 +2,28 @@
 //!
 //! [`alloc::PgAlloc`] is the allocation store, [`tasks::PgTasks`] the task store, both in the
 //! same database (the schema of the connection's `search_path`). Migrations are embedded
-//! (`migrations/*.sql`) and applied at start by whichever node comes first, under an
-//! advisory lock. Transactions run under READ COMMITTED: the per-project counter row and the
-//! per-account feed counter are bumped with row locks held to COMMIT, which is all the
-//! ordering the key protocol needs.
+//! (`migrations/*.sql`) and applied at start by whichever node comes first, under an advisory
+//! lock. Transactions run under READ COMMITTED: the per-project counter row and the per-account
+//! feed counter are bumped with row locks held to COMMIT, which is all the ordering the key
+//! protocol needs.
+//!
+//! Nodes share nothing but the database. [`alloc`] claims an idempotency key as a lease on its
+//! slot row, and phase 2's commit locks the account row first: it numbers the change feed
+//! (`accounts.feed_last`, so a cursor never skips an entry that commits later) and orders every
+//! lock the commit takes, so commits never deadlock. Phase 1 and the commit are set-based
+//! (`alloc/batch.rs`): each statement covers the whole batch (`= ANY`, `UNNEST`), statements
+//! that need no answer from each other are pipelined, and a project's counter moves once per
+//! batch by the count it numbers, so a batch costs a few dozen statements whatever its size.
+//! Moves, renames and members have modules of their own.
+//!
+//! [`tasks`] writes each call in its own transaction under a per-account advisory lock, before
+//! phase 2's, as on SQLite, so the reaper still settles a slot whose task was written when a
+//! node dies between the two. Nodes hear each other's commits and member removals through
+//! `LISTEN`/`NOTIFY` ([`listen`]); [`taskwarrior`] and the replica's TaskChampion `Storage`
+//! (`replica.rs`) serve Taskwarrior's sync. With no writer thread to group-commit, a node's
+//! concurrent single requests of one account are batched above the seam (`callsign-server`'s
+//! `protocol::coalesce`). `callsign_storage_conformance` holds the checks this backend passes
+//! as SQLite's does.
 #![forbid(unsafe_code)]
 pub mod alloc;
 pub mod error;

@@ -1,16 +1,16 @@
 //! [`TaskStore`] on PostgreSQL: TaskChampion's replica model, one replica per account, in the
-//! `tc_*` tables (`migrations/pg/0002_tasks.sql`), shared by any number of server nodes.
+//! `tc_*` tables (`migrations/0002_tasks.sql`), shared by any number of server nodes.
 //!
 //! **One transaction per call.** A write (`create`, `update`, `set_keys`) is one PostgreSQL
 //! transaction that first takes `pg_advisory_xact_lock(TASKS_LOCK, account)`, then reads the
-//! tasks it names, builds TaskChampion operations on them with the SQLite store's own code
-//! (`store::create`, `store::update`, `store::set_keys`, through `TaskData::update`), and
-//! applies them (`apply`) with the effect of `Replica::commit_operations`: the tasks written,
-//! a task whose status becomes pending (or recurring) added to the working set at the next
-//! index, every operation appended to the log in order. Because the read that decides "this
-//! UUID exists already" runs under the lock, a create of an existing task is a no-op on every
-//! node, and no two nodes ever race for one account's working-set indexes or log order. Any
-//! error rolls the whole call back; the caller sees it as [`StoreError::Backend`].
+//! tasks it names, builds TaskChampion operations on them with the model both task stores share
+//! (`callsign_storage::model`'s `create`, `update` and `set_keys`, through `TaskData::update`),
+//! and applies them (`apply`) with the effect of `Replica::commit_operations`: the tasks
+//! written, a task whose status becomes pending (or recurring) added to the working set at the
+//! next index, every operation appended to the log in order. Because the read that decides
+//! "this UUID exists already" runs under the lock, a create of an existing task is a no-op on
+//! every node, and no two nodes ever race for one account's working-set indexes or log order.
+//! Any error rolls the whole call back; the caller sees it as [`StoreError::Backend`].
 //!
 //! **Why not TaskChampion's `Replica` over a `Storage` on these tables.** `Replica` reads
 //! tasks in transactions of their own and commits in another, so that read would not be under

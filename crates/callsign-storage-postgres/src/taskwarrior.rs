@@ -1,4 +1,4 @@
-//! The Taskwarrior sync data on PostgreSQL (`migrations/pg/0006_taskwarrior.sql`): the links
+//! The Taskwarrior sync data on PostgreSQL (`migrations/0006_taskwarrior.sql`): the links
 //! and TaskChampion's chains, shared by every node. A transaction of the protocol locks its
 //! client's row first (`FOR UPDATE`), so two nodes adding a version on the same parent answer
 //! one of them `409` as one node would; a settle holds a session advisory lock on the account

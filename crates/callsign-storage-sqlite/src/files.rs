@@ -6,6 +6,9 @@
 //! task store costs [`FILES_PER_REPLICA`]: its database, WAL and shared-memory files, and the
 //! database and WAL the checkpoint thread opens while the replica is written to. So the store's
 //! pool is sized from the limit ([`replica_budget`]), after [`reserved`] for the rest.
+//!
+//! `callsign-server serve` raises the soft open-file limit to the hard one at start
+//! ([`raise_limit`]) and sizes the pool from what that gives.
 use std::io;
 
 /// Descriptors one open replica may hold: its connection's database, `-wal` and `-shm` files,

@@ -10,6 +10,24 @@
 //!   checkpoints every file's WAL off the commit path; [`files`]: the process's open files.
 //!
 //! [`open`] is how the server opens a data dir.
+//!
+//! In the data dir:
+//!
+//! ```text
+//! callsign.sqlite3                     the allocation database (migrations/*.sql): accounts,
+//!                                      members, tokens, invites, projects (and every prefix
+//!                                      each had), counters, task reservations, keys, slots
+//!                                      (purged past the window), the change feed, the window
+//! accounts/<id>/taskchampion.sqlite3   that account's tasks (TaskChampion 3's own file)
+//! taskwarrior.sqlite3                  Taskwarrior's links and sync chains
+//! server.lock                          held by the serving process: one server per data dir
+//! members.revoked                      rewritten by the admin CLI when it removes a member
+//! ```
+//!
+//! Each database has its `-wal` and `-shm` beside it while it is open; a WAL grows to about
+//! [`alloc::WAL_CHECKPOINT_PAGES`] pages (≈ 40 MiB) under load and is emptied once its file is
+//! at rest ([`wal::AT_REST`]). Tasks carry Taskwarrior's own properties and the UDAs Callsign
+//! adds (`callsign_storage::model`), so Taskwarrior reads a replica as its own.
 #![forbid(unsafe_code)]
 
 pub mod alloc;

@@ -1,14 +1,22 @@
 //! Background WAL checkpoints: one thread copies committed WAL frames into their database files
 //! while the writers go on, and empties a file's WAL once it is at rest.
 //!
-//! Each writer keeps SQLite's automatic checkpoint (every [`crate::alloc::WAL_CHECKPOINT_PAGES`]
-//! pages). Without this thread, that checkpoint copied every page of the WAL into the database
-//! and synced it on the writer's thread, inside a request's commit: the longest group (≈ 25-30
-//! ms for the task store under 64 clients) and the top of the p99. With it, the frames are
-//! mostly copied already when the writer's checkpoint runs, so that one is short, and it is
-//! still what lets the WAL start over from its beginning (SQLite restarts a WAL at a write
-//! once every frame is copied). A checkpoint only copies frames that are already durable in
-//! the WAL; it changes nothing about what a commit guarantees.
+//! Both writers (the allocation database's and the task store's) keep SQLite's automatic
+//! checkpoint, but at [`crate::alloc::WAL_CHECKPOINT_PAGES`] pages (≈ 40 MiB) instead of
+//! SQLite's 1,000: each create rewrites a few random index pages, and a larger WAL copies each
+//! of them into the database once per checkpoint rather than once per 1,000 pages
+//! (docs/PERFORMANCE.md, change 9). Without this thread, that checkpoint copied every page of
+//! the WAL into the database and synced it on the writer's thread, inside a request's commit:
+//! the longest group and the top of the p99 (docs/PERFORMANCE.md, change 11). With it, the
+//! frames are mostly copied already when the writer's checkpoint runs, so that one is short,
+//! and it is still what lets the WAL start over from its beginning (SQLite restarts a WAL at a
+//! write once every frame is copied). A checkpoint only copies frames that are already durable
+//! in the WAL; it changes nothing about what a commit guarantees.
+//!
+//! The thread ([`Checkpointer`], named "wal-checkpoint") runs `wal_checkpoint(PASSIVE)` on each
+//! file a writer has committed to, at most every 50 ms, on a connection of its own: a passive
+//! checkpoint never waits for, and never blocks, a reader or a writer. The writers tell it of
+//! every commit and of every file they open, so a WAL a crash left behind is emptied too.
 //!
 //! A file with no commit for [`AT_REST`] is checkpointed whole and its WAL truncated to nothing
 //! (`wal_checkpoint(TRUNCATE)`), so a database at rest (the allocation database, every

@@ -2,9 +2,20 @@
 //! ([`Snapshot`]), and the edits of a group commit ([`Group`]: [`create`], [`update`],
 //! [`set_keys`]) built with TaskChampion's own `TaskData::update`, so each backend writes the
 //! same properties the same way. Properties written: `description`, `status`, `entry`,
-//! `modified`, `end`, `project` (the prefix), `tag_*`, `due`, `priority`, and the user-defined
-//! attributes `notes`, `key`, `conflicts`, `created_by` and `assignee` (Taskwarrior 3 with
-//! `uda.key.type=string` shows the key).
+//! `modified`, `end`, `project` (the prefix), `tag_*`, `due` (Unix seconds), `priority` (`H`,
+//! `M`, `L`), as Taskwarrior writes them, and the user-defined attributes `notes`, `key`,
+//! `conflicts`, `created_by` and `assignee` (Taskwarrior 3 with `uda.key.type=string` shows the
+//! key). [`set_keys`] also writes the project a key's prefix names, so a moved or renamed task
+//! follows in Taskwarrior's `project`.
+//!
+//! **Concurrent edits.** [`update`] applies each patch merged field by field with what the task
+//! holds now (`callsign_core::merge::merge`: tags merged as a set, a replaced value of a field
+//! someone else changed since the patch's `base` kept as a conflict). Both task stores run it
+//! inside their per-account write, so the read and the write are one step in the server's
+//! order. Conflicts live on the task as the property `conflicts` (JSON), so they travel with it
+//! through answers, the feed and replays, and cost nothing when absent. [`Snapshot::reflects`]
+//! (the reaper's "was this update applied?") checks a set-merged tag update by what it added
+//! and removed, and a `resolve` by the conflicts being gone.
 use std::collections::HashMap;
 
 use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};

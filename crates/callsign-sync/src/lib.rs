@@ -7,6 +7,17 @@
 //! - [`pass`] and [`sync_loop`]: the I/O that executes them; one loop per data dir, guarded by
 //!   the [`lock`].
 //! - [`Engine`]: the API the desktop app and the CLI call.
+//!
+//! **Local inbox.** With no project and no default (no server yet) a capture goes to the
+//! reserved project `INBOX` (`callsign_core::LOCAL_PROJECT`; the server refuses it as a
+//! prefix). Its rows are held: `Store::open_rows` never offers them and the plan skips them,
+//! until `Engine::send_inbox` or `Engine::set_project` rewrites the unsent create to a server
+//! project.
+//!
+//! The rest of the engine is documented where it lives: what an answer must be to be believed
+//! ([`verify`], [`client`]), getting a refused task unstuck (`store::fix`, [`reason`]), the
+//! undo journal ([`undo`]), the counts and status (`status.rs`), and reconnecting
+//! ([`sync_loop`], [`netwatch`]).
 #![forbid(unsafe_code)]
 
 pub mod backoff;

@@ -1,6 +1,12 @@
 //! The sync status as stored: the loop (or a CLI `sync`) records each pass's outcome in the
 //! store's `kv` table, so any process on the data dir (`callsign status` beside the app) reads
 //! the same facts the loop's events carry.
+//!
+//! One truth for the counts: `Store::counts` counts tasks (pending, in flight, failed, local
+//! inbox) from the same outbox facts each row's marker comes from, so the indicator and the
+//! list never disagree. A status event follows every local write, and during a pass at most
+//! every 250 ms while answers are recorded, and at its end. `crate::reason::sync_problem` words
+//! the last error for people; the raw message stays as its detail.
 use chrono::{DateTime, Utc};
 
 use crate::clock::from_ms;

@@ -18,6 +18,11 @@
 //! change) only opens the next request from the new cursor. A wake-up that brings no new
 //! cursor pauses the held request for a [`PERIOD`], so a server that keeps answering at once
 //! cannot make the loop spin.
+//!
+//! The probe's period is the engine's `Options::probe_every` (`None` waits out the backoff
+//! instead); [`crate::netwatch`] turns the OS's network-change signal into `NetworkUp`.
+//! `tests/e2e/reconnect.rs` times the server's return to every key visible, with the probe and
+//! without it (`--ignored`).
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -14,6 +14,10 @@
 //! Changes that come from the server (pulls) are not journaled, and an undo restores the
 //! recorded values whatever the task holds now: a field another device changed since is set
 //! back too, and the server keeps that device's value as a conflict (`callsign_core::merge`).
+//!
+//! The journal keeps the newest [`MAX_STEPS`] steps (and at most [`MAX_ROWS`] rows), pruned in
+//! the transaction that writes a step. An undo itself is never journaled, so repeated undos
+//! walk back the stack.
 use callsign_core::dto::{TaskPatch, TaskStatus};
 use chrono::{DateTime, Utc};
 use serde::Serialize;

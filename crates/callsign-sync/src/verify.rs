@@ -9,6 +9,14 @@
 //!
 //! An answer that fails a check never marks its row done and never binds a key: the row stays
 //! queued (retried under the same idempotency key) and the pass reports the server as untrusted.
+//!
+//! The pass adds what needs the store: a key answered for a task must not name another task on
+//! this device (`Store::key_owner`). Around these checks, the client reads an answer up to
+//! `client::MAX_ANSWER` (past it, the pass halves its batch or its feed page) and each task of
+//! a feed page on its own (`client::Page`), so one unreadable task is skipped and named rather
+//! than failing the page. A feed that says there is more but does not advance its cursor is an
+//! error, and a pass pulls at most `pass::MAX_PULL_PAGES` pages (`PassReport::more` asks for
+//! another pass).
 use std::collections::{HashMap, HashSet};
 
 use callsign_core::dto::{MutationOp, Task};

@@ -3,6 +3,17 @@
 //! invites (`403 forbidden`). A removed member's tokens answer `401` from their next request
 //! on, here and on every other node; the tasks they made keep their name. An invite code is
 //! single use and expires; redeeming one needs no token and makes a member with a token.
+//!
+//! An account is a team (DESIGN.md section 9); every token belongs to a member (`members`: a
+//! name unique in the account for good, role `owner` or `member`, `removed_at`), and
+//! `callsign_storage::Caller` is what a request's token resolves to: account, member, name and
+//! role. An invite (`invites`: the code's SHA-256, role, expiry, `used_at`/`used_by`) is
+//! redeemed once by `POST /v1/join`, in one transaction that makes the member, marks the invite
+//! and makes the first token; an unknown code counts as a failed authentication
+//! ([`crate::throttle`]). Removing a member marks them removed and deletes their tokens in one
+//! transaction, then bumps this process's revocations ([`crate::tokens`]); on PostgreSQL the
+//! same transaction sends `NOTIFY callsign_members`, which every other node hears. `GET /v1/me`
+//! tells a device whose token it holds.
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

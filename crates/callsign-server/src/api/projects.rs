@@ -4,13 +4,22 @@
 //! A rename is a move of the prefix (docs/STRUCTURE.md): the project keeps its tasks and their
 //! numbers, SYN-42 becomes SYX-42, and every key it had keeps naming its task. A prefix any
 //! project of the account has or ever had is taken, but a project may take back its own.
+//! `PATCH` is one transaction of the allocation store (`AllocStore::update_project`: a new
+//! epoch of the project, every current key of it marked not in the task store, a feed entry per
+//! task); the handler then wakes the account's held change requests and writes the new keys
+//! onto the tasks off the request path (`protocol::rewrite_keys`, in chunks, alone among the
+//! account's key writes: `protocol::keys`); a crash leaves them to the reaper. A create or move
+//! that names an earlier prefix goes to its project.
 //!
 //! A new prefix (a create, a rename) that sounds like one any other project of the account has
 //! or had (`callsign_core::alike`: said as a word or spelled out) is refused with `409
 //! prefix_sounds_alike` naming that project, unless the request says `allow_similar: true`.
-//! The check reads the account's projects and then writes, outside the store's transaction: two
-//! requests at once (SIN and SYN) may both pass it. That is accepted: the rule guards against
-//! a person's slip, not an invariant of keys (`prefix_taken` is the one the database keeps).
+//! An old prefix counts (it is still said: its keys still name tasks); a project's own prefixes
+//! never count against it. The check reads the account's projects (`AllocStore::list_projects`)
+//! here in the API layer, so both backends share it, and then writes, outside the store's
+//! transaction: two requests at once (SIN and SYN) may both pass it. That is accepted: the rule
+//! guards against a person's slip, not an invariant of keys (`prefix_taken` is the one the
+//! database keeps). The admin's `callsign-server project rename` does not apply it.
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

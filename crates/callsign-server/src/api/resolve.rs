@@ -1,6 +1,14 @@
 //! The resolver: turns the `{id}` of a task route (a UUID or a key, leniently) into the task's
 //! UUID, once, before any handler logic runs. Scoped to the caller's account, so another
 //! account's task is simply not found.
+//!
+//! [`Resolved`] is an extractor: auth first, then the `{id}` is parsed (`TaskRef::parse`: a
+//! UUID first, then a key in any of its forms, `SYN-42`, `syn-42`, `SYN 42`, `syn42`,
+//! `SYN-42.1`; neither is `invalid_ref`) and resolved in the caller's account before the
+//! handler runs. A key is looked up by (prefix, scope, number) through
+//! `AllocStore::uuid_for_key`, so a key a move or a rename retired still names its task, and
+//! the handler answers with the current key. An unknown prefix is `404 unknown_prefix`, an
+//! unknown number or UUID `404 task_not_found`.
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use callsign_core::{ErrorCode, TaskRef};

@@ -1,6 +1,9 @@
 //! `POST /v1/sync`: a batch of up to 1000 mutations, each with exactly the semantics of its
 //! single request, followed by the changes since the client's cursor, less the ones this
-//! request's own commits appended (their answers carry the same tasks).
+//! request's own commits appended (their answers carry the same tasks; `Reply::change` names
+//! the entry each commit appended). The cursor still moves past those entries. A replayed
+//! mutation's task (its answer is an old one) and a later change by anyone else are sent as
+//! usual.
 //!
 //! Creates run first, then updates (an update needs its create committed); each group goes
 //! through the protocol as one batch, so the whole request costs two allocation-database

@@ -1,5 +1,11 @@
 //! `PUT /v1/tasks/{uuid}` (create with the client's UUID), `GET /v1/tasks/{ref}`,
 //! `PATCH /v1/tasks/{ref}`. The protocol itself lives in [`crate::protocol`].
+//!
+//! A create's `created_by` is stamped here from the caller's member (`prepare_create`):
+//! `NewTask.created_by` is `serde(skip)`, never read from a body and not in the fingerprint, so
+//! a replay answers the original creator; it is kept as the TaskChampion property `created_by`.
+//! `assignee` is a current member or null (`422 unknown_member` otherwise), kept as the
+//! property `assignee`; a later write wins.
 use axum::extract::State;
 use axum::response::Response;
 use axum::Json;

@@ -14,9 +14,16 @@
 //! a oneshot, and loops while more arrived meanwhile. At most `max_running` workers run per
 //! queue. A caller whose answer is lost (the batch panicked) gets `503` (retryable).
 //!
-//! A step of a batch fails for all its mutations (one transaction), so one request the
-//! database refuses would fail the others with it. [`isolating`] runs each request that answered
-//! `503` in a batch of several again by itself: it fails alone, as it would uncoalesced.
+//! A step of a batch fails for all its mutations (one transaction), so one request the database
+//! refuses (PostgreSQL's `jsonb` takes no `\u0000`, say) would fail the others with it.
+//! [`isolating`] runs each request that answered `503` in a batch of several again by itself,
+//! waiting up to [`ALONE_WAIT`] for its claim from the batch to be released: it fails alone, as
+//! it would uncoalesced.
+//!
+//! Queues are per account and per kind (`PUT`s and `PATCH`es apart), each batch at most
+//! [`COALESCE_CAP`]. The server coalesces only when the allocation store asks for it
+//! (`AllocStore::wants_coalescing`: PostgreSQL, never SQLite) and `--coalesce-requests` is on
+//! (the default); `callsign_coalesced_batch_size{op}` on `/metrics` counts the batches.
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};

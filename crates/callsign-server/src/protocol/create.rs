@@ -1,4 +1,20 @@
 //! Creates: `PUT /v1/tasks/{uuid}` and the `create` mutations of a batch.
+//!
+//! **Subtasks.** A create with `parent` (a UUID or a key) is a subtask. Before phase 1 the
+//! parent is only named (`parent_ref`: a key is looked up, and a key names its task forever),
+//! so phase 1 still decides a replay first; phase 1 keeps the parent on the UUID's reservation
+//! (`tasks.parent_uuid`). Right after it, one read checks every parent of the batch
+//! (`check_parents`): it is this account's task, it has its key (else `409 task_not_committed`,
+//! which the client retries once the parent's create is answered, also when the parent is in
+//! the same batch), and its key has fewer than `MAX_DEPTH` (8) numbers; anything else is
+//! `422 invalid_parent`. A refusal fails the slot (`Batch::refuse`), so nothing is numbered.
+//!
+//! Phase 2 numbers a subtask from the counter whose scope is its parent's key path
+//! (`counters (project, '42')` for `SYN-42.1`, `'42.1'` for `SYN-42.1.1`), in the parent's
+//! *current* project (a subtask follows a parent that moved meanwhile, whatever project its
+//! create names), in the same transaction and by the same rules as a task's number, so numbers
+//! are gap-free per parent. `keys.scope` holds the path, and the resolver looks keys up by
+//! (prefix, scope, number).
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 

@@ -1,23 +1,43 @@
-//! The key protocol (DESIGN.md section 3), for single requests and batches alike.
+//! The key protocol (DESIGN.md section 3), for single requests and batches alike. A
+//! `PUT /v1/tasks/{uuid}` and a `POST /v1/sync` batch both end in [`create_many`] (a single
+//! request is a batch of one); updates in [`update_many`].
 //!
-//! 1. **Phase 1** claims the idempotency key (in this process on SQLite, a lease on the slot
-//!    row on PostgreSQL), then in one transaction looks up the slot: a committed slot with the same fingerprint replays; a
-//!    pending one resumes; a different fingerprint is `422`; otherwise a pending slot with no
-//!    number is inserted (and, for a create, the task UUID is reserved with the request's
-//!    fingerprint, so a different body under another key is `409 task_exists`).
-//! 2. **Phase 2** writes the task to TaskChampion (a no-op for an existing UUID), then in one
-//!    transaction bumps the counter, binds the number to the slot and the UUID (a UUID that has
-//!    a key keeps it), commits the slot with its response and appends to the change feed.
-//!    A failure before that commit leaves the slot pending with no number: `503`.
-//! 3. Finally the key is written onto the TaskChampion task, off the request path; the reaper
-//!    repairs it if the process dies first.
+//! 1. **Phase 1** (`AllocStore::phase1`, one transaction for the batch) claims each idempotency
+//!    key (on SQLite in this process, `callsign_storage_sqlite::inflight`, the data-dir lock
+//!    keeping other processes off; on PostgreSQL a lease on the slot row,
+//!    `callsign_storage_postgres::alloc`): a second concurrent claim is
+//!    `409 request_in_progress`, so phase 2 never runs twice at once for a slot. Then it looks
+//!    up the slot: a committed slot with the same fingerprint replays ([`Phase1::Replay`]); a
+//!    pending one resumes; a different fingerprint is `422` ([`Phase1::Refused`]); otherwise a
+//!    pending slot with no number is inserted (and, for a create, the task UUID is reserved
+//!    with the request's fingerprint, so a different body under another key is
+//!    `409 task_exists`). What it made or found goes on as [`Reserved`] (the slot's row id, a
+//!    create's project), so phase 2 does not search the random-keyed indexes for them again;
+//!    phase 2 trusts the row id only while it is still the same account's pending slot for the
+//!    same key.
+//! 2. **Phase 2** writes the tasks to the task store, one commit for the batch (a no-op for an
+//!    existing UUID), then in one transaction (`AllocStore::commit`), per task: keeps the
+//!    UUID's key if it has one, else takes the next number from its project's counter, which
+//!    moves only in such a commit (G2; on PostgreSQL once per project and batch, by the count
+//!    it numbers), and inserts the key; commits the slot with the answer [`render`] makes;
+//!    appends to the change feed. On SQLite one task's database error there is its own (the
+//!    group commit runs it isolated); on PostgreSQL it fails the batch's transaction. A failure
+//!    before that commit leaves the slot pending with no number: `503` with `Retry-After`.
+//!    After the commit the account's held change requests wake (`AppState::feed_changed`),
+//!    after an error too, since a commit whose outcome is unknown may have landed.
+//! 3. Finally the key is written onto the TaskChampion task, off the request path
+//!    (`write_keys`); `keys.in_store` records that it is there, and the reaper writes any that
+//!    a crash lost. [`keys`] orders one account's key writes.
 //!
 //! A batch runs the same steps with one transaction (or one TaskChampion commit) per step for
-//! all its mutations: creates first, then updates, since an update can only follow a
-//! committed create.
+//! all its mutations: creates first, then updates, since an update can only follow a committed
+//! create. A key repeated within one batch answers as a replay of its first copy (`422` if the
+//! request differs) and reaches the store once. A mutation refused after phase 1 (a subtask's
+//! parent, a completion with open subtasks, a move; see `create.rs` and `update.rs`) has its
+//! slot failed, so nothing is numbered and the same request later is decided anew.
 //!
-//! On PostgreSQL, concurrent single requests of one account join one such batch
-//! ([`coalesce`]): [`create_one`] and [`update_one`].
+//! On PostgreSQL, concurrent single requests of one account join one such batch ([`coalesce`]):
+//! [`create_one`] and [`update_one`].
 pub mod coalesce;
 mod commit;
 mod create;

@@ -2,6 +2,24 @@
 //!
 //! An update changes no number. It needs the task's create committed (the task has a key);
 //! before that it is `409 task_not_committed`, which clients retry after the create.
+//!
+//! A completion (`status: completed`) of a task with open subtasks (pending, or a create still
+//! on its way) is refused after phase 1 with `409 task_blocked` naming them.
+//!
+//! **Moves.** An update with `project` moves the task. After phase 1, a subtask alone
+//! (`422 invalid_parent`: it moves with its parent) and a project the account does not have
+//! (`404 project_not_found`; an earlier prefix names its project still) are refused. The task
+//! store writes the new `project`; phase 2's commit then, in the transaction that commits the
+//! slot, gives the task the next number of the new project and each subtask (parents first,
+//! siblings in their old order) the next number under its parent's new key
+//! (`callsign_storage_sqlite::alloc::protocol`'s `move_tree`,
+//! `callsign_storage_postgres::alloc::moves`). The old key rows stay with `current = 0`: they
+//! still resolve (`GET /v1/tasks/OLD-7` answers the task with its current key) and are reported
+//! as `previous_keys`; numbers are never reused. Each moved subtask gets a feed entry. The new
+//! keys, and the projects they name, are then written onto the task and its subtasks alone
+//! among the account's key writes (`protocol::rewrite_keys`); a crash leaves them to the
+//! reaper. A move replayed under its idempotency key answers the stored key; a pending move
+//! slot is settled by the reaper like any update (the store's `project` shows it was applied).
 use std::collections::HashMap;
 
 use callsign_core::dto::TaskStatus;

@@ -1,33 +1,46 @@
-//! Taskwarrior 3 syncs with Callsign: the server is a TaskChampion sync server for each
-//! account that is linked, and takes part in that account's chain as a replica of its own.
+//! Taskwarrior 3 syncs with Callsign: the server is a TaskChampion sync server for each account
+//! that is linked, and takes part in that account's chain as a replica of its own.
 //!
 //! **The chain.** TaskChampion's sync protocol (`taskchampion_sync_server_core`) keeps, per
-//! client id, a chain of encrypted versions (each a list of operations) and the latest
-//! snapshot; its storage here is [`sqlite::SqliteSync`]. An account is linked by
+//! client id, a chain of encrypted versions (each a list of operations) and the latest snapshot
+//! (docs/TASKWARRIOR.md). Its storage is the server's own database, beside the accounts' links
+//! ([`Links`]): `callsign_storage_sqlite::taskwarrior` (`taskwarrior.sqlite3` in the data dir)
+//! or `callsign_storage_postgres::taskwarrior` (the `tw_*` tables, a protocol transaction
+//! locking its client's row). `crate::api::taskwarrior` serves the four routes, each on a
+//! blocking thread of its own, since the core's futures are not `Send`. An account is linked by
 //! `callsign-server account taskwarrior`, which makes a client id and an encryption secret,
 //! shows them once and keeps the secret sealed under the admin's server key
-//! ([`envelope::ServerKey`]). The server can read these tasks: this is not end-to-end
-//! encryption.
+//! ([`envelope::ServerKey`]; the envelope is TaskChampion's documented one). The server can
+//! read these tasks: this is not end-to-end encryption.
 //!
 //! **The server's replica.** The account's TaskChampion replica (the task store) syncs with
-//! that chain in this process ([`Chain`], no HTTP): after Taskwarrior adds a version, and
-//! before a Taskwarrior that is up to date is told so, [`settle`] runs the replica's
-//! `Replica::sync` on the task store's worker, which applies Taskwarrior's operations with
-//! TaskChampion's own rules and sends the server's own (tasks from the app and the CLI, keys,
-//! edits) as a new version. Then, for the tasks those operations touched:
-//! - a task the allocation store has never seen gets its key through the same create protocol
-//!   as any other, under the idempotency key `taskwarrior:UUID`, so a repeated or interrupted
-//!   sync never gives it a second number; its project is its Taskwarrior `project` when that
-//!   names a project of the account, else the account's first project;
-//! - a task with a key gets a change-feed entry, so every device pulls Taskwarrior's edit;
+//! that chain in this process (`settle.rs`'s `Chain`, no HTTP, sealing and opening in memory):
+//! after Taskwarrior adds a version, and before a Taskwarrior that is up to date is told so,
+//! [`settle`] asks the task store for `sync_replica` (SQLite: `Replica::sync` on the store's
+//! worker, after the group it arrived in has committed; PostgreSQL: a `StorageTxn` over the
+//! `tc_*` tables under the task store's advisory lock), which applies Taskwarrior's operations
+//! with TaskChampion's own rules and sends the server's own (tasks from the app and the CLI,
+//! keys, edits) as a new version. Before a replica first joins a chain its log is restated (a
+//! `Create` and an `Update` per property of every task, unsynced), since a trimmed log would
+//! send updates of tasks the chain never saw. Then, for the tasks the log's operations after
+//! the link's `applied_op` touched:
+//! - a task the allocation store has never seen (and not deleted) gets its key through the same
+//!   create protocol as any other, under the idempotency key `taskwarrior:UUID`, so a repeated
+//!   or interrupted sync never gives it a second number; its project is its Taskwarrior
+//!   `project` when that names a project of the account, else the account's first project;
+//! - a task with a key gets a change-feed entry (`AllocStore::touch`), so every device pulls
+//!   Taskwarrior's edit;
 //! - `key` (and `project`, which follows the key) are the server's: a Taskwarrior edit of
 //!   either is overwritten with the true key;
 //! - the key writes are sent in the same settle, so they reach Taskwarrior in the same
 //!   `task sync` (it pulls again after its push).
 //!
 //! How far the replica's log has been settled is kept with the link (`applied_op`), so a crash
-//! between a sync and its keys is settled by the next one. One settle runs per account at a
-//! time in a process.
+//! between a sync and its keys is settled by the next one; the crash points
+//! `taskwarrior.after_version` and `taskwarrior.after_keys` are tested end to end (the repeated
+//! sync gives no second task or number). One settle runs per account at a time: a mutex in the
+//! process ([`Taskwarrior::settling`]) and, on PostgreSQL, a session advisory lock across nodes
+//! (`Links::exclusive`).
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,13 @@
 //! The settle: the account's replica syncs with its Taskwarrior chain in this process
 //! ([`Chain`], no HTTP), then the tasks that brought are keyed through the create protocol, fed
 //! to devices, and their `key` and `project` restored (the module docs of [`super`]).
+//!
+//! A task Taskwarrior made is numbered as its create (`NewTask` with its description, cut to
+//! 200 characters or `(no description)`, and its capture time); a create left pending (a
+//! failure before its commit) is settled by the reaper like any other, since its task is in the
+//! store. A reserved task with no key yet is left to its own create. The link's `applied_op` is
+//! written only when the settle moved it, so an up-to-date Taskwarrior asking for news costs no
+//! write.
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -1,5 +1,8 @@
-//! Members and their tokens on PostgreSQL: SQLite's `db::members`. Removing an owner locks the
-//! account's current owners first, so two removals at once cannot leave the team with none.
+//! Members and their tokens on PostgreSQL: SQLite's `callsign_storage_sqlite::alloc::members`.
+//! Removing an owner locks the account's current owners first, so two removals at once cannot
+//! leave the team with none. A removal also sends `NOTIFY callsign_members` in its transaction,
+//! so every node's `crate::listen` connection hears it when it commits and stops trusting the
+//! tokens it has cached.
 use callsign_core::{MemberName, Role};
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::Row;

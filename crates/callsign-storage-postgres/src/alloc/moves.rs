@@ -1,6 +1,11 @@
 //! Moves on PostgreSQL, inside phase 2's commit (the account row is locked, so nothing else
-//! numbers in the account meanwhile): the same steps as SQLite's `move_tree`, one statement
-//! each. Moves are rare; they do not take the batched path.
+//! numbers in the account meanwhile): the same steps as SQLite's `move_tree`
+//! (`callsign_storage_sqlite::alloc::protocol`), one statement each. The task takes the new
+//! project's next number, each subtask (parents first, siblings by old number) the next number
+//! under its parent's new key, and subtasks with no key yet only change project. Each old key
+//! row stays, no longer current, with the epoch it was retired in (`until_epoch`), so it still
+//! names its task by every prefix its project had while it was in force (`PREVIOUS_KEYS`).
+//! Moves are rare; they do not take the batched path.
 use std::collections::{HashMap, VecDeque};
 
 use deadpool_postgres::{GenericClient, Transaction};

@@ -1,9 +1,10 @@
-//! Renaming a project's prefix on PostgreSQL: SQLite's `db::renames` (a new epoch of the
-//! project, its current keys to be written again, a feed entry per task), with the account
-//! row locked first as phase 2's commit does: it numbers the feed (`feed_last`), keeps every
-//! commit of the account out while the prefix changes, and orders the locks, so a rename never
-//! deadlocks with a commit. The feed entries and the cleared `in_store` marks are one
-//! statement for the whole project, however many tasks it has.
+//! Renaming a project's prefix on PostgreSQL: SQLite's
+//! `callsign_storage_sqlite::alloc::renames` (a new epoch of the project, its current keys to
+//! be written again, a feed entry per task), with the account row locked first as phase 2's
+//! commit does: it numbers the feed (`feed_last`), keeps every commit of the account out while
+//! the prefix changes, and orders the locks, so a rename never deadlocks with a commit. The
+//! feed entries and the cleared `in_store` marks are one statement for the whole project,
+//! however many tasks it has.
 use std::collections::HashMap;
 
 use callsign_core::Prefix;

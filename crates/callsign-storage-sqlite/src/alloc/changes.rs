@@ -5,6 +5,11 @@
 //! task's earlier row with one at a new, higher `seq` (AUTOINCREMENT never reuses one), which
 //! changes no page a cursor can ask for: the feed holds what cursors can still need, its size
 //! follows the tasks, not the edits, and a first pull reads one row per task (migration 0008).
+//!
+//! A commit's entry goes back with its answer (`Reply::change`), so a sync response can leave
+//! out the entries its own commits appended. Clients see the sequence only enciphered per
+//! account (`callsign-server`'s `cursor`). On PostgreSQL the feed is numbered per account
+//! instead, under the account row's lock (`callsign_storage_postgres::alloc`).
 use rusqlite::{params, Connection};
 use uuid::Uuid;
 

@@ -1,10 +1,13 @@
 //! The allocation database (SQLite, WAL, `synchronous=FULL`).
 //!
 //! Writes go through one writer thread that commits concurrent jobs together (group commit):
-//! it takes every job waiting in its queue, runs them in one transaction, commits once, and only
-//! then answers the jobs. A job that fails takes back its own effects alone; a failed COMMIT
-//! fails every job of that group, and none of their effects (numbers included) survive. So a
-//! caller that got `Ok` knows its effects are durable.
+//! [`Db::write`] sends a closure to it, and it takes every job waiting in its queue, runs them
+//! in one transaction, commits once, and only then answers the jobs. A job that arrives while
+//! the group's jobs run joins it (until none is waiting, at most 512 jobs), so it waits for the
+//! commit under way rather than the next group; under load many requests share one fsync. A job
+//! that fails takes back its own effects alone; a failed COMMIT fails every job of that group,
+//! and none of their effects (numbers included) survive. So a caller that got `Ok` knows its
+//! effects are durable. Reads run on pooled connections of their own ([`Db::read`]).
 //!
 //! Jobs run optimistically, with no savepoint each: they fail only on real database errors
 //! (outcomes such as "refused" are values), and a savepoint per job, or per item of a batch
@@ -13,6 +16,10 @@
 //! job in its own savepoint and each item in its own, so the failure takes back only its own
 //! effects, exactly as if the savepoints had been there all along. Jobs are therefore `Fn`: the
 //! writer may run one twice, and only the effects of the run that commits remain.
+//!
+//! The writer lets the WAL grow to [`WAL_CHECKPOINT_PAGES`] before SQLite checkpoints it, and
+//! hands each commit to the checkpoint thread ([`crate::wal`]). It counts its group commits and
+//! the jobs in them ([`Db::group_commits`]), which the server publishes on `/metrics`.
 pub mod accounts;
 pub mod backend;
 pub mod changes;

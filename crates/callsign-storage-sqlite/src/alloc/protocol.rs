@@ -1,6 +1,19 @@
 //! The key protocol's transactions on SQLite: phase 1 per mutation and phase 2's commits, run
 //! as group-commit jobs by [`super::backend::SqliteAlloc`]. The reaper settles slots with the
 //! same [`commit_create`] and [`commit_update`].
+//!
+//! [`commit_create`] takes a number here and only here, in the transaction that commits the
+//! slot (G2): a subtask's from the counter scoped to its parent's key path, in the parent's
+//! project as it is now. The answer body is the server's ([`Render`], the task's JSON), stored
+//! in the slot and replayed verbatim.
+//!
+//! A move ([`commit_update`] of a patch with another project) runs `move_tree` in the same
+//! transaction: the task takes the new project's next number, then each subtask, parents before
+//! children and siblings in the order of their old numbers, the next number under its parent's
+//! new key; subtasks with no key yet only change project (they number under the new key when
+//! their create commits). `slots::rekey` retires the old key row (`current = 0`, and
+//! `until_epoch` set to its project's epoch then), so it still names the task, and every moved
+//! subtask gets a change-feed entry.
 use std::collections::HashMap;
 
 use callsign_core::dto::NewTask;

@@ -1,8 +1,17 @@
 //! Renaming a project's prefix on SQLite (migration 0011): a move of the prefix. The project
 //! keeps its row, numbers and counters; `projects.epoch` goes up by one and `prefix_epochs`
 //! records the new prefix for it. Key rows name their task by the prefixes of the epochs they
-//! were in force (`keys.epoch ..= keys.until_epoch`), so every key a task had keeps resolving,
-//! and `prefixes` keeps each prefix for one project forever (G1).
+//! were in force (`keys.epoch ..= keys.until_epoch`: set when the row is inserted, and when a
+//! move retires it), so every key a task had keeps resolving, and `prefixes` keeps each prefix
+//! for one project forever (G1).
+//!
+//! The resolver (`slots::uuid_for_key`) finds the project through `prefixes` (every prefix
+//! ever, PRIMARY KEY `(account, prefix)`; a project may take back its own) and accepts a key
+//! only if that prefix was the project's while the row was in force; `previous_keys` lists
+//! every such name but the current one. [`update_project`] is one transaction: in it every
+//! current key of the project gets `in_store = 0` and every task a change-feed entry, each one
+//! set-based statement, so the server writes the new keys onto the tasks afterwards and the
+//! reaper writes any a crash leaves out.
 use std::collections::HashMap;
 
 use callsign_core::Prefix;

@@ -1,7 +1,8 @@
 //! Idempotency slots, task reservations, counters and keys: the SQL of the key protocol.
 //!
 //! Invariant (G2): a number comes from [`bump_counter`] only inside the transaction that also
-//! calls [`insert_key`] and [`commit_slot`]; the caller (`protocol::commit`) guarantees it.
+//! calls [`insert_key`] and [`commit_slot`]; the callers (`protocol::commit_create`, and
+//! `protocol::commit_update` for a move) guarantee it.
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use uuid::Uuid;
 

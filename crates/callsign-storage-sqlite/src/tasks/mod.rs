@@ -3,20 +3,25 @@
 //!
 //! A replica's SQLite connection is not `Sync`, so the async handlers never touch it: they send
 //! commands to the worker and await the answer. The worker commits like the allocation database
-//! does (group commit): every command waiting is applied to one `Operations` per account,
-//! committed once, and only then answered. Creating a UUID that already exists is a no-op that
-//! returns the existing task.
+//! does (group commit, `Worker::run`): every command waiting is applied to one `Operations` per
+//! account, committed once, and only then answered; requests that arrive while a group is
+//! applied join it (at most 256). Key writes, which are off the request path, give way to
+//! requests for up to 100 ms, so a request's commit does not carry earlier requests' key
+//! writes. Creating a UUID that already exists is a no-op that returns the existing task. A
+//! Taskwarrior sync of a replica (`sync_replica`) runs on the worker after the group it arrived
+//! in has committed: `Replica::sync` over `&mut InlineStorage`.
 //!
-//! Properties written: `description`, `status`, `entry`, `modified`, `end`, `project` (the
-//! prefix), `tag_*`, and the user-defined attributes `notes` and `key` (the assigned key, so
-//! Taskwarrior 3 with `uda.key.type=string` shows it).
+//! The tasks' properties are the shared model's (`callsign_storage::model`, which builds the
+//! operations for both task stores): the API's fields, plus the user-defined attributes `key`
+//! (the assigned key, so Taskwarrior 3 with `uda.key.type=string` shows it), `conflicts`,
+//! `created_by` and `assignee`.
 //!
 //! The replicas are `callsign_tcstore::InlineStorage`: TaskChampion's file, schema and
 //! operations, with SQLite run on this worker's thread (TaskChampion's own `SqliteStorage`
 //! hands every call to a thread of its own, which was most of a create's cost) and commits
 //! whose cost does not grow with the working set (`Replica::commit_operations` reads all of
 //! it each time; `Replica::get_task` rebuilds a dependency map over it). So no `Replica` is
-//! used: the worker reads `TaskData` and builds the operations with TaskChampion's own
+//! used: the worker reads `TaskData`, the model builds the operations with TaskChampion's own
 //! `TaskData::update`, and the storage commits them as `Replica::commit_operations` would.
 //!
 //! Replicas are opened when an account's command needs one and kept in a bounded pool

@@ -4,6 +4,23 @@
 //! online or not; each write wakes the sync loop if this process runs one. Only the process
 //! holding the data dir's sync lock talks to the server; any other process only queues, and the
 //! loop notices its rows within a tick.
+//!
+//! **Subtasks and moves.** The engine keeps each task's `parent` and `previous_keys`; a lookup
+//! by key falls back to previous keys. A subtask takes its parent's project. The plan
+//! ([`crate::plan`]) sends a subtask's create only after its parent's create is answered, and
+//! holds a subtask whose parent is refused or in the local inbox, naming that parent as its
+//! waiting reason. Moving a provisional parent moves its provisional subtasks; discarding a
+//! refused parent keeps its subtasks as tasks of their own. Completing a task with open
+//! subtasks is refused here already ([`Error::Blocked`], naming them). [`Engine::next`] lists
+//! pending, unblocked tasks leaf-first. Moving a numbered task queues an update with `project`;
+//! its key changes when the server answers.
+//!
+//! **Concurrent edits.** An edit's outbox row carries `base`, the task's values before the
+//! user's first unsent edit of each field (`Store::edit_local`; folding keeps the earliest
+//! base). The task's `conflicts` come from the server like its other fields (kept as this
+//! device settled them while the task has rows queued); [`Engine::restore_conflict`] is an edit
+//! that sets the value back, [`Engine::dismiss_conflicts`] an update with `resolve`, each
+//! taking the conflict away locally at once.
 mod control;
 pub(crate) mod drain;
 pub(crate) mod grammar;

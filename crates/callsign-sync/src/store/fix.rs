@@ -3,6 +3,15 @@
 //! accepted. Each is one transaction (opened in `edit`, as every local edit's is; the pieces here
 //! run inside the caller's), and each re-checks the outbox inside it, so a row the sync loop
 //! claimed meanwhile is never rewritten (a sent request stays frozen).
+//!
+//! The outbox keeps the server's error `code` beside its message (migration 003), and
+//! `crate::reason::task_failure` says in plain words what was refused and which fix applies
+//! (another project, other fields, or sending it again). `set_project` moves a task with no key
+//! whose create is unsent or refused (a refused one goes back to the queue under a new
+//! idempotency key), and its provisional subtasks with it; an edit of a refused task sends it
+//! again; `discard` removes a task the server never accepted (the engine sends `TaskRemoved`;
+//! its provisional subtasks stay as tasks of their own), or drops a numbered task's refused
+//! changes and reads the change feed again from the start.
 use callsign_core::dto::{MutationOp, NewTask};
 use callsign_core::Prefix;
 use chrono::{DateTime, Utc};
