@@ -447,3 +447,60 @@ fn a_wrong_secret_or_client_id_is_refused_and_the_chain_stays_usable() -> Result
     assert_eq!(on_server.len(), 1, "nothing of the refused pushes landed");
     Ok(())
 }
+
+/// `GET /v1/changes` as a device holds it: `since` the cursor, waiting up to `wait` seconds.
+fn changes(url: &str, token: &str, since: Option<&str>, wait: u64) -> Result<serde_json::Value> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let query = match since {
+        Some(c) => format!("since={c}&wait={wait}"),
+        None => format!("wait={wait}"),
+    };
+    rt.block_on(async {
+        let res = reqwest::Client::new()
+            .get(format!("{url}/v1/changes?{query}"))
+            .bearer_auth(token)
+            .send()
+            .await?;
+        if !res.status().is_success() {
+            bail!("GET /v1/changes: {} {}", res.status(), res.text().await?);
+        }
+        Ok(res.json().await?)
+    })
+}
+
+#[test]
+fn a_taskwarrior_edit_wakes_a_device_waiting_for_changes() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (server, account, mut tw) = linked("WAK", dir.path())?;
+    let a = tw.add("Water the plants", None)?;
+    tw.sync()?;
+    assert_eq!(tw.key(a)?.as_deref(), Some("WAK-1"));
+    let seen = changes(&server.url, &account.token, None, 0)?;
+    let cursor = seen["cursor"]
+        .as_str()
+        .ok_or_else(|| anyhow!("no cursor in {seen}"))?
+        .to_owned();
+
+    // A device holds its request for up to 30 s; the edit lands about 300 ms in.
+    let (url, token) = (server.url.clone(), account.token.clone());
+    let started = std::time::Instant::now();
+    let held = std::thread::spawn(move || changes(&url, &token, Some(&cursor), 30));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    tw.set(a, "description", Some("Water the plants twice"))?;
+    tw.sync()?;
+    let answer = held
+        .join()
+        .map_err(|_| anyhow!("the held request panicked"))??;
+    let took = started.elapsed();
+    assert_eq!(
+        answer["changes"][0]["description"], "Water the plants twice",
+        "{answer}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "woken by the edit, not by the 30 s wait: {took:?}"
+    );
+    Ok(())
+}

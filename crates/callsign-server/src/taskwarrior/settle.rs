@@ -246,6 +246,8 @@ async fn settle_touched(
     if !keyed.is_empty() {
         out.touched = keyed.len();
         state.alloc.touch(account, keyed, now_ms()).await?;
+        // The feed moved: held `GET /v1/changes` requests wake now, not at their timeout.
+        state.feed_changed(account).await;
     }
     if !creates.is_empty() {
         for answer in protocol::create_many(state, account, creates).await {
