@@ -13,12 +13,15 @@
    strongly connected components (Tarjan's algorithm); any of more than two files fails.
 
 Run: python3 scripts/check-layers.py   (exit 1 with the offending edges or circles).
+     python3 scripts/check-layers.py --self-test   (the checks against small fixtures that
+     must pass and must fail; the test command runs it first).
 """
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 RANKS = {
     "callsign-core": 0,
@@ -304,5 +307,80 @@ def main():
     )
 
 
+def self_test():
+    """Each check against fixtures it must accept and fixtures it must refuse."""
+    failures = []
+    scratch = tempfile.TemporaryDirectory(prefix="check-layers-")
+
+    def expect(what, got, want):
+        if got != want:
+            failures.append(f"{what}: got {got!r}, want {want!r}")
+
+    def meta(deps):
+        names = sorted({n for pair in deps for n in pair[:2]})
+        pkgs = [
+            {
+                "id": n,
+                "name": n,
+                "dependencies": [
+                    {"name": b, "kind": k} for a, b, k in deps if a == n
+                ],
+            }
+            for n in names
+        ]
+        return {"packages": pkgs, "workspace_members": names}
+
+    ok, _ = crate_edges(meta([
+        ("callsign-server", "callsign-storage", None),
+        ("callsign-storage-sqlite", "callsign-storage-conformance", "dev"),
+    ]))
+    expect("edges that point down or (dev) sideways", ok, [])
+    for deps in [
+        [("callsign-storage", "callsign-server", None)],
+        [("callsign-storage-sqlite", "callsign-storage-conformance", None)],
+        [("callsign-storage-postgres", "callsign-storage-sqlite", "dev")],
+        [("callsign-new", "callsign-core", None)],
+    ]:
+        errors, _ = crate_edges(meta(deps))
+        expect(f"refused: {deps}", len(errors), 1)
+
+    def crate(files):
+        root = tempfile.mkdtemp(dir=scratch.name)
+        for rel, text in files.items():
+            path = os.path.join(root, "src", rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return os.path.join(root, "src", "lib.rs")
+
+    def sizes(lib):
+        return sorted(len(c) for c in circles(graph(lib)))
+
+    # a -> b (use), b -> c (super:: path in code), c -> a (through lib.rs's re-export).
+    three = {
+        "lib.rs": "mod a;\nmod b;\nmod c;\npub use a::Thing;\n",
+        "a.rs": "use crate::b::helper;\npub struct Thing;\n",
+        "b.rs": "pub fn helper() { super::c::run() }\n",
+        "c.rs": "use crate::Thing;\npub fn run() {}\n",
+    }
+    expect("a 3-file circle through a use, a path and a re-export", sizes(crate(three)), [3])
+    two = dict(three, **{"c.rs": "pub fn run() {}\n", "b.rs": "use crate::a::Thing;\npub fn helper() {}\n"})
+    expect("a 2-file circle", sizes(crate(two)), [2])
+    line = dict(three, **{"c.rs": "pub fn run() {}\n"})
+    expect("no circle (a mod declaration is not an import)", sizes(crate(line)), [])
+    commented = dict(three, **{"c.rs": "// use crate::Thing;\npub fn run() {}\n"})
+    expect("an import in a comment does not count", sizes(crate(commented)), [])
+    scratch.cleanup()
+    if failures:
+        print("check-layers --self-test failed:", file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        sys.exit(1)
+    print("check-layers --self-test: crate edges and import circles checked on fixtures")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+    else:
+        main()

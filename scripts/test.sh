@@ -20,6 +20,7 @@ cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 echo "== the workspace's shape: crates depend one way, no import circle of over two files"
+python3 scripts/check-layers.py --self-test
 python3 scripts/check-layers.py
 echo "== Taskwarrior 3.5 for the real-Taskwarrior test (tests/e2e/task3.rs)"
 # Fetched from Debian sid when it can be; without it that one test is skipped, not failed.

@@ -132,3 +132,77 @@ impl IntoResponse for ApiError {
         res
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::to_bytes;
+    use uuid::Uuid;
+
+    /// The HTTP answer `e` becomes: status, the problem's `code`, its `Retry-After`.
+    async fn answer(e: ApiError) -> (u16, String, Option<String>) {
+        let res = e.into_response();
+        let status = res.status().as_u16();
+        assert_eq!(
+            res.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
+        );
+        let retry = res
+            .headers()
+            .get(header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = to_bytes(res.into_body(), 1 << 16).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["status"], status, "{problem}");
+        (status, problem["code"].as_str().unwrap().to_owned(), retry)
+    }
+
+    #[tokio::test]
+    async fn every_refusal_has_its_status_code_and_retry() {
+        let uuid = Uuid::new_v4();
+        let table = [
+            (
+                Refusal::KeyReused(Op::Create),
+                422,
+                "idempotency_key_reused",
+                None,
+            ),
+            (Refusal::InProgress, 409, "request_in_progress", Some("1")),
+            (
+                Refusal::NoProject("ZZZ".into()),
+                404,
+                "project_not_found",
+                None,
+            ),
+            (Refusal::TaskExists(uuid), 409, "task_exists", None),
+            (
+                Refusal::NotUpdatable {
+                    uuid,
+                    reserved: true,
+                },
+                409,
+                "task_not_committed",
+                Some("1"),
+            ),
+            (
+                Refusal::NotUpdatable {
+                    uuid,
+                    reserved: false,
+                },
+                404,
+                "task_not_found",
+                None,
+            ),
+        ];
+        for (refusal, status, code, retry) in table {
+            let seen = answer(ApiError::from(refusal.clone())).await;
+            assert_eq!(
+                seen,
+                (status, code.to_owned(), retry.map(str::to_owned)),
+                "{refusal:?}"
+            );
+        }
+        let detail = ApiError::from(Refusal::KeyReused(Op::Update)).detail;
+        assert!(detail.contains("different update request"), "{detail}");
+    }
+}

@@ -147,18 +147,35 @@ pub async fn open_taskwarrior(
     key: taskwarrior::envelope::ServerKey,
 ) -> Result<taskwarrior::Taskwarrior, StartError> {
     Ok(match database {
-        Database::Sqlite(dir) => {
-            let s = sqlite::taskwarrior::SqliteSync::open(dir)
-                .map_err(|e| StartError::Taskwarrior(format!("{e:#}")))?;
-            taskwarrior::Taskwarrior::new(Arc::new(s.clone()), s, Some(key))
-        }
-        Database::Postgres(url) => {
-            let pool = pg::pool(url, 2)
-                .map_err(|e| StartError::Database(database.to_string(), e.into()))?;
-            let s = pg::taskwarrior::PgSync::new(pool);
-            taskwarrior::Taskwarrior::new(Arc::new(s.clone()), s, Some(key))
-        }
+        Database::Sqlite(dir) => sqlite_taskwarrior(dir, key)?,
+        Database::Postgres(url) => pg_taskwarrior(
+            pg::pool(url, 2).map_err(|e| StartError::Database(database.to_string(), e.into()))?,
+            key,
+        ),
     })
+}
+
+/// Taskwarrior's side on the SQLite data dir `dir`.
+fn sqlite_taskwarrior(
+    dir: &std::path::Path,
+    key: taskwarrior::envelope::ServerKey,
+) -> Result<taskwarrior::Taskwarrior, StartError> {
+    let s = sqlite::taskwarrior::SqliteSync::open(dir)
+        .map_err(|e| StartError::Taskwarrior(format!("{e:#}")))?;
+    Ok(taskwarrior::Taskwarrior::new(
+        Arc::new(s.clone()),
+        s,
+        Some(key),
+    ))
+}
+
+/// Taskwarrior's side on a PostgreSQL `pool`.
+fn pg_taskwarrior(
+    pool: pg::Pool,
+    key: taskwarrior::envelope::ServerKey,
+) -> taskwarrior::Taskwarrior {
+    let s = pg::taskwarrior::PgSync::new(pool);
+    taskwarrior::Taskwarrior::new(Arc::new(s.clone()), s, Some(key))
 }
 
 /// Shared server state. Cheap to clone.
@@ -301,18 +318,7 @@ impl AppState {
                     opened.tasks.group_commits(),
                 );
                 metrics.register_replicas(opened.tasks.replica_stats());
-                let taskwarrior = match key {
-                    None => None,
-                    Some(key) => {
-                        let s = sqlite::taskwarrior::SqliteSync::open(dir)
-                            .map_err(|e| StartError::Taskwarrior(format!("{e:#}")))?;
-                        Some(taskwarrior::Taskwarrior::new(
-                            Arc::new(s.clone()),
-                            s,
-                            Some(key),
-                        ))
-                    }
-                };
+                let taskwarrior = key.map(|key| sqlite_taskwarrior(dir, key)).transpose()?;
                 Ok(Opened {
                     alloc: Arc::new(opened.alloc),
                     tasks: Arc::new(opened.tasks),
@@ -324,10 +330,7 @@ impl AppState {
                 let (alloc, tasks) = pg::open(url, config.pool_size, config.claim_lease)
                     .await
                     .map_err(|e| StartError::Database(config.database.to_string(), e.into()))?;
-                let taskwarrior = key.map(|key| {
-                    let s = pg::taskwarrior::PgSync::new(tasks.pool().clone());
-                    taskwarrior::Taskwarrior::new(Arc::new(s.clone()), s, Some(key))
-                });
+                let taskwarrior = key.map(|key| pg_taskwarrior(tasks.pool().clone(), key));
                 Ok(Opened {
                     alloc: Arc::new(alloc),
                     tasks: Arc::new(tasks),

@@ -32,7 +32,8 @@ mod replica;
 pub mod tasks;
 pub mod taskwarrior;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+pub use deadpool_postgres::Pool;
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use callsign_storage::now_ms;

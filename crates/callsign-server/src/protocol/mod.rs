@@ -130,9 +130,13 @@ fn only(mut answers: Vec<ApiResult<Reply>>) -> ApiResult<Reply> {
         .unwrap_or_else(|| Err(ApiError::unavailable("no answer")))
 }
 
-/// The answer the commits store for a task: its JSON as the API shows it.
+/// The answer the commits store for a task: its JSON as the API shows it. One closure for the
+/// process, handed out by reference count (a commit clones an `Arc`, it allocates nothing).
 pub fn render() -> Render {
-    std::sync::Arc::new(|s| serde_json::to_string(&s.task()).expect("a task serialises"))
+    static RENDER: std::sync::LazyLock<Render> = std::sync::LazyLock::new(|| {
+        std::sync::Arc::new(|s| serde_json::to_string(&s.task()).expect("a task serialises"))
+    });
+    RENDER.clone()
 }
 
 /// One mutation of a batch on its way through the phases.
