@@ -130,6 +130,32 @@ impl TestServer {
         )
     }
 
+    /// `callsign-server ARGS… --data-dir/--database …`, which must succeed: its JSON.
+    pub fn run(&self, args: &[&str]) -> Result<Value> {
+        run_json(Command::new(server_bin()).args(args).args(&self.store))
+    }
+
+    /// `callsign-server ARGS… --data-dir/--database …`, which must fail: its stderr.
+    pub fn run_failing(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new(server_bin())
+            .args(args)
+            .args(&self.store)
+            .output()
+            .context("running callsign-server")?;
+        if out.status.success() {
+            bail!(
+                "{args:?} succeeded: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    /// Whether this server keeps its data in a SQLite data dir (else PostgreSQL).
+    pub fn is_sqlite(&self) -> bool {
+        self.store[0] == "--data-dir"
+    }
+
     /// Starts `serve` on `127.0.0.1:port` and waits (bounded) for its one listening line.
     pub fn serve(&mut self, port: u16) -> Result<()> {
         self.serve_crashing(port, None)

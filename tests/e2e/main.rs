@@ -35,6 +35,7 @@ mod reconnect;
 mod refusal;
 mod renames;
 mod reports;
+mod restore;
 mod server_crash;
 mod subtasks;
 mod task3;

@@ -45,6 +45,10 @@ pub enum ErrorCode {
     PayloadTooLarge,
     /// The server could not finish; nothing was numbered; retry with the same idempotency key.
     Unavailable,
+    /// The task's project is recovering from a restored backup: the server keeps the task but
+    /// numbers nothing until the team's devices have brought back the keys they hold; retry
+    /// later with the same idempotency key.
+    Recovering,
     NotFound,
     Internal,
     /// `/readyz`: a database the server needs cannot be read or written right now.
@@ -115,6 +119,7 @@ impl ErrorCode {
             ErrorCode::BatchTooLarge => "batch_too_large",
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Recovering => "recovering",
             ErrorCode::NotFound => "not_found",
             ErrorCode::Internal => "internal",
             ErrorCode::NotReady => "not_ready",
@@ -181,7 +186,7 @@ impl ErrorCode {
             | ErrorCode::InvalidBody
             | ErrorCode::InvalidParent
             | ErrorCode::UnknownMember => 422,
-            ErrorCode::Unavailable | ErrorCode::NotReady => 503,
+            ErrorCode::Unavailable | ErrorCode::Recovering | ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,
         }
     }
@@ -209,6 +214,7 @@ impl ErrorCode {
             ErrorCode::BatchTooLarge => "Too many mutations in one batch",
             ErrorCode::PayloadTooLarge => "Request body too large",
             ErrorCode::Unavailable => "Temporarily unavailable",
+            ErrorCode::Recovering => "The server is recovering from a backup",
             ErrorCode::NotFound => "Not found",
             ErrorCode::Internal => "Internal error",
             ErrorCode::NotReady => "Not ready",
@@ -241,6 +247,7 @@ impl ErrorCode {
             self,
             ErrorCode::RequestInProgress
                 | ErrorCode::Unavailable
+                | ErrorCode::Recovering
                 | ErrorCode::Internal
                 | ErrorCode::NotReady
                 | ErrorCode::TooManyRequests

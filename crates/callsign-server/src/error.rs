@@ -55,6 +55,9 @@ impl std::fmt::Display for ApiError {
 
 impl From<callsign_storage::Error> for ApiError {
     fn from(e: callsign_storage::Error) -> Self {
+        if let callsign_storage::Error::Recovering { prefix } = &e {
+            return recovering(prefix);
+        }
         if e.is_task_store() {
             tracing::error!(error = %e, "task store error");
             ApiError::unavailable("the server could not reach its task store; retry later")
@@ -83,6 +86,24 @@ impl From<Refusal> for ApiError {
         }
     }
 }
+
+/// `503 recovering`: the project numbers nothing until its recovery ends (docs/RECOVERY.md).
+/// The task is kept; the same request sent again later gets its key.
+pub fn recovering(prefix: &str) -> ApiError {
+    ApiError {
+        code: ErrorCode::Recovering,
+        detail: format!(
+            "the server is recovering from a backup: your task keeps its place and gets its \
+             {prefix} key when the team's devices have checked in (retry later with the same \
+             idempotency key)"
+        ),
+        retry_after: Some(RECOVERING_RETRY_SECS),
+    }
+}
+
+/// How long a device waits before asking again while a project recovers (recovery takes
+/// hours; a minute also lets `callsign sync` answer at once instead of waiting to retry).
+pub const RECOVERING_RETRY_SECS: u64 = 60;
 
 /// `422 idempotency_key_reused`: the key came before with another request.
 pub fn refused_reuse(op: Op) -> ApiError {

@@ -183,12 +183,17 @@ async fn settle(state: &AppState, slot: Slot, expired: bool) -> ApiResult<Settle
             at,
             snapshot: snap,
         }];
-        let reply = state
+        let reply = match state
             .alloc
             .commit(account, op, work, now, crate::protocol::render())
             .await?
             .pop()
-            .ok_or_else(|| callsign_storage::Error::CommitFailed("no answer".into()))??;
+            .ok_or_else(|| callsign_storage::Error::CommitFailed("no answer".into()))?
+        {
+            // Its project numbers nothing until recovery ends: left pending till then.
+            Err(callsign_storage::Error::Recovering { .. }) => return Ok(Settled::Left),
+            r => r?,
+        };
         if reply.replayed {
             return Ok(Settled::Left);
         }

@@ -21,7 +21,7 @@ use callsign_storage::rows::hash_token;
 use callsign_storage::window::Setting;
 use callsign_storage::{
     fingerprint, now_ms, AccountId, AddMember, AllocStore, Commit, Mutation, NewInvite, Op, Phase1,
-    Redeem, Refusal, RemoveMember, Render, Reply, Reserved, Snapshot, TaskStore,
+    RecoveryReason, Redeem, Refusal, RemoveMember, Render, Reply, Reserved, Snapshot, TaskStore,
 };
 use uuid::Uuid;
 
@@ -58,6 +58,7 @@ macro_rules! storage_conformance {
             subtasks_number_under_their_parent_without_gaps,
             a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys,
             a_rename_moves_the_prefix_and_every_old_key_still_resolves,
+            a_recovering_project_numbers_nothing_until_recovery_ends,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -1654,4 +1655,191 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
         (syn.name.as_str(), syn.previous_prefixes.clone()),
         ("Sync", vec!["SYX".into()])
     );
+}
+
+/// While a project recovers (docs/RECOVERY.md) no commit takes a number from its counter: a
+/// create's commit fails alone with `Recovering` and leaves its slot pending, a move into it
+/// fails too, while updates in it and other accounts go on. Starting again keeps the start;
+/// ending one project leaves the others recovering; once recovery ends the pending create is
+/// numbered with no gap (the refused attempts took nothing).
+pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let ops = Prefix::parse("OPS").unwrap();
+    b.alloc
+        .create_project(a, "Ops", &ops)
+        .await
+        .unwrap()
+        .unwrap();
+    let other = account(&b, "SYN").await;
+    let first = Uuid::new_v4();
+    create(&b, a, "first", first, &new_task("SYN", "before"))
+        .await
+        .reply();
+
+    let rows = b
+        .alloc
+        .start_recovery(Some(a), RecoveryReason::Declared, 1_000)
+        .await
+        .unwrap();
+    let seen: Vec<(AccountId, &str, i64)> = rows
+        .iter()
+        .map(|r| (r.account, r.prefix.as_str(), r.last))
+        .collect();
+    assert_eq!(seen, [(a, "OPS", 0), (a, "SYN", 1)]);
+    assert!(rows
+        .iter()
+        .all(|r| r.since == 1_000 && r.reason == RecoveryReason::Declared));
+    let again = b
+        .alloc
+        .start_recovery(None, RecoveryReason::Restore, 2_000)
+        .await
+        .unwrap();
+    let syn_of_a = again
+        .iter()
+        .find(|r| r.account == a && r.prefix == "SYN")
+        .unwrap();
+    assert_eq!(
+        (syn_of_a.since, syn_of_a.reason),
+        (1_000, RecoveryReason::Declared)
+    );
+    assert_eq!(
+        again.len(),
+        3,
+        "the other account's project joined: {again:?}"
+    );
+    let ended = b.alloc.end_recovery(Some(other), None).await.unwrap();
+    assert_eq!(ended.len(), 1);
+
+    // A create in a recovering project: its commit fails alone, nothing numbered.
+    let body = new_task("SYN", "during");
+    let u = Uuid::new_v4();
+    let m = mutation("during", u, &body);
+    let Ok(Phase1::Proceed(at, claim)) = b
+        .alloc
+        .phase1(a, Op::Create, &[m], now_ms())
+        .await
+        .pop()
+        .unwrap()
+    else {
+        panic!("phase 1 refused a create in a recovering project");
+    };
+    let snapshot = b.tasks.create(a, vec![(u, body.clone())]).await.unwrap()[0].clone();
+    let work = || {
+        vec![Commit {
+            idem: "during".into(),
+            at,
+            snapshot: snapshot.clone(),
+        }]
+    };
+    for _ in 0..2 {
+        let out = b
+            .alloc
+            .commit(a, Op::Create, work(), now_ms(), render())
+            .await
+            .unwrap();
+        assert!(
+            matches!(&out[..], [Err(callsign_storage::Error::Recovering { prefix })] if prefix == "SYN"),
+            "{out:?}"
+        );
+    }
+    let meta = b.alloc.task_meta(a, vec![u]).await.unwrap();
+    assert!(meta[&u].key.is_none(), "reserved, not numbered");
+
+    // The other account numbers on; an update in the recovering project goes on.
+    let r = create(
+        &b,
+        other,
+        "o1",
+        Uuid::new_v4(),
+        &new_task("SYN", "elsewhere"),
+    )
+    .await
+    .reply();
+    assert_eq!(key_of(&r), "SYN-1");
+    let patch = TaskPatch {
+        description: Some("edited while recovering".into()),
+        ..TaskPatch::default()
+    };
+    let r = update_one(&b, a, "edit", first, &patch).await;
+    assert_eq!(
+        (task_of(&r).key.as_deref(), task_of(&r).description.as_str()),
+        (Some("SYN-1"), "edited while recovering")
+    );
+
+    // A move into a recovering project takes no number there.
+    let to_ops = TaskPatch {
+        project: Some("OPS".into()),
+        ..TaskPatch::default()
+    };
+    let m = Mutation {
+        idem: "move".into(),
+        uuid: first,
+        parent: None,
+        fp: fingerprint("update", first, &to_ops),
+        request: serde_json::to_string(&to_ops).unwrap(),
+    };
+    let Ok(Phase1::Proceed(mat, mclaim)) = b
+        .alloc
+        .phase1(a, Op::Update, &[m], now_ms())
+        .await
+        .pop()
+        .unwrap()
+    else {
+        panic!("phase 1 refused a move");
+    };
+    let msnap = b
+        .tasks
+        .update(a, vec![(first, to_ops.clone())])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap()
+        .unwrap();
+    let out = b
+        .alloc
+        .commit(
+            a,
+            Op::Update,
+            vec![Commit {
+                idem: "move".into(),
+                at: mat,
+                snapshot: msnap,
+            }],
+            now_ms(),
+            render(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&out[..], [Err(callsign_storage::Error::Recovering { prefix })] if prefix == "OPS"),
+        "{out:?}"
+    );
+    drop(mclaim);
+
+    // Ending OPS leaves SYN recovering; ending the account's numbers the pending create next.
+    let ops_ended = b.alloc.end_recovery(Some(a), Some(&ops)).await.unwrap();
+    assert_eq!(
+        ops_ended
+            .iter()
+            .map(|r| r.prefix.as_str())
+            .collect::<Vec<_>>(),
+        ["OPS"]
+    );
+    let left = b.alloc.recovering().await.unwrap();
+    assert_eq!(
+        left.iter()
+            .map(|r| (r.account, r.prefix.as_str()))
+            .collect::<Vec<_>>(),
+        [(a, "SYN")]
+    );
+    b.alloc.end_recovery(Some(a), None).await.unwrap();
+    assert!(b.alloc.recovering().await.unwrap().is_empty());
+    let out = b
+        .alloc
+        .commit(a, Op::Create, work(), now_ms(), render())
+        .await
+        .unwrap();
+    drop(claim);
+    let r = out.into_iter().next().unwrap().unwrap();
+    assert_eq!((r.status, key_of(&r)), (201, "SYN-2".to_owned()), "no gap");
 }

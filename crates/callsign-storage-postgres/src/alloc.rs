@@ -31,7 +31,7 @@ use callsign_storage::rows::{hash_token, new_token};
 use callsign_storage::window::{is_late, Basis, Evidence, Setting, Window};
 use callsign_storage::{
     now_ms, AccountId, AddMember, Caller, ChangeRow, InstanceId, KeyRow, MemberRow, NewAccount,
-    NewInvite, Redeem, RemoveMember, Slot, SlotState,
+    NewInvite, RecoveringRow, RecoveryReason, Redeem, RemoveMember, Slot, SlotState,
 };
 use callsign_storage::{
     AllocStore, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Refusal, Renamed, Render,
@@ -41,6 +41,7 @@ use callsign_storage::{
 mod batch;
 mod members;
 mod moves;
+mod recovery;
 mod renames;
 
 /// How long a node's claim on a slot holds, by default, if the node never releases it (it
@@ -546,6 +547,30 @@ impl AllocStore for PgAlloc {
         }
         .await;
         Ok(r?)
+    }
+
+    async fn start_recovery(
+        &self,
+        account: Option<AccountId>,
+        reason: RecoveryReason,
+        now: i64,
+    ) -> callsign_storage::Result<Vec<RecoveringRow>> {
+        let c = self.pool.get().await.map_err(DbError::from)?;
+        Ok(recovery::start(&c, account, reason, now).await?)
+    }
+
+    async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {
+        let c = self.pool.get().await.map_err(DbError::from)?;
+        Ok(recovery::list(&c).await?)
+    }
+
+    async fn end_recovery(
+        &self,
+        account: Option<AccountId>,
+        prefix: Option<&Prefix>,
+    ) -> callsign_storage::Result<Vec<RecoveringRow>> {
+        let c = self.pool.get().await.map_err(DbError::from)?;
+        Ok(recovery::end(&c, account, prefix.map(Prefix::as_str)).await?)
     }
 
     async fn instance_id(&self) -> callsign_storage::Result<InstanceId> {

@@ -11,6 +11,9 @@ pub enum DbError {
     /// A stored value the schema's CHECKs should have kept out.
     #[error("the database holds a value it should not: {0}")]
     Corrupt(String),
+    /// The project is recovering: it numbers nothing (docs/RECOVERY.md).
+    #[error("project {0} is recovering from a backup: it numbers no task until recovery ends")]
+    Recovering(String),
 }
 
 pub type Result<T> = std::result::Result<T, DbError>;
@@ -25,6 +28,7 @@ impl From<DbError> for callsign_storage::Error {
     fn from(e: DbError) -> Self {
         match e {
             DbError::CommitFailed(s) => callsign_storage::Error::CommitFailed(s),
+            DbError::Recovering(prefix) => callsign_storage::Error::Recovering { prefix },
             e => callsign_storage::Error::Database(e.to_string()),
         }
     }

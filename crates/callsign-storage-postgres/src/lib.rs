@@ -65,6 +65,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_invites",
         include_str!("../migrations/0008_invites.sql"),
     ),
+    (
+        "0009_recovery",
+        include_str!("../migrations/0009_recovery.sql"),
+    ),
 ];
 
 /// The advisory lock the migrations run under (any fixed number; "CALLSIGN" in ASCII).

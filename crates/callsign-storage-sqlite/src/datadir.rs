@@ -16,6 +16,41 @@ use crate::wal::Checkpointer;
 pub const ACCOUNTS_DIR: &str = "accounts";
 /// The allocation database's file, inside the data dir.
 pub const DB_FILE: &str = "callsign.sqlite3";
+/// The lock a serving process (or a restore) holds on its data dir.
+pub const LOCK_FILE: &str = "server.lock";
+
+/// Why the data dir's lock was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("opening {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("another callsign-server is already serving {0}")]
+    Held(PathBuf),
+}
+
+/// Takes the data dir's lock (`server.lock`, private to the server's user): one process per
+/// data dir, since the in-process idempotency claims hold only if no second process serves
+/// the same files. The OS releases it when the process dies, so a crash never leaves it stale.
+pub fn lock(data_dir: &Path) -> Result<std::fs::File, LockError> {
+    let path = data_dir.join(LOCK_FILE);
+    let mut open = std::fs::OpenOptions::new();
+    open.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let file = open
+        .open(&path)
+        .map_err(|e| LockError::Io(path.clone(), e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| LockError::Io(path.clone(), e))?;
+    }
+    if file.try_lock().is_err() {
+        return Err(LockError::Held(data_dir.to_owned()));
+    }
+    Ok(file)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataDirError {

@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc;
+pub mod backup;
 pub mod datadir;
 pub mod files;
 mod inflight;

@@ -60,6 +60,12 @@ pub enum Error {
     /// The backend does not offer this.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// The project is recovering from a rollback (a restored backup): it numbers nothing until
+    /// its recovery ends. Nothing was numbered; the slot stays pending (retry later).
+    #[error(
+        "project {prefix} is recovering from a backup: it numbers no task until recovery ends"
+    )]
+    Recovering { prefix: String },
 }
 
 impl Error {

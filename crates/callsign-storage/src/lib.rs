@@ -42,7 +42,8 @@ pub use protocol::{
 };
 pub use rows::{
     now_ms, AccountId, AddMember, Caller, ChangeRow, InstanceId, KeyRow, MemberId, MemberRow,
-    NewAccount, NewInvite, NewMember, Redeem, RemoveMember, Slot, SlotState,
+    NewAccount, NewInvite, NewMember, RecoveringRow, RecoveryReason, Redeem, RemoveMember, Slot,
+    SlotState,
 };
 use window::{Basis, Setting, Window};
 
@@ -186,6 +187,27 @@ pub trait AllocStore: Send + Sync + 'static {
         now: i64,
     ) -> Result<Renamed>;
     async fn account_ids(&self) -> Result<Vec<AccountId>>;
+
+    // --- recovery after a rollback (docs/RECOVERY.md) ---
+    /// Marks every project of every account (or of `account`) recovering since `now`; a project
+    /// already recovering keeps its start. While a project recovers, every commit that would
+    /// take a number from its counter fails with [`Error::Recovering`] and takes none.
+    /// Returns the projects now recovering.
+    async fn start_recovery(
+        &self,
+        account: Option<AccountId>,
+        reason: RecoveryReason,
+        now: i64,
+    ) -> Result<Vec<RecoveringRow>>;
+    /// The projects recovering, by account and prefix.
+    async fn recovering(&self) -> Result<Vec<RecoveringRow>>;
+    /// Ends the recovery of `account`'s projects (all accounts': `None`), or of its project
+    /// `prefix` only. Returns the projects whose recovery ended.
+    async fn end_recovery(
+        &self,
+        account: Option<AccountId>,
+        prefix: Option<&Prefix>,
+    ) -> Result<Vec<RecoveringRow>>;
     /// Random bytes made with the store: what replicas and cursors are bound to.
     async fn instance_id(&self) -> Result<InstanceId>;
     async fn cursor_key(&self) -> Result<Vec<u8>>;

@@ -246,3 +246,43 @@ pub fn project(
         previous_prefixes,
     }
 }
+
+/// Why a project is recovering (`recovering.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryReason {
+    /// `callsign-server restore` put a backup in place.
+    Restore,
+    /// An admin declared it (`callsign-server recovery start`, e.g. after a PostgreSQL
+    /// restore or failover).
+    Declared,
+}
+
+impl RecoveryReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecoveryReason::Restore => "restore",
+            RecoveryReason::Declared => "declared",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RecoveryReason> {
+        match s {
+            "restore" => Some(RecoveryReason::Restore),
+            "declared" => Some(RecoveryReason::Declared),
+            _ => None,
+        }
+    }
+}
+
+/// A project that numbers nothing until its recovery ends, with its counter as it stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RecoveringRow {
+    pub account: AccountId,
+    pub prefix: String,
+    /// When recovery began (ms since the epoch).
+    pub since: i64,
+    pub reason: RecoveryReason,
+    /// The highest number the project's counter has handed out (0: none).
+    pub last: i64,
+}

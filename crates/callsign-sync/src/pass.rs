@@ -27,7 +27,7 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::OutboxRow;
-use crate::outbox_state::{classify, Outcome};
+use crate::outbox_state::{classify, retry_floor, Outcome};
 use crate::plan::plan;
 use crate::status;
 use crate::store::{Store, CURSOR};
@@ -270,11 +270,18 @@ impl Syncer {
                 .into_iter()
                 .map(|r| (r.idempotency_key.clone(), r))
                 .collect();
+            // Rows whose project is recovering on the server wait at least its hint.
+            let mut floors: HashMap<i64, Duration> = HashMap::new();
             let answers: Vec<_> = claimed
                 .into_iter()
                 .map(|row| {
                     let o = match by_key.remove(&row.idempotency_key) {
-                        Some(r) => classify(&r),
+                        Some(r) => {
+                            if let Some(f) = retry_floor(&r) {
+                                floors.insert(row.id, f);
+                            }
+                            classify(&r)
+                        }
                         None => Outcome::Retry("the server sent no answer for this request".into()),
                     };
                     (row, o)
@@ -298,9 +305,11 @@ impl Syncer {
             report.sent += answers.len();
             let now = self.clock.now_ms();
             let delay = |row: &OutboxRow| {
-                let d = self
-                    .backoff
-                    .delay(row.try_count.saturating_sub(1), (self.jitter)(), None);
+                let d = self.backoff.delay(
+                    row.try_count.saturating_sub(1),
+                    (self.jitter)(),
+                    floors.get(&row.id).copied(),
+                );
                 now + d.as_millis() as i64
             };
             let recorded = {

@@ -176,6 +176,13 @@ pub fn sync_problem(code: Option<&str>, detail: &str) -> Plain {
         Some("storage") => "This device's task database could not be written — check the \
              disk; nothing already saved is lost"
             .to_string(),
+        Some("still_queued") => {
+            format!("Not everything reached the server yet — {SAFE} and stay queued (why below)")
+        }
+        Some("recovering") => format!(
+            "The server is recovering from a backup — {SAFE}; new tasks get their keys once the \
+             team's devices have checked in"
+        ),
         Some(c) if parse_code(c).is_some_and(ErrorCode::is_transient) => {
             format!("The server is having trouble — {SAFE} and will be sent when it recovers")
         }

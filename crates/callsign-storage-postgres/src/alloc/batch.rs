@@ -369,6 +369,27 @@ impl PgAlloc {
             plan.push(Step::Commit { slot, uuid });
         }
 
+        // A recovering project numbers nothing (docs/RECOVERY.md): its items fail alone and
+        // their slots stay pending.
+        let recovering = super::recovery::recovering_in(tx, account).await?;
+        if !recovering.is_empty() {
+            let mut withheld: HashMap<Uuid, String> = HashMap::new();
+            wants.retain(|(project, _), tasks| match recovering.get(project) {
+                Some(prefix) => {
+                    withheld.extend(tasks.iter().map(|u| (*u, prefix.clone())));
+                    false
+                }
+                None => true,
+            });
+            for step in plan.iter_mut() {
+                if let Step::Commit { uuid, .. } = &*step {
+                    if let Some(prefix) = withheld.get(uuid) {
+                        *step = Step::Done(Err(DbError::Recovering(prefix.clone())));
+                    }
+                }
+            }
+        }
+
         // Moves, one by one (rare): each renumbers its task and subtasks now, so the answers
         // below carry the new keys; an item's failure is its own.
         let mut moved: HashMap<String, Vec<Uuid>> = HashMap::new();
@@ -383,6 +404,10 @@ impl PgAlloc {
             };
             if current.get(&uuid).is_some_and(|k| k.project_id == project) {
                 // An earlier prefix of the project the task is in: no move.
+                continue;
+            }
+            if let Some(prefix) = recovering.get(&project) {
+                *step = Step::Done(Err(DbError::Recovering(prefix.clone())));
                 continue;
             }
             let subtasks = moves::move_tree(tx, account, uuid, project, now).await?;

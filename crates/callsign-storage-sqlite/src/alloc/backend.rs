@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use super::protocol::{self as sql, Decided};
 use super::{
-    accounts, changes, each_item, members, meta, now_ms, renames, slots, window as db_window,
+    accounts, changes, each_item, members, meta, now_ms, recovery, renames, slots,
+    window as db_window,
 };
 use super::{
     AccountId, AddMember, Caller, ChangeRow, Db, MemberRow, NewAccount, NewInvite, Redeem,
@@ -19,8 +20,8 @@ use super::{
 use crate::inflight::InFlight;
 use callsign_storage::window::{Basis, Setting, Window};
 use callsign_storage::{
-    AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, Refusal, Renamed, Render, Reply,
-    TaskMeta,
+    AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, RecoveringRow, RecoveryReason,
+    Refusal, Renamed, Render, Reply, TaskMeta,
 };
 
 /// The allocation store on one SQLite file.
@@ -243,6 +244,34 @@ impl AllocStore for SqliteAlloc {
     async fn account_ids(&self) -> callsign_storage::Result<Vec<AccountId>> {
         let r: Result<Vec<AccountId>> = async { self.db.read(meta::account_ids).await }.await;
         Ok(r?)
+    }
+
+    async fn start_recovery(
+        &self,
+        account: Option<AccountId>,
+        reason: RecoveryReason,
+        now: i64,
+    ) -> callsign_storage::Result<Vec<RecoveringRow>> {
+        Ok(self
+            .db
+            .write(move |c| recovery::start(c, account, reason, now))
+            .await?)
+    }
+
+    async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {
+        Ok(self.db.read(recovery::list).await?)
+    }
+
+    async fn end_recovery(
+        &self,
+        account: Option<AccountId>,
+        prefix: Option<&Prefix>,
+    ) -> callsign_storage::Result<Vec<RecoveringRow>> {
+        let prefix = prefix.cloned();
+        Ok(self
+            .db
+            .write(move |c| recovery::end(c, account, prefix.as_ref()))
+            .await?)
     }
 
     async fn instance_id(&self) -> callsign_storage::Result<meta::InstanceId> {

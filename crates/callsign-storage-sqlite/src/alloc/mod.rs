@@ -26,6 +26,7 @@ pub mod changes;
 pub mod members;
 pub mod meta;
 pub mod protocol;
+pub mod recovery;
 pub mod renames;
 pub mod slots;
 pub mod window;
@@ -71,6 +72,8 @@ pub enum DbError {
          refuses to start\")"
     )]
     Corrupt(String),
+    #[error("project {0} is recovering from a backup: it numbers no task until recovery ends")]
+    Recovering(String),
 }
 
 pub type Result<T> = std::result::Result<T, DbError>;
@@ -84,6 +87,7 @@ impl From<DbError> for callsign_storage::Error {
             DbError::WriterGone => Error::WriterGone,
             DbError::CommitFailed(s) => Error::CommitFailed(s),
             DbError::Corrupt(s) => Error::Corrupt(s),
+            DbError::Recovering(prefix) => Error::Recovering { prefix },
         }
     }
 }
@@ -111,7 +115,24 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0011_prefix_renames.sql")),
         M::up(include_str!("../../migrations/0012_members.sql")),
         M::up(include_str!("../../migrations/0013_invites.sql")),
+        M::up(include_str!("../../migrations/0014_recovery.sql")),
     ])
+}
+
+/// Brings the allocation database at `path` (a restored copy, not yet in place) up to this
+/// build's schema and marks every project recovering since `now` (docs/RECOVERY.md), in one
+/// transaction, before the file is put where a server would serve it.
+pub fn mark_restored(path: &Path, now: i64) -> Result<Vec<callsign_storage::RecoveringRow>> {
+    let mut conn = open_conn(path)?;
+    quick_check(&conn)?;
+    migrations().to_latest(&mut conn)?;
+    let tx = conn.transaction()?;
+    let out = recovery::start(&tx, None, callsign_storage::RecoveryReason::Restore, now)?;
+    tx.commit()?;
+    // Back to a plain file, so nothing of it stays in a -wal beside the old name.
+    conn.pragma_update(None, "journal_mode", "DELETE")?;
+    drop(conn);
+    Ok(out)
 }
 
 fn open_conn(path: &Path) -> Result<Connection> {

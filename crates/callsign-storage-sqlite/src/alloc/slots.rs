@@ -6,7 +6,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use uuid::Uuid;
 
-use super::{AccountId, Result};
+use super::{AccountId, DbError, Result};
 pub use callsign_storage::rows::{child_scope, KeyRow, Slot, SlotState};
 
 /// The columns [`slot_from_row`] reads, as a literal so the queries below are constants (no
@@ -294,6 +294,11 @@ pub fn set_task_project(
 /// Takes the next number of `(project, scope)`. Only call it in the transaction that binds
 /// the number (see the module doc).
 pub fn bump_counter(conn: &Connection, project: i64, scope: &str) -> Result<i64> {
+    // A recovering project numbers nothing (docs/RECOVERY.md): its counter may be behind keys
+    // the devices hold. The error rolls back this item's savepoint; its slot stays pending.
+    if let Some(prefix) = super::recovery::recovering_prefix(conn, project)? {
+        return Err(DbError::Recovering(prefix));
+    }
     Ok(conn
         .prepare_cached(
             "INSERT INTO counters (project_id, scope, last) VALUES (?1, ?2, 1)

@@ -3,8 +3,10 @@
 mod account;
 mod admin;
 mod args;
+mod backup;
 mod member;
 mod project;
+mod recovery;
 mod serve;
 mod token;
 
@@ -45,6 +47,15 @@ enum Cmd {
         #[command(subcommand)]
         cmd: project::ProjectCmd,
     },
+    /// Copy a SQLite data dir, consistently, while the server runs.
+    Backup(backup::BackupArgs),
+    /// Put a backup in place (the server stopped); every project then recovers first.
+    Restore(backup::RestoreArgs),
+    /// After a rollback: the projects that number nothing until the devices have checked in.
+    Recovery {
+        #[command(subcommand)]
+        cmd: recovery::RecoveryCmd,
+    },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {
         #[arg(value_enum)]
@@ -75,5 +86,8 @@ async fn main() -> anyhow::Result<()> {
         Cmd::Member { cmd } => member::run(cmd).await,
         Cmd::Token { cmd } => token::run(cmd).await,
         Cmd::Project { cmd } => project::run(cmd).await,
+        Cmd::Backup(args) => backup::run_backup(args),
+        Cmd::Restore(args) => backup::run_restore(args),
+        Cmd::Recovery { cmd } => recovery::run(cmd).await,
     }
 }

@@ -271,27 +271,7 @@ fn held_limits(
 fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     callsign_storage_sqlite::datadir::create_private_dir(data_dir)
         .with_context(|| format!("creating {}", data_dir.display()))?;
-    let path = data_dir.join("server.lock");
-    let mut open = std::fs::OpenOptions::new();
-    open.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-    let file = open
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("making {} private", path.display()))?;
-    }
-    if file.try_lock().is_err() {
-        bail!(
-            "another callsign-server is already serving {}",
-            data_dir.display()
-        );
-    }
-    Ok(file)
+    Ok(callsign_storage_sqlite::datadir::lock(data_dir)?)
 }
 
 async fn shutdown() {

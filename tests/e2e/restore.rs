@@ -1,0 +1,110 @@
+//! The worst day, as an admin lives it (issue 41): `callsign-server backup` while the server
+//! serves and devices capture, `restore` with the server stopped (SQLite), or `recovery start`
+//! after a database was put back by other means (PostgreSQL); then every project numbers
+//! nothing until its recovery ends, while devices keep capturing.
+use anyhow::{anyhow, Result};
+
+use crate::cli::Cli;
+use crate::fixture::{server_tasks, TestServer};
+
+#[test]
+fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
+    let dirs = [
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+    ];
+    let (mut server, account) = TestServer::start("SYN")?;
+    let port = server.port();
+    let a = Cli::new(dirs[0].path());
+    a.login(&server.url, &account.token)?;
+    let mut before = Vec::new();
+    for i in 1..=3 {
+        before.push(a.add(&format!("captured before the backup {i}"), &[])?);
+    }
+    a.ok(&["sync"])?;
+
+    let backup = dirs[2].path().join("last-night");
+    if server.is_sqlite() {
+        // While the server serves.
+        let made = server.run(&["backup", "--to", &backup.display().to_string()])?;
+        assert_eq!(made["accounts"], serde_json::json!([account.id]), "{made}");
+    }
+    for i in 4..=5 {
+        a.add(&format!("captured after the backup {i}"), &[])?;
+    }
+    a.ok(&["sync"])?;
+
+    server.stop();
+    if server.is_sqlite() {
+        let restored = server.run(&["restore", "--from", &backup.display().to_string()])?;
+        let recovering = &restored["recovering"];
+        assert_eq!(recovering[0]["prefix"], "SYN", "{restored}");
+        assert_eq!(recovering[0]["last"], 3, "the backup's counter: {restored}");
+        // A second restore over a running server is refused, and nothing is replaced.
+        server.serve(port)?;
+        let refused = server.run_failing(&["restore", "--from", &backup.display().to_string()])?;
+        assert!(refused.contains("stop it before restoring"), "{refused}");
+    } else {
+        let declared = server.run(&["recovery", "start"])?;
+        assert_eq!(declared[0]["reason"], "declared", "{declared}");
+        server.serve(port)?;
+    }
+    let status = server.run(&["recovery", "status"])?;
+    assert_eq!(status[0]["prefix"], "SYN", "{status}");
+    // The counter as it stands: 3 after the restore; 5 where nothing was rolled back.
+    let last = status[0]["last"].clone();
+    assert_eq!(last, if server.is_sqlite() { 3 } else { 5 }, "{status}");
+
+    // Every key of the backup still names its task.
+    let on_server = server_tasks(&server.url, &account.token)?;
+    for (i, uuid) in before.iter().enumerate() {
+        let t = on_server
+            .iter()
+            .find(|t| t.uuid.to_string() == *uuid)
+            .ok_or_else(|| anyhow!("{uuid} lost"))?;
+        assert_eq!(t.key.as_deref(), Some(format!("SYN-{}", i + 1).as_str()));
+    }
+
+    // Another device captures while the project recovers: kept, provisional.
+    let b = Cli::new(dirs[1].path());
+    b.login(&server.url, &account.token)?;
+    let during = b.add("captured while the server recovers", &[])?;
+    let started = std::time::Instant::now();
+    let out = b.output(&["sync"])?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "not synced: {said}");
+    assert!(
+        said.contains("recovering from a backup") && said.contains("keeps its place"),
+        "says why, in plain words: {said}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "answers at once, not after waiting to retry: {:?}",
+        started.elapsed()
+    );
+    let shown = b.json(&["show", &during])?;
+    assert_eq!(shown["key"], serde_json::Value::Null, "{shown}");
+    let status = server.run(&["recovery", "status"])?;
+    assert_eq!(
+        status[0]["last"], last,
+        "nothing numbered while recovering: {status}"
+    );
+
+    // The admin ends it: the capture gets the next number on the device's next sync.
+    let ended = server.run(&["recovery", "end", "--account", &account.id.to_string()])?;
+    assert_eq!(ended[0]["prefix"], "SYN", "{ended}");
+    assert_eq!(server.run(&["recovery", "status"])?, serde_json::json!([]));
+    b.ok(&["sync"])?;
+    let key = b.json(&["show", &during])?["key"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow!("no key after recovery ended"))?;
+    let n: u64 = key.strip_prefix("SYN-").unwrap_or("0").parse()?;
+    assert_eq!(
+        Some(n - 1),
+        last.as_u64(),
+        "the next number after the counter: {key}"
+    );
+    Ok(())
+}
