@@ -16,6 +16,7 @@
 //!   order and a reader that sees number `n` already sees every smaller one. Locking the
 //!   account first also orders every lock phase 2 takes, so two commits never deadlock.
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -289,6 +290,12 @@ impl PgAlloc {
     }
 }
 
+/// The seam: awaits `f`, and this backend's own error ([`DbError`]) becomes
+/// [`callsign_storage::Error`].
+async fn seam<T>(f: impl Future<Output = Result<T>>) -> callsign_storage::Result<T> {
+    Ok(f.await?)
+}
+
 #[async_trait]
 impl AllocStore for PgAlloc {
     fn backend(&self) -> &'static str {
@@ -307,7 +314,7 @@ impl AllocStore for PgAlloc {
         project_name: &str,
         owner: &MemberName,
     ) -> callsign_storage::Result<NewAccount> {
-        let r: Result<NewAccount> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let now = now_ms();
@@ -335,9 +342,8 @@ impl AllocStore for PgAlloc {
                     role: Role::Owner,
                 },
             })
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn create_token(
@@ -346,7 +352,7 @@ impl AllocStore for PgAlloc {
         member: &MemberName,
         device: &str,
     ) -> callsign_storage::Result<Option<String>> {
-        let r: Result<Option<String>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let Some((id, _)) = members::current_member(&c, account, member).await? else {
                 return Ok(None);
@@ -362,18 +368,16 @@ impl AllocStore for PgAlloc {
                 )
                 .await?;
             Ok((n == 1).then_some(token))
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn caller_by_token_hash(&self, hash: &[u8]) -> callsign_storage::Result<Option<Caller>> {
-        let r: Result<Option<Caller>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             members::caller_by_token_hash(&c, hash).await
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn add_member(
@@ -383,27 +387,25 @@ impl AllocStore for PgAlloc {
         role: Role,
         device: &str,
     ) -> callsign_storage::Result<AddMember> {
-        let r: Result<AddMember> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let made = members::add_member(&tx, account, name, role, device, now_ms()).await?;
             tx.commit().await?;
             Ok(made)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn list_members(
         &self,
         account: AccountId,
     ) -> callsign_storage::Result<Option<Vec<MemberRow>>> {
-        let r: Result<Option<Vec<MemberRow>>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             members::list_members(&c, account).await
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn remove_member(
@@ -412,24 +414,22 @@ impl AllocStore for PgAlloc {
         name: &MemberName,
         now: i64,
     ) -> callsign_storage::Result<RemoveMember> {
-        let r: Result<RemoveMember> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let out = members::remove_member(&tx, account, name, now).await?;
             tx.commit().await?;
             Ok(out)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn create_invite(&self, invite: NewInvite) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
+        seam(async {
             let c = self.pool.get().await?;
             members::create_invite(&c, &invite).await
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn redeem_invite(
@@ -439,19 +439,18 @@ impl AllocStore for PgAlloc {
         device: &str,
         now: i64,
     ) -> callsign_storage::Result<Redeem> {
-        let r: Result<Redeem> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let out = members::redeem_invite(&tx, code_hash, name, device, now).await?;
             tx.commit().await?;
             Ok(out)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn announce_change(&self, account: AccountId) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
+        seam(async {
             let c = self.pool.get().await?;
             c.execute(
                 "SELECT pg_notify($1, $2)",
@@ -459,25 +458,23 @@ impl AllocStore for PgAlloc {
             )
             .await?;
             Ok(())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn purge_invites(&self, before: i64) -> callsign_storage::Result<u64> {
-        let r: Result<u64> = async {
+        seam(async {
             let c = self.pool.get().await?;
             Ok(
                 c.execute("DELETE FROM invites WHERE expires_at < $1", &[&before])
                     .await?,
             )
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn list_projects(&self, account: AccountId) -> callsign_storage::Result<Vec<Project>> {
-        let r: Result<Vec<Project>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let rows = c
                 .query(
@@ -498,9 +495,8 @@ impl AllocStore for PgAlloc {
                     )
                 })
                 .collect())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn create_project(
@@ -509,15 +505,14 @@ impl AllocStore for PgAlloc {
         name: &str,
         prefix: &Prefix,
     ) -> callsign_storage::Result<Option<Project>> {
-        let r: Result<Option<Project>> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let made = insert_project(&tx, account, name, prefix).await?;
             tx.commit().await?;
             Ok(made)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn update_project(
@@ -528,25 +523,23 @@ impl AllocStore for PgAlloc {
         name: Option<&str>,
         now: i64,
     ) -> callsign_storage::Result<Renamed> {
-        let r: Result<Renamed> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let out = renames::update_project(&tx, account, from, prefix, name, now).await?;
             tx.commit().await?;
             Ok(out)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn account_ids(&self) -> callsign_storage::Result<Vec<AccountId>> {
-        let r: Result<Vec<AccountId>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let rows = c.query("SELECT id FROM accounts ORDER BY id", &[]).await?;
             Ok(rows.iter().map(|r| r.get(0)).collect())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn start_recovery(
@@ -574,29 +567,27 @@ impl AllocStore for PgAlloc {
     }
 
     async fn instance_id(&self) -> callsign_storage::Result<InstanceId> {
-        let r: Result<InstanceId> = async {
+        seam(async {
             let c = self.pool.get().await?;
             Ok(
                 c.query_one("SELECT instance_id FROM server_meta WHERE id = 1", &[])
                     .await?
                     .get(0),
             )
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn cursor_key(&self) -> callsign_storage::Result<Vec<u8>> {
-        let r: Result<Vec<u8>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             Ok(
                 c.query_one("SELECT cursor_key FROM server_meta WHERE id = 1", &[])
                     .await?
                     .get(0),
             )
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn phase1(
@@ -647,7 +638,7 @@ impl AllocStore for PgAlloc {
         account: AccountId,
         idem: &str,
     ) -> callsign_storage::Result<Option<Claim>> {
-        let r: Result<Option<Claim>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let now = now_ms();
             let row = c
@@ -662,9 +653,8 @@ impl AllocStore for PgAlloc {
                 )
                 .await?;
             Ok(row.map(|r| Claim::new(self.leases(vec![r.get(0)]))))
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn commit(
@@ -689,7 +679,7 @@ impl AllocStore for PgAlloc {
         account: AccountId,
         uuids: Vec<Uuid>,
     ) -> callsign_storage::Result<TaskMeta> {
-        let r: Result<TaskMeta> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let st = c
                 .prepare_cached(
@@ -723,9 +713,8 @@ impl AllocStore for PgAlloc {
                     (uuid, meta)
                 })
                 .collect())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn mark_in_store(
@@ -733,7 +722,7 @@ impl AllocStore for PgAlloc {
         account: AccountId,
         keys: Vec<(Uuid, String)>,
     ) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
+        seam(async {
             let c = self.pool.get().await?;
             // Marked where the key written is still the current one, unmarked where a move or
             // rename made it stale (the write may have put back an older key): `in_store` flips
@@ -752,9 +741,8 @@ impl AllocStore for PgAlloc {
             let (uuids, keys): (Vec<Uuid>, Vec<String>) = keys.into_iter().unzip();
             c.execute(&st, &[&account, &uuids, &keys]).await?;
             Ok(())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn touch(
@@ -763,7 +751,7 @@ impl AllocStore for PgAlloc {
         uuids: Vec<Uuid>,
         now: i64,
     ) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let feed_last = lock_feed(&tx, account).await?;
@@ -788,9 +776,8 @@ impl AllocStore for PgAlloc {
             .await?;
             tx.commit().await?;
             Ok(())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn task_reserved(
@@ -798,12 +785,11 @@ impl AllocStore for PgAlloc {
         account: AccountId,
         uuid: Uuid,
     ) -> callsign_storage::Result<bool> {
-        let r: Result<bool> = async {
+        seam(async {
             let c = self.pool.get().await?;
             Ok(task_row(&c, account, uuid).await?.is_some())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn uuid_for_key(
@@ -813,7 +799,7 @@ impl AllocStore for PgAlloc {
         scope: &str,
         number: i64,
     ) -> callsign_storage::Result<KeyLookup> {
-        let r: Result<KeyLookup> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let Some(project) = moves::project_id(&c, account, prefix).await? else {
                 return Ok(Err(false));
@@ -833,9 +819,8 @@ impl AllocStore for PgAlloc {
                 .await?
                 .map(|r| r.get(0));
             Ok(uuid.ok_or(true))
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn children(
@@ -843,7 +828,7 @@ impl AllocStore for PgAlloc {
         account: AccountId,
         parents: Vec<Uuid>,
     ) -> callsign_storage::Result<HashMap<Uuid, Vec<Uuid>>> {
-        let r: Result<HashMap<Uuid, Vec<Uuid>>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let st = c
                 .prepare_cached(
@@ -856,9 +841,8 @@ impl AllocStore for PgAlloc {
                 out.entry(r.get(0)).or_default().push(r.get(1));
             }
             Ok(out)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn changes_since(
@@ -867,7 +851,7 @@ impl AllocStore for PgAlloc {
         after: i64,
         limit: usize,
     ) -> callsign_storage::Result<(Vec<ChangeRow>, bool)> {
-        let r: Result<(Vec<ChangeRow>, bool)> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let st = c
                 .prepare_cached(
@@ -888,9 +872,8 @@ impl AllocStore for PgAlloc {
             let more = rows.len() > limit;
             rows.truncate(limit);
             Ok((rows, more))
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn pending_slots(
@@ -898,7 +881,7 @@ impl AllocStore for PgAlloc {
         before: i64,
         limit: usize,
     ) -> callsign_storage::Result<Vec<Slot>> {
-        let r: Result<Vec<Slot>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let rows = c
                 .query(
@@ -910,9 +893,8 @@ impl AllocStore for PgAlloc {
                 )
                 .await?;
             Ok(rows.iter().map(slot_of).collect())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn fail_slot(
@@ -922,7 +904,7 @@ impl AllocStore for PgAlloc {
         uuid: Uuid,
         now: i64,
     ) -> callsign_storage::Result<bool> {
-        let r: Result<bool> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let n = tx
@@ -943,9 +925,8 @@ impl AllocStore for PgAlloc {
             .await?;
             tx.commit().await?;
             Ok(n == 1)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn keys_not_in_store(
@@ -953,7 +934,7 @@ impl AllocStore for PgAlloc {
         before: i64,
         limit: usize,
     ) -> callsign_storage::Result<Vec<(AccountId, Uuid, String)>> {
-        let r: Result<Vec<(AccountId, Uuid, String)>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let rows = c
                 .query(
@@ -976,9 +957,8 @@ impl AllocStore for PgAlloc {
                     (r.get(0), r.get(1), key.key())
                 })
                 .collect())
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn purge_settled(
@@ -987,7 +967,7 @@ impl AllocStore for PgAlloc {
         limit: usize,
         now: i64,
     ) -> callsign_storage::Result<usize> {
-        let r: Result<usize> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let n = c
                 .execute(
@@ -1007,13 +987,12 @@ impl AllocStore for PgAlloc {
                 )
                 .await?;
             Ok(n as usize)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn forget_purged(&self, before: i64, limit: usize) -> callsign_storage::Result<usize> {
-        let r: Result<usize> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let n = c
                 .execute(
@@ -1024,9 +1003,8 @@ impl AllocStore for PgAlloc {
                 )
                 .await?;
             Ok(n as usize)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn update_window(
@@ -1036,7 +1014,7 @@ impl AllocStore for PgAlloc {
         since: i64,
         now: i64,
     ) -> callsign_storage::Result<Window> {
-        let r: Result<Window> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WINDOW_LOCK])
@@ -1075,13 +1053,12 @@ impl AllocStore for PgAlloc {
                 .await?;
             tx.commit().await?;
             Ok(w)
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn window_in_force(&self) -> callsign_storage::Result<Option<(i64, Basis)>> {
-        let r: Result<Option<(i64, Basis)>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             Ok(c.query_opt(
                 "SELECT window_ms, basis FROM idempotency_window WHERE id = 1",
@@ -1092,13 +1069,12 @@ impl AllocStore for PgAlloc {
                 let basis: String = r.get(1);
                 (r.get(0), Basis::parse(&basis).unwrap_or(Basis::Min))
             }))
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn retry_stats(&self, since: i64) -> callsign_storage::Result<(Vec<i64>, i64)> {
-        let r: Result<(Vec<i64>, i64)> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let spans = retry_spans(&c, since).await?;
             let pending: i64 = c
@@ -1106,9 +1082,8 @@ impl AllocStore for PgAlloc {
                 .await?
                 .get(0);
             Ok((spans, pending))
-        }
-        .await;
-        Ok(r?)
+        })
+        .await
     }
 
     async fn probe(&self) -> std::result::Result<(), String> {

@@ -3,6 +3,8 @@
 //! client's row first (`FOR UPDATE`), so two nodes adding a version on the same parent answer
 //! one of them `409` as one node would; a settle holds a session advisory lock on the account
 //! ([`Links::exclusive`]), so one node settles an account at a time.
+use std::future::Future;
+
 use anyhow::Context;
 use chrono::{TimeZone, Utc};
 use deadpool_postgres::{Object, Pool};
@@ -65,6 +67,13 @@ impl Drop for Held {
     }
 }
 
+/// The seam: awaits `f`, and its error (with its causes) becomes
+/// [`callsign_storage::Error::Database`].
+async fn seam<T>(f: impl Future<Output = anyhow::Result<T>>) -> callsign_storage::Result<T> {
+    f.await
+        .map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+}
+
 #[async_trait::async_trait]
 impl Links for PgSync {
     async fn relink(
@@ -74,7 +83,7 @@ impl Links for PgSync {
         sealed_secret: &[u8],
         now: i64,
     ) -> callsign_storage::Result<()> {
-        let r: anyhow::Result<()> = async {
+        seam(async {
             let mut c = self.pool.get().await?;
             let tx = c.transaction().await?;
             let old = tx
@@ -105,36 +114,33 @@ impl Links for PgSync {
             .await?;
             tx.commit().await?;
             Ok(())
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn link_by_client(&self, client_id: Uuid) -> callsign_storage::Result<Option<Link>> {
-        let r: anyhow::Result<Option<Link>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let sql = format!("{LINK_COLUMNS} WHERE client_id = $1");
             Ok(c.query_opt(&sql, &[&client_id])
                 .await?
                 .as_ref()
                 .map(row_link))
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn link_of(&self, account: AccountId) -> callsign_storage::Result<Option<Link>> {
-        let r: anyhow::Result<Option<Link>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             let sql = format!("{LINK_COLUMNS} WHERE account_id = $1");
             Ok(c.query_opt(&sql, &[&account]).await?.as_ref().map(row_link))
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn set_applied(&self, client_id: Uuid, op: i64) -> callsign_storage::Result<()> {
-        let r: anyhow::Result<()> = async {
+        seam(async {
             let c = self.pool.get().await?;
             c.execute(
                 "UPDATE tw_links SET applied_op = $2 WHERE client_id = $1",
@@ -142,13 +148,12 @@ impl Links for PgSync {
             )
             .await?;
             Ok(())
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn latest_version(&self, client_id: Uuid) -> callsign_storage::Result<Option<Uuid>> {
-        let r: anyhow::Result<Option<Uuid>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             Ok(c.query_opt(
                 "SELECT latest_version_id FROM tw_clients WHERE client_id = $1",
@@ -156,13 +161,12 @@ impl Links for PgSync {
             )
             .await?
             .map(|r| r.get(0)))
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn exclusive(&self, account: AccountId) -> callsign_storage::Result<Box<dyn Send>> {
-        let r: anyhow::Result<Box<dyn Send>> = async {
+        seam(async {
             let c = self.pool.get().await?;
             // The account's low 32 bits, as the lock's second key.
             let low = account as i32;
@@ -173,9 +177,8 @@ impl Links for PgSync {
             .await
             .context("taking the settle lock")?;
             Ok(Box::new(Held(Some(c))) as Box<dyn Send>)
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 }
 

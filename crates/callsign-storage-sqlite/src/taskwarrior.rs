@@ -8,6 +8,7 @@
 //! traffic, and a transaction of the protocol (read the client, add a version, commit) must
 //! see no other writer between its steps. `BEGIN IMMEDIATE` keeps other processes (an admin's
 //! `account taskwarrior` while the server runs) out for the same span.
+use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -105,6 +106,13 @@ impl SqliteSync {
     }
 }
 
+/// The seam: awaits `f`, and its error (with its causes) becomes
+/// [`callsign_storage::Error::Database`].
+async fn seam<T>(f: impl Future<Output = anyhow::Result<T>>) -> callsign_storage::Result<T> {
+    f.await
+        .map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+}
+
 /// The data dir has one server process (its lock), so a settle needs no lock beyond the
 /// process's own ([`super::Taskwarrior::settling`]).
 #[async_trait::async_trait]
@@ -116,7 +124,7 @@ impl Links for SqliteSync {
         sealed_secret: &[u8],
         now: i64,
     ) -> callsign_storage::Result<()> {
-        let r: anyhow::Result<()> = async {
+        seam(async {
             let mut con = lock(&self.con);
             let tx = con.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let old: Option<String> = tx
@@ -141,37 +149,31 @@ impl Links for SqliteSync {
             )?;
             tx.commit()?;
             Ok(())
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn link_by_client(&self, client_id: Uuid) -> callsign_storage::Result<Option<Link>> {
-        let r: anyhow::Result<Option<Link>> =
-            async { self.link_where("client_id = ?1", client_id.to_string()) }.await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        seam(async { self.link_where("client_id = ?1", client_id.to_string()) }).await
     }
 
     async fn link_of(&self, account: AccountId) -> callsign_storage::Result<Option<Link>> {
-        let r: anyhow::Result<Option<Link>> =
-            async { self.link_where("account_id = ?1", account.to_string()) }.await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        seam(async { self.link_where("account_id = ?1", account.to_string()) }).await
     }
 
     async fn set_applied(&self, client_id: Uuid, op: i64) -> callsign_storage::Result<()> {
-        let r: anyhow::Result<()> = async {
+        seam(async {
             lock(&self.con).execute(
                 "UPDATE links SET applied_op = ?2 WHERE client_id = ?1",
                 params![client_id.to_string(), op],
             )?;
             Ok(())
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn latest_version(&self, client_id: Uuid) -> callsign_storage::Result<Option<Uuid>> {
-        let r: anyhow::Result<Option<Uuid>> = async {
+        seam(async {
             let con = lock(&self.con);
             let v: Option<String> = con
                 .query_row(
@@ -182,14 +184,12 @@ impl Links for SqliteSync {
                 .optional()?;
             v.map(|v| Uuid::parse_str(&v).map_err(Into::into))
                 .transpose()
-        }
-        .await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        })
+        .await
     }
 
     async fn exclusive(&self, _account: AccountId) -> callsign_storage::Result<Box<dyn Send>> {
-        let r: anyhow::Result<Box<dyn Send>> = async { Ok(Box::new(()) as Box<dyn Send>) }.await;
-        r.map_err(|e| callsign_storage::Error::Database(format!("{e:#}")))
+        Ok(Box::new(()))
     }
 }
 

@@ -2,6 +2,7 @@
 //! ([`Db::write`]) or a pooled read, and claims are held in this process ([`InFlight`]): the
 //! data-dir lock keeps a second process off the same files.
 use std::collections::HashMap;
+use std::future::Future;
 
 use async_trait::async_trait;
 use callsign_core::dto::Project;
@@ -45,6 +46,12 @@ impl SqliteAlloc {
     }
 }
 
+/// The seam: awaits `f`, and this backend's own error ([`DbError`](super::DbError)) becomes
+/// [`callsign_storage::Error`].
+async fn seam<T>(f: impl Future<Output = Result<T>>) -> callsign_storage::Result<T> {
+    Ok(f.await?)
+}
+
 #[async_trait]
 impl AllocStore for SqliteAlloc {
     fn backend(&self) -> &'static str {
@@ -58,19 +65,17 @@ impl AllocStore for SqliteAlloc {
         project_name: &str,
         owner: &MemberName,
     ) -> callsign_storage::Result<NewAccount> {
-        let r: Result<NewAccount> = async {
-            let (name, prefix, project_name, owner) = (
-                name.to_owned(),
-                prefix.clone(),
-                project_name.to_owned(),
-                owner.clone(),
-            );
+        let (name, prefix, project_name, owner) = (
+            name.to_owned(),
+            prefix.clone(),
+            project_name.to_owned(),
+            owner.clone(),
+        );
+        seam(
             self.db
-                .write(move |c| accounts::create_account(c, &name, &prefix, &project_name, &owner))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| accounts::create_account(c, &name, &prefix, &project_name, &owner)),
+        )
+        .await
     }
 
     async fn create_token(
@@ -79,30 +84,23 @@ impl AllocStore for SqliteAlloc {
         member: &MemberName,
         device: &str,
     ) -> callsign_storage::Result<Option<String>> {
-        let r: Result<Option<String>> = async {
-            let (member, device) = (member.clone(), device.to_owned());
-            self.db
-                .write(move |c| {
-                    let Some((id, _)) = members::current_member(c, account, &member)? else {
-                        return Ok(None);
-                    };
-                    accounts::create_token(c, account, id, &device).map(Some)
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        let (member, device) = (member.clone(), device.to_owned());
+        seam(self.db.write(move |c| {
+            let Some((id, _)) = members::current_member(c, account, &member)? else {
+                return Ok(None);
+            };
+            accounts::create_token(c, account, id, &device).map(Some)
+        }))
+        .await
     }
 
     async fn caller_by_token_hash(&self, hash: &[u8]) -> callsign_storage::Result<Option<Caller>> {
-        let r: Result<Option<Caller>> = async {
-            let hash = hash.to_vec();
+        let hash = hash.to_vec();
+        seam(
             self.db
-                .read(move |c| members::caller_by_token_hash(c, &hash))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .read(move |c| members::caller_by_token_hash(c, &hash)),
+        )
+        .await
     }
 
     async fn add_member(
@@ -112,27 +110,19 @@ impl AllocStore for SqliteAlloc {
         role: Role,
         device: &str,
     ) -> callsign_storage::Result<AddMember> {
-        let r: Result<AddMember> = async {
-            let (name, device) = (name.clone(), device.to_owned());
+        let (name, device) = (name.clone(), device.to_owned());
+        seam(
             self.db
-                .write(move |c| members::add_member(c, account, &name, role, &device, now_ms()))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| members::add_member(c, account, &name, role, &device, now_ms())),
+        )
+        .await
     }
 
     async fn list_members(
         &self,
         account: AccountId,
     ) -> callsign_storage::Result<Option<Vec<MemberRow>>> {
-        let r: Result<Option<Vec<MemberRow>>> = async {
-            self.db
-                .read(move |c| members::list_members(c, account))
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.read(move |c| members::list_members(c, account))).await
     }
 
     async fn remove_member(
@@ -141,24 +131,16 @@ impl AllocStore for SqliteAlloc {
         name: &MemberName,
         now: i64,
     ) -> callsign_storage::Result<RemoveMember> {
-        let r: Result<RemoveMember> = async {
-            let name = name.clone();
+        let name = name.clone();
+        seam(
             self.db
-                .write(move |c| members::remove_member(c, account, &name, now))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| members::remove_member(c, account, &name, now)),
+        )
+        .await
     }
 
     async fn create_invite(&self, invite: NewInvite) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
-            self.db
-                .write(move |c| members::create_invite(c, &invite))
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.write(move |c| members::create_invite(c, &invite))).await
     }
 
     async fn redeem_invite(
@@ -168,34 +150,20 @@ impl AllocStore for SqliteAlloc {
         device: &str,
         now: i64,
     ) -> callsign_storage::Result<Redeem> {
-        let r: Result<Redeem> = async {
-            let (hash, name, device) = (code_hash.to_vec(), name.clone(), device.to_owned());
+        let (hash, name, device) = (code_hash.to_vec(), name.clone(), device.to_owned());
+        seam(
             self.db
-                .write(move |c| members::redeem_invite(c, &hash, &name, &device, now))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| members::redeem_invite(c, &hash, &name, &device, now)),
+        )
+        .await
     }
 
     async fn purge_invites(&self, before: i64) -> callsign_storage::Result<u64> {
-        let r: Result<u64> = async {
-            self.db
-                .write(move |c| members::purge_invites(c, before))
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.write(move |c| members::purge_invites(c, before))).await
     }
 
     async fn list_projects(&self, account: AccountId) -> callsign_storage::Result<Vec<Project>> {
-        let r: Result<Vec<Project>> = async {
-            self.db
-                .read(move |c| accounts::list_projects(c, account))
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.read(move |c| accounts::list_projects(c, account))).await
     }
 
     async fn create_project(
@@ -204,14 +172,12 @@ impl AllocStore for SqliteAlloc {
         name: &str,
         prefix: &Prefix,
     ) -> callsign_storage::Result<Option<Project>> {
-        let r: Result<Option<Project>> = async {
-            let (name, prefix) = (name.to_owned(), prefix.clone());
+        let (name, prefix) = (name.to_owned(), prefix.clone());
+        seam(
             self.db
-                .write(move |c| accounts::create_project(c, account, &name, &prefix))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| accounts::create_project(c, account, &name, &prefix)),
+        )
+        .await
     }
 
     async fn update_project(
@@ -222,28 +188,15 @@ impl AllocStore for SqliteAlloc {
         name: Option<&str>,
         now: i64,
     ) -> callsign_storage::Result<Renamed> {
-        let r: Result<Renamed> = async {
-            let (from, prefix, name) = (from.clone(), prefix.cloned(), name.map(str::to_owned));
-            self.db
-                .write(move |c| {
-                    renames::update_project(
-                        c,
-                        account,
-                        &from,
-                        prefix.as_ref(),
-                        name.as_deref(),
-                        now,
-                    )
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        let (from, prefix, name) = (from.clone(), prefix.cloned(), name.map(str::to_owned));
+        seam(self.db.write(move |c| {
+            renames::update_project(c, account, &from, prefix.as_ref(), name.as_deref(), now)
+        }))
+        .await
     }
 
     async fn account_ids(&self) -> callsign_storage::Result<Vec<AccountId>> {
-        let r: Result<Vec<AccountId>> = async { self.db.read(meta::account_ids).await }.await;
-        Ok(r?)
+        seam(self.db.read(meta::account_ids)).await
     }
 
     async fn start_recovery(
@@ -275,13 +228,11 @@ impl AllocStore for SqliteAlloc {
     }
 
     async fn instance_id(&self) -> callsign_storage::Result<meta::InstanceId> {
-        let r: Result<meta::InstanceId> = async { self.db.read(meta::instance_id).await }.await;
-        Ok(r?)
+        seam(self.db.read(meta::instance_id)).await
     }
 
     async fn cursor_key(&self) -> callsign_storage::Result<Vec<u8>> {
-        let r: Result<Vec<u8>> = async { self.db.read(meta::cursor_key).await }.await;
-        Ok(r?)
+        seam(self.db.read(meta::cursor_key)).await
     }
 
     async fn phase1(
@@ -351,9 +302,7 @@ impl AllocStore for SqliteAlloc {
         account: AccountId,
         idem: &str,
     ) -> callsign_storage::Result<Option<Claim>> {
-        let r: Result<Option<Claim>> =
-            async { Ok(self.inflight.claim(account, idem).map(Claim::new)) }.await;
-        Ok(r?)
+        Ok(self.inflight.claim(account, idem).map(Claim::new))
     }
 
     async fn commit(
@@ -384,13 +333,7 @@ impl AllocStore for SqliteAlloc {
         account: AccountId,
         uuids: Vec<Uuid>,
     ) -> callsign_storage::Result<TaskMeta> {
-        let r: Result<TaskMeta> = async {
-            self.db
-                .read(move |c| sql::task_meta(c, account, &uuids))
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.read(move |c| sql::task_meta(c, account, &uuids))).await
     }
 
     async fn mark_in_store(
@@ -398,18 +341,13 @@ impl AllocStore for SqliteAlloc {
         account: AccountId,
         keys: Vec<(Uuid, String)>,
     ) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
-            self.db
-                .write(move |c| {
-                    for (u, key) in &keys {
-                        slots::mark_in_store(c, account, *u, key)?;
-                    }
-                    Ok(())
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.write(move |c| {
+            for (u, key) in &keys {
+                slots::mark_in_store(c, account, *u, key)?;
+            }
+            Ok(())
+        }))
+        .await
     }
 
     async fn touch(
@@ -418,23 +356,18 @@ impl AllocStore for SqliteAlloc {
         uuids: Vec<Uuid>,
         now: i64,
     ) -> callsign_storage::Result<()> {
-        let r: Result<()> = async {
-            self.db
-                .write(move |c| {
-                    let mut keyed = c.prepare_cached(
-                        "SELECT 1 FROM keys WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
-                    )?;
-                    for u in &uuids {
-                        if keyed.exists(rusqlite::params![account, u])? {
-                            changes::append(c, account, *u, now)?;
-                        }
-                    }
-                    Ok(())
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.write(move |c| {
+            let mut keyed = c.prepare_cached(
+                "SELECT 1 FROM keys WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
+            )?;
+            for u in &uuids {
+                if keyed.exists(rusqlite::params![account, u])? {
+                    changes::append(c, account, *u, now)?;
+                }
+            }
+            Ok(())
+        }))
+        .await
     }
 
     async fn task_reserved(
@@ -442,13 +375,11 @@ impl AllocStore for SqliteAlloc {
         account: AccountId,
         uuid: Uuid,
     ) -> callsign_storage::Result<bool> {
-        let r: Result<bool> = async {
+        seam(
             self.db
-                .read(move |c| Ok(slots::task_row(c, account, uuid)?.is_some()))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .read(move |c| Ok(slots::task_row(c, account, uuid)?.is_some())),
+        )
+        .await
     }
 
     async fn uuid_for_key(
@@ -458,14 +389,12 @@ impl AllocStore for SqliteAlloc {
         scope: &str,
         number: i64,
     ) -> callsign_storage::Result<KeyLookup> {
-        let r: Result<KeyLookup> = async {
-            let (prefix, scope) = (prefix.to_owned(), scope.to_owned());
+        let (prefix, scope) = (prefix.to_owned(), scope.to_owned());
+        seam(
             self.db
-                .read(move |c| slots::uuid_for_key(c, account, &prefix, &scope, number))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .read(move |c| slots::uuid_for_key(c, account, &prefix, &scope, number)),
+        )
+        .await
     }
 
     async fn children(
@@ -473,22 +402,17 @@ impl AllocStore for SqliteAlloc {
         account: AccountId,
         parents: Vec<Uuid>,
     ) -> callsign_storage::Result<HashMap<Uuid, Vec<Uuid>>> {
-        let r: Result<HashMap<Uuid, Vec<Uuid>>> = async {
-            self.db
-                .read(move |c| {
-                    let mut out = HashMap::new();
-                    for p in parents {
-                        let kids = slots::children_of(c, account, p)?;
-                        if !kids.is_empty() {
-                            out.insert(p, kids);
-                        }
-                    }
-                    Ok(out)
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.read(move |c| {
+            let mut out = HashMap::new();
+            for p in parents {
+                let kids = slots::children_of(c, account, p)?;
+                if !kids.is_empty() {
+                    out.insert(p, kids);
+                }
+            }
+            Ok(out)
+        }))
+        .await
     }
 
     async fn changes_since(
@@ -497,13 +421,11 @@ impl AllocStore for SqliteAlloc {
         after: i64,
         limit: usize,
     ) -> callsign_storage::Result<(Vec<ChangeRow>, bool)> {
-        let r: Result<(Vec<ChangeRow>, bool)> = async {
+        seam(
             self.db
-                .read(move |c| changes::since(c, account, after, limit))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .read(move |c| changes::since(c, account, after, limit)),
+        )
+        .await
     }
 
     async fn pending_slots(
@@ -511,13 +433,11 @@ impl AllocStore for SqliteAlloc {
         before: i64,
         limit: usize,
     ) -> callsign_storage::Result<Vec<Slot>> {
-        let r: Result<Vec<Slot>> = async {
+        seam(
             self.db
-                .read(move |c| slots::pending_slots(c, before, limit))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .read(move |c| slots::pending_slots(c, before, limit)),
+        )
+        .await
     }
 
     async fn fail_slot(
@@ -527,18 +447,13 @@ impl AllocStore for SqliteAlloc {
         uuid: Uuid,
         now: i64,
     ) -> callsign_storage::Result<bool> {
-        let r: Result<bool> = async {
-            let idem = idem.to_owned();
-            self.db
-                .write(move |c| {
-                    let failed = slots::fail_slot(c, account, &idem, now)?;
-                    slots::release_task_row(c, account, uuid)?;
-                    Ok(failed)
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        let idem = idem.to_owned();
+        seam(self.db.write(move |c| {
+            let failed = slots::fail_slot(c, account, &idem, now)?;
+            slots::release_task_row(c, account, uuid)?;
+            Ok(failed)
+        }))
+        .await
     }
 
     async fn keys_not_in_store(
@@ -546,13 +461,11 @@ impl AllocStore for SqliteAlloc {
         before: i64,
         limit: usize,
     ) -> callsign_storage::Result<Vec<(AccountId, Uuid, String)>> {
-        let r: Result<Vec<(AccountId, Uuid, String)>> = async {
+        seam(
             self.db
-                .read(move |c| slots::keys_not_in_store(c, before, limit))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .read(move |c| slots::keys_not_in_store(c, before, limit)),
+        )
+        .await
     }
 
     async fn purge_settled(
@@ -561,23 +474,19 @@ impl AllocStore for SqliteAlloc {
         limit: usize,
         now: i64,
     ) -> callsign_storage::Result<usize> {
-        let r: Result<usize> = async {
+        seam(
             self.db
-                .write(move |c| slots::purge_settled(c, before, limit, now))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| slots::purge_settled(c, before, limit, now)),
+        )
+        .await
     }
 
     async fn forget_purged(&self, before: i64, limit: usize) -> callsign_storage::Result<usize> {
-        let r: Result<usize> = async {
+        seam(
             self.db
-                .write(move |c| slots::forget_purged(c, before, limit))
-                .await
-        }
-        .await;
-        Ok(r?)
+                .write(move |c| slots::forget_purged(c, before, limit)),
+        )
+        .await
     }
 
     async fn update_window(
@@ -587,54 +496,39 @@ impl AllocStore for SqliteAlloc {
         since: i64,
         now: i64,
     ) -> callsign_storage::Result<Window> {
-        let r: Result<Window> = async {
-            self.db
-                .write(move |c| {
-                    let ev = db_window::evidence(c, since, now)?;
-                    let w = callsign_storage::window::derive(&setting, current, &ev);
-                    if db_window::in_force(c)? != Some(w.ms) {
-                        db_window::set(c, &w, now)?;
-                    }
-                    db_window::forget_late(c, since)?;
-                    Ok(w)
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.write(move |c| {
+            let ev = db_window::evidence(c, since, now)?;
+            let w = callsign_storage::window::derive(&setting, current, &ev);
+            if db_window::in_force(c)? != Some(w.ms) {
+                db_window::set(c, &w, now)?;
+            }
+            db_window::forget_late(c, since)?;
+            Ok(w)
+        }))
+        .await
     }
 
     async fn window_in_force(&self) -> callsign_storage::Result<Option<(i64, Basis)>> {
-        let r: Result<Option<(i64, Basis)>> = async {
-            self.db
-                .read(|c| {
-                    Ok(match db_window::in_force(c)? {
-                        Some(ms) => Some((ms, db_window::basis(c)?.unwrap_or(Basis::Min))),
-                        None => None,
-                    })
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.read(|c| {
+            Ok(match db_window::in_force(c)? {
+                Some(ms) => Some((ms, db_window::basis(c)?.unwrap_or(Basis::Min))),
+                None => None,
+            })
+        }))
+        .await
     }
 
     async fn retry_stats(&self, since: i64) -> callsign_storage::Result<(Vec<i64>, i64)> {
-        let r: Result<(Vec<i64>, i64)> = async {
-            self.db
-                .read(move |c| {
-                    let spans = slots::retry_spans(c, since)?;
-                    let pending: i64 = c.query_row(
-                        "SELECT COUNT(*) FROM slots WHERE state = 'pending'",
-                        [],
-                        |r| r.get(0),
-                    )?;
-                    Ok((spans, pending))
-                })
-                .await
-        }
-        .await;
-        Ok(r?)
+        seam(self.db.read(move |c| {
+            let spans = slots::retry_spans(c, since)?;
+            let pending: i64 = c.query_row(
+                "SELECT COUNT(*) FROM slots WHERE state = 'pending'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok((spans, pending))
+        }))
+        .await
     }
 
     async fn probe(&self) -> std::result::Result<(), String> {

@@ -228,13 +228,7 @@ pub fn commit_create(
         201 => Vec::new(),
         _ => slots::keys_of(conn, account, uuid)?.1,
     };
-    let body = render(Settled {
-        snapshot,
-        prefix: &key.prefix,
-        key: Some(&key),
-        parent,
-        previous: &previous,
-    });
+    let body = answer(render, snapshot, Some(&key), parent, &previous);
     slots::commit_slot(conn, slot.id, number, status, &body, now)?;
     let change = changes::append(conn, account, uuid, now)?;
     Ok(Reply {
@@ -273,15 +267,8 @@ pub fn commit_update(
             (key, previous) = slots::keys_of(conn, account, uuid)?;
         }
     }
-    let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
     let parent = slots::parent_of(conn, account, uuid)?;
-    let body = render(Settled {
-        snapshot,
-        prefix: &prefix,
-        key: key.as_ref(),
-        parent,
-        previous: &previous,
-    });
+    let body = answer(render, snapshot, key.as_ref(), parent, &previous);
     slots::commit_slot(conn, slot.id, None, 200, &body, now)?;
     for sub in moved {
         changes::append(conn, account, sub, now)?;
@@ -292,6 +279,24 @@ pub fn commit_update(
         body,
         replayed: false,
         change: Some(change),
+    })
+}
+
+/// The answer a settled slot stores: the task as `render` shows it, with its current key (and
+/// that key's project prefix), its parent and its earlier keys.
+fn answer(
+    render: &Render,
+    snapshot: &Snapshot,
+    key: Option<&KeyRow>,
+    parent: Option<Uuid>,
+    previous: &[String],
+) -> String {
+    render(Settled {
+        snapshot,
+        prefix: key.map_or("", |k| &k.prefix),
+        key,
+        parent,
+        previous,
     })
 }
 

@@ -2,8 +2,9 @@
 //!
 //! Pure bookkeeping: the caller passes the time and closes what comes out. An entry is "used"
 //! each time it is looked up; [`Pool::make_room`] hands back the least recently used once the
-//! pool is full, [`Pool::idle`] those unused for a while, [`Pool::oldest`] a share of the least
-//! recently used (to free descriptors when the process runs out of them).
+//! pool is full, [`Pool::idle`] those unused for a while (looked for every [`sweep_every`]),
+//! [`Pool::oldest`] a share of the least recently used (to free descriptors when the process
+//! runs out of them).
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -108,6 +109,12 @@ impl<V> Pool<V> {
             .filter_map(|(_, a)| self.entries.remove(&a).map(|e| (a, e.value)))
             .collect()
     }
+}
+
+/// How often the worker looks for idle replicas ([`Pool::idle`]): a replica unused for `idle` is
+/// closed within `idle` and a quarter.
+pub fn sweep_every(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60))
 }
 
 #[cfg(test)]
