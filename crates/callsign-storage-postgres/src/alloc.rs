@@ -548,13 +548,15 @@ impl AllocStore for PgAlloc {
         reason: RecoveryReason,
         now: i64,
     ) -> callsign_storage::Result<Vec<RecoveringRow>> {
-        let c = self.pool.get().await.map_err(DbError::from)?;
-        Ok(recovery::start(&c, account, reason, now).await?)
+        seam(async {
+            let c = self.pool.get().await?;
+            recovery::start(&c, account, reason, now).await
+        })
+        .await
     }
 
     async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {
-        let c = self.pool.get().await.map_err(DbError::from)?;
-        Ok(recovery::list(&c).await?)
+        seam(async { recovery::list(&self.pool.get().await?).await }).await
     }
 
     async fn end_recovery(
@@ -562,8 +564,11 @@ impl AllocStore for PgAlloc {
         account: Option<AccountId>,
         prefix: Option<&Prefix>,
     ) -> callsign_storage::Result<Vec<RecoveringRow>> {
-        let c = self.pool.get().await.map_err(DbError::from)?;
-        Ok(recovery::end(&c, account, prefix.map(Prefix::as_str)).await?)
+        seam(async {
+            let c = self.pool.get().await?;
+            recovery::end(&c, account, prefix.map(Prefix::as_str)).await
+        })
+        .await
     }
 
     async fn instance_id(&self) -> callsign_storage::Result<InstanceId> {

@@ -359,3 +359,142 @@ fn partial_of(to: &Path) -> PathBuf {
     name.push(".partial");
     to.with_file_name(name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::{accounts, Db};
+    use callsign_core::{MemberName, Prefix};
+
+    /// A data dir with account 1 (project SYN) and its replica, plus a replica of an account the
+    /// database does not know (left out of a backup).
+    fn data_dir(dir: &Path) -> Db {
+        std::fs::create_dir_all(dir).unwrap();
+        let db = Db::open(&dir.join(DB_FILE)).unwrap();
+        let (prefix, owner) = (
+            Prefix::parse("SYN").unwrap(),
+            MemberName::parse("o").unwrap(),
+        );
+        db.read_blocking(|c| accounts::create_account(c, "team", &prefix, "Sync", &owner))
+            .unwrap();
+        for id in [1, 7] {
+            let d = dir.join(ACCOUNTS_DIR).join(id.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            let c = Connection::open(d.join(REPLICA_FILE)).unwrap();
+            c.pragma_update(None, "journal_mode", "WAL").unwrap();
+            c.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (0);")
+                .unwrap();
+        }
+        db
+    }
+
+    fn rows(path: &Path) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_backup_taken_during_writes_is_whole_checked_and_restored_recovering() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, to) = (tmp.path().join("data"), tmp.path().join("backup"));
+        let _db = data_dir(&dir);
+
+        // A writer commits to the replica all through the backup.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (stop, file) = (stop.clone(), dir.join("accounts/1").join(REPLICA_FILE));
+            std::thread::spawn(move || {
+                let c = Connection::open(file).unwrap();
+                c.busy_timeout(Duration::from_secs(5)).unwrap();
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    c.execute("INSERT INTO t VALUES (?1)", [n]).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let made = backup(&dir, &to, "test").unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let written = writer.join().unwrap();
+        assert!(written > 0);
+        assert_eq!(made.accounts, [1], "account 7 is not the database's");
+        let paths: Vec<&str> = made.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, [DB_FILE, "accounts/1/taskchampion.sqlite3"]);
+        assert!(!partial_of(&to).exists());
+        let copied = rows(&to.join("accounts/1").join(REPLICA_FILE));
+        assert!(
+            (1..=written + 1).contains(&copied),
+            "a snapshot: {copied} of {written}"
+        );
+        assert_eq!(verify(&to).unwrap(), made);
+        assert!(matches!(
+            backup(&dir, &to, "test"),
+            Err(BackupError::Exists(_))
+        ));
+
+        // Restored over a data dir in use: refused while it is locked.
+        let lock = datadir::lock(&dir).unwrap();
+        assert!(matches!(restore(&to, &dir), Err(BackupError::Serving(_))));
+        drop(lock);
+        let restored = restore(&to, &dir).unwrap();
+        let aside = restored.replaced.clone().unwrap();
+        assert!(aside.join(DB_FILE).is_file(), "the old files kept");
+        assert!(aside.join("accounts/7").join(REPLICA_FILE).is_file());
+        assert!(
+            !dir.join("accounts/7").exists(),
+            "only the backup's replicas"
+        );
+        assert_eq!(rows(&dir.join("accounts/1").join(REPLICA_FILE)), copied);
+        let recovering: Vec<(i64, &str, i64)> = restored
+            .recovering
+            .iter()
+            .map(|r| (r.account, r.prefix.as_str(), r.last))
+            .collect();
+        assert_eq!(recovering, [(1, "SYN", 0)]);
+        let db = datadir::open_allocation_db(&dir, None).unwrap();
+        let listed = db.read_blocking(crate::alloc::recovery::list).unwrap();
+        assert_eq!(
+            listed, restored.recovering,
+            "marked in the restored database"
+        );
+    }
+
+    #[test]
+    fn a_damaged_or_incomplete_backup_is_refused_and_nothing_is_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, to) = (tmp.path().join("data"), tmp.path().join("backup"));
+        let _db = data_dir(&dir);
+        backup(&dir, &to, "test").unwrap();
+        let replica = to.join("accounts/1").join(REPLICA_FILE);
+        let mut bytes = std::fs::read(&replica).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&replica, bytes).unwrap();
+        let err = restore(&to, &dir).unwrap_err();
+        assert!(
+            matches!(&err, BackupError::Damaged { why, .. } if why.contains("SHA-256")),
+            "{err}"
+        );
+        assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("restore-")));
+
+        std::fs::remove_file(to.join(MANIFEST)).unwrap();
+        assert!(matches!(
+            restore(&to, &dir),
+            Err(BackupError::NoManifest(_))
+        ));
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        assert!(matches!(
+            backup(&empty, &tmp.path().join("b2"), "test"),
+            Err(BackupError::NotADataDir(_))
+        ));
+    }
+}

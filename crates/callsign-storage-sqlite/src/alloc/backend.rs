@@ -205,14 +205,15 @@ impl AllocStore for SqliteAlloc {
         reason: RecoveryReason,
         now: i64,
     ) -> callsign_storage::Result<Vec<RecoveringRow>> {
-        Ok(self
-            .db
-            .write(move |c| recovery::start(c, account, reason, now))
-            .await?)
+        seam(
+            self.db
+                .write(move |c| recovery::start(c, account, reason, now)),
+        )
+        .await
     }
 
     async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {
-        Ok(self.db.read(recovery::list).await?)
+        seam(self.db.read(recovery::list)).await
     }
 
     async fn end_recovery(
@@ -221,10 +222,11 @@ impl AllocStore for SqliteAlloc {
         prefix: Option<&Prefix>,
     ) -> callsign_storage::Result<Vec<RecoveringRow>> {
         let prefix = prefix.cloned();
-        Ok(self
-            .db
-            .write(move |c| recovery::end(c, account, prefix.as_ref()))
-            .await?)
+        seam(
+            self.db
+                .write(move |c| recovery::end(c, account, prefix.as_ref())),
+        )
+        .await
     }
 
     async fn instance_id(&self) -> callsign_storage::Result<meta::InstanceId> {
