@@ -335,3 +335,11 @@ pub fn server_tasks(url: &str, token: &str) -> Result<Vec<callsign_core::dto::Ta
         Ok(order.into_iter().filter_map(|u| seen.remove(&u)).collect())
     })
 }
+
+/// `GET url` as text (e.g. `/metrics`).
+pub fn get_text(url: &str) -> Result<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async { Ok(reqwest::get(url).await?.text().await?) })
+}

@@ -2,10 +2,12 @@
 //! serves and devices capture, `restore` with the server stopped (SQLite), or `recovery start`
 //! after a database was put back by other means (PostgreSQL); then every project numbers
 //! nothing until its recovery ends, while devices keep capturing.
+use std::time::Duration;
+
 use anyhow::{anyhow, Result};
 
-use crate::cli::Cli;
-use crate::fixture::{server_tasks, TestServer};
+use crate::cli::{wait_for, Cli};
+use crate::fixture::{get_text, server_tasks, TestServer};
 
 #[test]
 fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
@@ -34,6 +36,12 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
         a.add(&format!("captured after the backup {i}"), &[])?;
     }
     a.ok(&["sync"])?;
+    // A device set up after the backup was taken.
+    let d_dir = tempfile::tempdir()?;
+    let d = Cli::new(d_dir.path());
+    d.login(&server.url, &server.token(&account, "laptop-d")?)?;
+    let d_task = d.add("captured on the new laptop", &[])?;
+    d.ok(&["sync"])?;
 
     server.stop();
     if server.is_sqlite() {
@@ -52,9 +60,27 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
     }
     let status = server.run(&["recovery", "status"])?;
     assert_eq!(status[0]["prefix"], "SYN", "{status}");
-    // The counter as it stands: 3 after the restore; 5 where nothing was rolled back.
+    if server.is_sqlite() {
+        // The backup never knew device D's token: it is told why, and keeps its task.
+        let out = d.output(&["sync"])?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{said}");
+        assert!(
+            said.contains("restored on") && said.contains("from a backup taken"),
+            "{said}"
+        );
+        assert!(
+            said.contains("Your tasks are kept on this device"),
+            "{said}"
+        );
+        assert_eq!(
+            d.json(&["show", &d_task])?["description"],
+            "captured on the new laptop"
+        );
+    }
+    // The counter as it stands: 3 after the restore; 6 where nothing was rolled back.
     let last = status[0]["last"].clone();
-    assert_eq!(last, if server.is_sqlite() { 3 } else { 5 }, "{status}");
+    assert_eq!(last, if server.is_sqlite() { 3 } else { 6 }, "{status}");
 
     // Every key of the backup still names its task.
     let on_server = server_tasks(&server.url, &account.token)?;
@@ -65,6 +91,14 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
             .ok_or_else(|| anyhow!("{uuid} lost"))?;
         assert_eq!(t.key.as_deref(), Some(format!("SYN-{}", i + 1).as_str()));
     }
+
+    let metrics = format!("{}/metrics", server.url);
+    let gauge = |n: u32| {
+        let line = format!("callsign_recovering_projects {n}");
+        let metrics = metrics.clone();
+        move || Ok(get_text(&metrics)?.lines().any(|l| l == line))
+    };
+    wait_for(Duration::from_secs(10), "the gauge at 1", gauge(1))?;
 
     // Another device captures while the project recovers: kept, provisional.
     let b = Cli::new(dirs[1].path());
@@ -95,6 +129,7 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
     let ended = server.run(&["recovery", "end", "--account", &account.id.to_string()])?;
     assert_eq!(ended[0]["prefix"], "SYN", "{ended}");
     assert_eq!(server.run(&["recovery", "status"])?, serde_json::json!([]));
+    wait_for(Duration::from_secs(10), "the gauge at 0", gauge(0))?;
     b.ok(&["sync"])?;
     let key = b.json(&["show", &during])?["key"]
         .as_str()

@@ -10,7 +10,7 @@ use taskchampion::{Operations, Replica, ServerConfig, SqliteStorage, Status};
 use uuid::Uuid;
 
 use crate::cli::Cli;
-use crate::fixture::{server_tasks, Account, TestServer, DATABASE_ENV};
+use crate::fixture::{get_text, server_tasks, Account, TestServer, DATABASE_ENV};
 
 /// A Taskwarrior replica (TaskChampion's SQLite storage in a dir of its own) set up to sync
 /// with one server.
@@ -156,13 +156,6 @@ fn patch(url: &str, token: &str, key: &str, body: serde_json::Value) -> Result<(
         }
         Ok(())
     })
-}
-
-fn get_text(url: &str) -> Result<String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async { Ok(reqwest::get(url).await?.text().await?) })
 }
 
 /// Numbers of the keys with `prefix`, checked distinct.

@@ -34,6 +34,7 @@ pub struct Metrics {
     retry_span: Family<Labels, Gauge<f64, AtomicU64>>,
     retried_slots: Gauge,
     pending_slots: Gauge,
+    recovering_projects: Gauge,
     window: WindowGauges,
     database_bytes: Family<Labels, Gauge>,
     /// One histogram per [`Stage`], made once: recording is on every create's path.
@@ -143,6 +144,12 @@ impl Default for Metrics {
             "Idempotency slots pending (no number yet)",
             pending_slots.clone(),
         );
+        let recovering_projects = Gauge::default();
+        registry.register(
+            "recovering_projects",
+            "Projects recovering from a restored backup or a declared rollback: they number no task until recovery ends (docs/RECOVERY.md)",
+            recovering_projects.clone(),
+        );
         let window = WindowGauges::default();
         registry.register(
             "idempotency_window_seconds",
@@ -208,6 +215,7 @@ impl Default for Metrics {
             retry_span,
             retried_slots,
             pending_slots,
+            recovering_projects,
             window,
             database_bytes,
             create_stages,
@@ -297,6 +305,12 @@ impl Metrics {
         self.reaper
             .get_or_create(&label("outcome", outcome))
             .inc_by(n);
+    }
+
+    /// Publishes how many projects are recovering.
+    pub fn recovering(&self, projects: usize) {
+        self.recovering_projects
+            .set(i64::try_from(projects).unwrap_or(i64::MAX));
     }
 
     /// Publishes the databases' sizes on disk.

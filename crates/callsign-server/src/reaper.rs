@@ -88,6 +88,20 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
         .alloc
         .purge_invites(now - callsign_storage::rows::INVITE_KEPT_MS)
         .await?;
+    let recovering = state.alloc.recovering().await?;
+    state.metrics.recovering(recovering.len());
+    if let Some(first) = recovering.first() {
+        let prefixes: Vec<String> = recovering
+            .iter()
+            .map(|r| format!("{}:{}", r.account, r.prefix))
+            .collect();
+        tracing::warn!(
+            projects = %prefixes.join(" "),
+            reason = first.reason.as_str(),
+            "recovering after a rollback: these projects number no new task until recovery \
+             ends (`callsign-server recovery status`, docs/RECOVERY.md)"
+        );
+    }
     state.metrics.reaped("committed", report.committed);
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);

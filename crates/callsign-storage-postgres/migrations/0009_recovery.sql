@@ -5,3 +5,11 @@ CREATE TABLE recovering (
     since       BIGINT NOT NULL,
     reason      TEXT NOT NULL CHECK (reason IN ('restore', 'declared'))
 );
+-- Every rollback declared or restored, newest last: a device whose token the rolled-back
+-- database no longer knows is told why.
+CREATE TABLE rollbacks (
+    id        BIGSERIAL PRIMARY KEY,
+    at        BIGINT NOT NULL,
+    reason    TEXT NOT NULL CHECK (reason IN ('restore', 'declared')),
+    taken_at  BIGINT
+);

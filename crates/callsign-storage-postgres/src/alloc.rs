@@ -32,7 +32,7 @@ use callsign_storage::rows::{hash_token, new_token};
 use callsign_storage::window::{is_late, Basis, Evidence, Setting, Window};
 use callsign_storage::{
     now_ms, AccountId, AddMember, Caller, ChangeRow, InstanceId, KeyRow, MemberRow, NewAccount,
-    NewInvite, RecoveringRow, RecoveryReason, Redeem, RemoveMember, Slot, SlotState,
+    NewInvite, RecoveringRow, RecoveryReason, Redeem, RemoveMember, Rollback, Slot, SlotState,
 };
 use callsign_storage::{
     AllocStore, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Refusal, Renamed, Render,
@@ -557,6 +557,10 @@ impl AllocStore for PgAlloc {
 
     async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {
         seam(async { recovery::list(&self.pool.get().await?).await }).await
+    }
+
+    async fn last_rollback(&self) -> callsign_storage::Result<Option<Rollback>> {
+        seam(async { recovery::last_rollback(&self.pool.get().await?).await }).await
     }
 
     async fn end_recovery(

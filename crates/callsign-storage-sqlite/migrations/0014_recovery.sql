@@ -5,3 +5,12 @@ CREATE TABLE recovering (
     since       INTEGER NOT NULL,
     reason      TEXT NOT NULL CHECK (reason IN ('restore', 'declared'))
 );
+-- Every rollback declared or restored, newest last: a device whose token the rolled-back
+-- database no longer knows is told why.
+CREATE TABLE rollbacks (
+    id        INTEGER PRIMARY KEY,
+    at        INTEGER NOT NULL,
+    reason    TEXT NOT NULL CHECK (reason IN ('restore', 'declared')),
+    -- When the restored backup was taken (ms), if known.
+    taken_at  INTEGER
+);

@@ -242,8 +242,9 @@ pub fn restore(from: &Path, data_dir: &Path) -> Result<Restored> {
         std::fs::copy(from.join(&f.path), &tmp).map_err(|e| BackupError::Io(tmp.clone(), e))?;
         datadir::make_private_db_file(&tmp).map_err(|e| BackupError::Io(tmp.clone(), e))?;
         if f.path == DB_FILE {
-            recovering = crate::alloc::mark_restored(&tmp, callsign_storage::now_ms())
-                .map_err(|e| BackupError::Db(tmp.clone(), e))?;
+            recovering =
+                crate::alloc::mark_restored(&tmp, callsign_storage::now_ms(), manifest.taken_at)
+                    .map_err(|e| BackupError::Db(tmp.clone(), e))?;
         }
         File::open(&tmp)
             .and_then(|f| f.sync_all())

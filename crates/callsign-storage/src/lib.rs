@@ -42,8 +42,8 @@ pub use protocol::{
 };
 pub use rows::{
     now_ms, AccountId, AddMember, Caller, ChangeRow, InstanceId, KeyRow, MemberId, MemberRow,
-    NewAccount, NewInvite, NewMember, RecoveringRow, RecoveryReason, Redeem, RemoveMember, Slot,
-    SlotState,
+    NewAccount, NewInvite, NewMember, RecoveringRow, RecoveryReason, Redeem, RemoveMember,
+    Rollback, Slot, SlotState,
 };
 use window::{Basis, Setting, Window};
 
@@ -189,8 +189,9 @@ pub trait AllocStore: Send + Sync + 'static {
     async fn account_ids(&self) -> Result<Vec<AccountId>>;
 
     // --- recovery after a rollback (docs/RECOVERY.md) ---
-    /// Marks every project of every account (or of `account`) recovering since `now`; a project
-    /// already recovering keeps its start. While a project recovers, every commit that would
+    /// Marks every project of every account (or of `account`) recovering since `now`, and
+    /// records the rollback ([`Self::last_rollback`]); a project already recovering keeps its
+    /// start. While a project recovers, every commit that would
     /// take a number from its counter fails with [`Error::Recovering`] and takes none.
     /// Returns the projects now recovering.
     async fn start_recovery(
@@ -201,6 +202,8 @@ pub trait AllocStore: Send + Sync + 'static {
     ) -> Result<Vec<RecoveringRow>>;
     /// The projects recovering, by account and prefix.
     async fn recovering(&self) -> Result<Vec<RecoveringRow>>;
+    /// The latest rollback (a restore, or one declared by `start_recovery`), if any.
+    async fn last_rollback(&self) -> Result<Option<Rollback>>;
     /// Ends the recovery of `account`'s projects (all accounts': `None`), or of its project
     /// `prefix` only. Returns the projects whose recovery ended.
     async fn end_recovery(

@@ -286,3 +286,14 @@ pub struct RecoveringRow {
     /// The highest number the project's counter has handed out (0: none).
     pub last: i64,
 }
+
+/// A rollback the server was told of: a restore (with when its backup was taken) or one an
+/// admin declared (`recovery start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Rollback {
+    /// When it was restored or declared (ms since the epoch).
+    pub at: i64,
+    pub reason: RecoveryReason,
+    /// When the restored backup was taken, if known.
+    pub taken_at: Option<i64>,
+}

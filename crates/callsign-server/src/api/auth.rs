@@ -22,7 +22,7 @@ use callsign_core::{ErrorCode, Role};
 use crate::error::ApiError;
 use crate::state::AppState;
 use callsign_storage::rows::hash_token;
-use callsign_storage::{AccountId, Caller};
+use callsign_storage::{now_ms, AccountId, Caller, Rollback};
 
 /// The account the request's bearer token belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,36 @@ fn unauthorized() -> ApiError {
         ErrorCode::Unauthorized,
         "send Authorization: Bearer <token> with a token from `callsign-server member add` \
          (a removed member's tokens no longer work)",
+    )
+}
+
+/// How long after a restore (or a declared rollback) an unknown token is told of it.
+const ROLLBACK_NOTICE_MS: i64 = 90 * 24 * 3600 * 1000;
+
+/// `401` for a token the database does not know, after a rollback: most likely a device set up
+/// after the backup was taken. Its tasks are safe on the device; it needs a new token.
+fn after_rollback(r: &Rollback) -> ApiError {
+    let day = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_else(|| ms.to_string())
+    };
+    let what = match r.taken_at {
+        Some(taken) => format!(
+            "this server was restored on {} from a backup taken {}",
+            day(r.at),
+            day(taken)
+        ),
+        None => format!("this server's database was rolled back on {}", day(r.at)),
+    };
+    ApiError::new(
+        ErrorCode::Unauthorized,
+        format!(
+            "the server does not know this device's token: {what}, so a device set up after \
+             that is no longer known. Your tasks are kept on this device; log in again with a \
+             new token from an owner (`callsign-server token create`) or an invite code, and \
+             they sync"
+        ),
     )
 }
 
@@ -143,11 +173,13 @@ impl FromRequestParts<AppState> for Caller {
             not_blocked(state, ip)?;
         }
         let hash = hash.ok_or_else(failed)?;
-        let caller = state
-            .alloc
-            .caller_by_token_hash(&hash)
-            .await?
-            .ok_or_else(failed)?;
+        let Some(caller) = state.alloc.caller_by_token_hash(&hash).await? else {
+            let plain = failed();
+            return Err(match state.alloc.last_rollback().await {
+                Ok(Some(r)) if now_ms() - r.at < ROLLBACK_NOTICE_MS => after_rollback(&r),
+                _ => plain,
+            });
+        };
         state.tokens.put(hash, caller.clone(), stamp);
         Ok(caller)
     }

@@ -2,7 +2,7 @@
 //! nothing until their recovery ends, and the SQL that starts, lists and ends it.
 use std::collections::HashMap;
 
-use callsign_storage::{AccountId, RecoveringRow, RecoveryReason};
+use callsign_storage::{AccountId, RecoveringRow, RecoveryReason, Rollback};
 use deadpool_postgres::{GenericClient, Transaction};
 
 use crate::error::{DbError, Result};
@@ -37,7 +37,32 @@ pub(super) async fn start(
         &[&account, &now, &reason.as_str()],
     )
     .await?;
+    c.execute(
+        "INSERT INTO rollbacks (at, reason) VALUES ($1, $2)",
+        &[&now, &reason.as_str()],
+    )
+    .await?;
     list(c).await
+}
+
+/// The latest rollback, if any.
+pub(super) async fn last_rollback(c: &impl GenericClient) -> Result<Option<Rollback>> {
+    let row = c
+        .query_opt(
+            "SELECT at, reason, taken_at FROM rollbacks ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .await?;
+    row.map(|r| {
+        let reason: String = r.get(1);
+        Ok(Rollback {
+            at: r.get(0),
+            reason: RecoveryReason::parse(&reason)
+                .ok_or_else(|| DbError::Corrupt(format!("rollback reason {reason:?}")))?,
+            taken_at: r.get(2),
+        })
+    })
+    .transpose()
 }
 
 /// Every recovering project, with its counter as it stands.

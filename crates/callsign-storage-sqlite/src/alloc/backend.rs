@@ -22,7 +22,7 @@ use crate::inflight::InFlight;
 use callsign_storage::window::{Basis, Setting, Window};
 use callsign_storage::{
     AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, RecoveringRow, RecoveryReason,
-    Refusal, Renamed, Render, Reply, TaskMeta,
+    Refusal, Renamed, Render, Reply, Rollback, TaskMeta,
 };
 
 /// The allocation store on one SQLite file.
@@ -205,15 +205,19 @@ impl AllocStore for SqliteAlloc {
         reason: RecoveryReason,
         now: i64,
     ) -> callsign_storage::Result<Vec<RecoveringRow>> {
-        seam(
-            self.db
-                .write(move |c| recovery::start(c, account, reason, now)),
-        )
+        seam(self.db.write(move |c| {
+            recovery::record_rollback(c, reason, now, None)?;
+            recovery::start(c, account, reason, now)
+        }))
         .await
     }
 
     async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {
         seam(self.db.read(recovery::list)).await
+    }
+
+    async fn last_rollback(&self) -> callsign_storage::Result<Option<Rollback>> {
+        seam(self.db.read(recovery::last_rollback)).await
     }
 
     async fn end_recovery(

@@ -120,14 +120,21 @@ fn migrations() -> Migrations<'static> {
 }
 
 /// Brings the allocation database at `path` (a restored copy, not yet in place) up to this
-/// build's schema and marks every project recovering since `now` (docs/RECOVERY.md), in one
-/// transaction, before the file is put where a server would serve it.
-pub fn mark_restored(path: &Path, now: i64) -> Result<Vec<callsign_storage::RecoveringRow>> {
+/// build's schema, marks every project recovering since `now` and records the restore of the
+/// backup taken at `taken_at` (docs/RECOVERY.md), in one transaction, before the file is put
+/// where a server would serve it.
+pub fn mark_restored(
+    path: &Path,
+    now: i64,
+    taken_at: i64,
+) -> Result<Vec<callsign_storage::RecoveringRow>> {
     let mut conn = open_conn(path)?;
     quick_check(&conn)?;
     migrations().to_latest(&mut conn)?;
     let tx = conn.transaction()?;
-    let out = recovery::start(&tx, None, callsign_storage::RecoveryReason::Restore, now)?;
+    let reason = callsign_storage::RecoveryReason::Restore;
+    let out = recovery::start(&tx, None, reason, now)?;
+    recovery::record_rollback(&tx, reason, now, Some(taken_at))?;
     tx.commit()?;
     // Back to a plain file, so nothing of it stays in a -wal beside the old name.
     conn.pragma_update(None, "journal_mode", "DELETE")?;

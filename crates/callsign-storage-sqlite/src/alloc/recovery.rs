@@ -1,7 +1,7 @@
 //! Recovery after a rollback (migration 0014, docs/RECOVERY.md): the projects that number
 //! nothing until their recovery ends, and the SQL that starts, lists and ends it.
 use callsign_core::Prefix;
-use callsign_storage::{RecoveringRow, RecoveryReason};
+use callsign_storage::{RecoveringRow, RecoveryReason, Rollback};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::{AccountId, DbError, Result};
@@ -18,7 +18,8 @@ pub fn recovering_prefix(conn: &Connection, project: i64) -> Result<Option<Strin
 }
 
 /// Marks the projects of `account` (every account's: `None`) recovering since `now`; one
-/// already recovering keeps its start and reason.
+/// already recovering keeps its start and reason. The caller records the rollback
+/// ([`record_rollback`]) in the same transaction.
 pub fn start(
     conn: &Connection,
     account: Option<AccountId>,
@@ -32,6 +33,39 @@ pub fn start(
         params![account, now, reason.as_str()],
     )?;
     list(conn)
+}
+
+/// Records a rollback (`taken_at`: when the restored backup was taken).
+pub fn record_rollback(
+    conn: &Connection,
+    reason: RecoveryReason,
+    now: i64,
+    taken_at: Option<i64>,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO rollbacks (at, reason, taken_at) VALUES (?1, ?2, ?3)",
+        params![now, reason.as_str(), taken_at],
+    )?;
+    Ok(())
+}
+
+/// The latest rollback, if any.
+pub fn last_rollback(conn: &Connection) -> Result<Option<Rollback>> {
+    let row = conn
+        .prepare_cached("SELECT at, reason, taken_at FROM rollbacks ORDER BY id DESC LIMIT 1")?
+        .query_row([], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+        })
+        .optional()?;
+    row.map(|(at, reason, taken_at)| {
+        Ok(Rollback {
+            at,
+            reason: RecoveryReason::parse(&reason)
+                .ok_or_else(|| DbError::CommitFailed(format!("unknown rollback {reason:?}")))?,
+            taken_at,
+        })
+    })
+    .transpose()
 }
 
 /// Every recovering project, with its counter as it stands.
