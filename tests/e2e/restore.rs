@@ -119,6 +119,11 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
     );
     let shown = b.json(&["show", &during])?;
     assert_eq!(shown["key"], serde_json::Value::Null, "{shown}");
+    let waiting = shown["waiting"].as_str().unwrap_or_default();
+    assert!(
+        waiting.starts_with("waiting for its key: the server is recovering from a backup"),
+        "the task says why it waits: {shown}"
+    );
     let status = server.run(&["recovery", "status"])?;
     assert_eq!(
         status[0]["last"], last,

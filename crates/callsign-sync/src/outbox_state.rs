@@ -50,8 +50,9 @@ pub fn transition(from: RowState, event: Event) -> Option<RowState> {
 pub enum Outcome {
     /// Committed (or replayed); the task as the server now has it, if it sent one.
     Done(Option<Task>),
-    /// Try again later with the same key and body.
-    Retry(String),
+    /// Try again later with the same key and body: why, and the server's code if it sent one
+    /// (`recovering` says more than a passing failure).
+    Retry(String, Option<ErrorCode>),
     /// Refused for good; the server's code and message.
     Fail(Refusal),
 }
@@ -90,7 +91,7 @@ impl Outcome {
     pub fn event(&self) -> Event {
         match self {
             Outcome::Done(_) => Event::Succeeded,
-            Outcome::Retry(_) => Event::Transient,
+            Outcome::Retry(..) => Event::Transient,
             Outcome::Fail(_) => Event::Permanent,
         }
     }
@@ -111,7 +112,7 @@ pub fn classify(r: &MutationResult) -> Outcome {
         None => (format!("HTTP status {}", r.status), None, false),
     };
     if transient || r.status >= 500 || r.status == 429 {
-        Outcome::Retry(message)
+        Outcome::Retry(message, code)
     } else {
         Outcome::Fail(Refusal { code, message })
     }
@@ -194,7 +195,7 @@ mod tests {
                 assert_eq!(r.code, code);
                 assert!(code.is_none() || r.message.contains("because"), "{r:?}");
             }
-            Outcome::Retry(m) => assert!(code.is_none() || m.contains("because"), "{m}"),
+            Outcome::Retry(m, _) => assert!(code.is_none() || m.contains("because"), "{m}"),
             Outcome::Done(_) => {}
         }
     }

@@ -282,7 +282,10 @@ impl Syncer {
                             }
                             classify(&r)
                         }
-                        None => Outcome::Retry("the server sent no answer for this request".into()),
+                        None => Outcome::Retry(
+                            "the server sent no answer for this request".into(),
+                            None,
+                        ),
                     };
                     (row, o)
                 })
@@ -374,7 +377,7 @@ impl Syncer {
                     tracing::error!(uuid = %row.uuid, "UNTRUSTED ANSWER, row stays queued: {why}");
                     let msg = format!("the server's answer did not match the request: {why}");
                     untrusted.push(why);
-                    out.push((row, Outcome::Retry(msg)));
+                    out.push((row, Outcome::Retry(msg, None)));
                 }
             }
         }

@@ -43,6 +43,13 @@ pub fn waiting_reason(
     if !logged_in {
         return Some(format!("{what}: not logged in"));
     }
+    if task.key.is_none() && task.error_code.as_deref() == Some(ErrorCode::Recovering.as_str()) {
+        return Some(
+            "waiting for its key: the server is recovering from a backup; your task keeps its \
+             place and gets its key when the team's devices have checked in"
+                .into(),
+        );
+    }
     let offline = status.online == Some(false);
     let wait_s = task
         .next_attempt_at
@@ -269,6 +276,17 @@ mod tests {
         Some(false),
         true,
         Some("changes waiting: offline")
+    )]
+    #[case::recovering(
+        LocalTask {
+            error_code: Some("recovering".into()),
+            last_error: Some("The server is recovering from a backup (recovering): …".into()),
+            ..task(None, Provisional, 1, Some(NOW_MS + 59_000))
+        },
+        Some(true),
+        true,
+        Some("waiting for its key: the server is recovering from a backup; your task keeps its \
+              place and gets its key when the team's devices have checked in")
     )]
     fn reasons(
         #[case] t: LocalTask,

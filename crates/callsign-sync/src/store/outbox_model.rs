@@ -405,7 +405,7 @@ impl World {
                                                 .into(),
                                         )
                                     }
-                                    _ => Outcome::Retry("busy".into()),
+                                    _ => Outcome::Retry("busy".into(), None),
                                 };
                                 (r, o)
                             })

@@ -137,7 +137,12 @@ impl Store {
         for (row, outcome) in answers {
             let (state, error, code, next) = match outcome {
                 Outcome::Done(_) => ("done", None, None, None),
-                Outcome::Retry(m) => ("pending", Some(m.as_str()), None, Some(retry_at(row))),
+                Outcome::Retry(m, code) => (
+                    "pending",
+                    Some(m.as_str()),
+                    code.map(|c| c.as_str()),
+                    Some(retry_at(row)),
+                ),
                 Outcome::Fail(r) => (
                     "failed",
                     Some(r.message.as_str()),
