@@ -330,6 +330,11 @@ impl AppState {
                 let (alloc, tasks) = pg::open(url, config.pool_size, config.claim_lease)
                     .await
                     .map_err(|e| StartError::Database(config.database.to_string(), e.into()))?;
+                match pg::durability::durability(tasks.pool()).await {
+                    Ok(d) if d.survives_failover() => tracing::info!("{}", d.describe()),
+                    Ok(d) => tracing::warn!("{}", d.describe()),
+                    Err(e) => tracing::warn!(error = %e, "reading the replication settings"),
+                }
                 let taskwarrior = key.map(|key| pg_taskwarrior(tasks.pool().clone(), key));
                 Ok(Opened {
                     alloc: Arc::new(alloc),

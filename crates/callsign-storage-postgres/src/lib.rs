@@ -26,6 +26,7 @@
 //! as SQLite's does.
 #![forbid(unsafe_code)]
 pub mod alloc;
+pub mod durability;
 pub mod error;
 pub mod listen;
 mod replica;
