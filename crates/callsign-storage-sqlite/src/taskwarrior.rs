@@ -114,7 +114,7 @@ async fn seam<T>(f: impl Future<Output = anyhow::Result<T>>) -> callsign_storage
 }
 
 /// The data dir has one server process (its lock), so a settle needs no lock beyond the
-/// process's own ([`super::Taskwarrior::settling`]).
+/// process's own (the server's `Taskwarrior::settling`).
 #[async_trait::async_trait]
 impl Links for SqliteSync {
     async fn relink(

@@ -145,7 +145,6 @@ impl TaskStore {
         &self.replica_stats
     }
 
-    /// Whether the worker runs, and the accounts whose replica failed its last use.
     /// The worker's commits so far (one per account a group wrote to), and the commands the
     /// groups carried.
     pub fn group_commits(&self) -> &GroupCommits {
@@ -161,6 +160,7 @@ impl TaskStore {
 
 #[async_trait::async_trait]
 impl callsign_storage::TaskStore for TaskStore {
+    /// Whether the worker runs, and the accounts whose replica failed its last use.
     fn health(&self) -> (bool, Vec<(AccountId, String)>) {
         (!self.tx.is_closed(), self.failing.list())
     }
