@@ -241,6 +241,16 @@ impl ErrorCode {
         }
     }
 
+    /// The least wait before sending the same request again, where the code asks for more than
+    /// a passing failure's backoff: a project recovering from a backup numbers nothing for
+    /// hours. The server sends it as `Retry-After`; a device applies it to a batch's items too.
+    pub fn retry_hint(self) -> Option<std::time::Duration> {
+        match self {
+            ErrorCode::Recovering => Some(std::time::Duration::from_secs(60)),
+            _ => None,
+        }
+    }
+
     /// Worth retrying unchanged later (with the same idempotency key).
     pub fn is_transient(self) -> bool {
         matches!(

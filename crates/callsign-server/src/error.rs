@@ -97,13 +97,9 @@ pub fn recovering(prefix: &str) -> ApiError {
              {prefix} key when the team's devices have checked in (retry later with the same \
              idempotency key)"
         ),
-        retry_after: Some(RECOVERING_RETRY_SECS),
+        retry_after: ErrorCode::Recovering.retry_hint().map(|d| d.as_secs()),
     }
 }
-
-/// How long a device waits before asking again while a project recovers (recovery takes
-/// hours; a minute also lets `callsign sync` answer at once instead of waiting to retry).
-pub const RECOVERING_RETRY_SECS: u64 = 60;
 
 /// `422 idempotency_key_reused`: the key came before with another request.
 pub fn refused_reuse(op: Op) -> ApiError {

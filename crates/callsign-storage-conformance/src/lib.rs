@@ -170,6 +170,20 @@ async fn commit(
     at: Reserved,
     snapshot: Snapshot,
 ) -> Reply {
+    try_commit(b, account, op, idem, at, snapshot)
+        .await
+        .unwrap()
+}
+
+/// Phase 2's commit of one item: its own outcome (the batch itself must succeed).
+async fn try_commit(
+    b: &Backend,
+    account: AccountId,
+    op: Op,
+    idem: &str,
+    at: Reserved,
+    snapshot: Snapshot,
+) -> callsign_storage::Result<Reply> {
     let work = vec![Commit {
         idem: idem.to_owned(),
         at,
@@ -180,7 +194,6 @@ async fn commit(
         .await
         .unwrap()
         .pop()
-        .unwrap()
         .unwrap()
 }
 
@@ -1336,6 +1349,17 @@ async fn update_one(
     uuid: Uuid,
     patch: &TaskPatch,
 ) -> Reply {
+    try_update_one(b, account, idem, uuid, patch).await.unwrap()
+}
+
+/// The whole update protocol for one task, with the commit's own outcome.
+async fn try_update_one(
+    b: &Backend,
+    account: AccountId,
+    idem: &str,
+    uuid: Uuid,
+    patch: &TaskPatch,
+) -> callsign_storage::Result<Reply> {
     let m = Mutation {
         idem: idem.to_owned(),
         uuid,
@@ -1350,7 +1374,7 @@ async fn update_one(
         .pop()
     {
         Some(Ok(Phase1::Proceed(at, claim))) => (at, claim),
-        Some(Ok(Phase1::Replay(r))) => return r,
+        Some(Ok(Phase1::Replay(r))) => return Ok(r),
         other => panic!("{idem}: {other:?}"),
     };
     let snap = b
@@ -1361,7 +1385,7 @@ async fn update_one(
         .pop()
         .unwrap()
         .unwrap();
-    commit(b, account, Op::Update, idem, at, snap).await
+    try_commit(b, account, Op::Update, idem, at, snap).await
 }
 
 /// A move takes the next number of the other project; the subtasks are numbered anew under
@@ -1724,21 +1748,10 @@ pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend
         panic!("phase 1 refused a create in a recovering project");
     };
     let snapshot = b.tasks.create(a, vec![(u, body.clone())]).await.unwrap()[0].clone();
-    let work = || {
-        vec![Commit {
-            idem: "during".into(),
-            at,
-            snapshot: snapshot.clone(),
-        }]
-    };
     for _ in 0..2 {
-        let out = b
-            .alloc
-            .commit(a, Op::Create, work(), now_ms(), render())
-            .await
-            .unwrap();
+        let out = try_commit(&b, a, Op::Create, "during", at, snapshot.clone()).await;
         assert!(
-            matches!(&out[..], [Err(callsign_storage::Error::Recovering { prefix })] if prefix == "SYN"),
+            matches!(&out, Err(callsign_storage::Error::Recovering { prefix }) if prefix == "SYN"),
             "{out:?}"
         );
     }
@@ -1771,50 +1784,11 @@ pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend
         project: Some("OPS".into()),
         ..TaskPatch::default()
     };
-    let m = Mutation {
-        idem: "move".into(),
-        uuid: first,
-        parent: None,
-        fp: fingerprint("update", first, &to_ops),
-        request: serde_json::to_string(&to_ops).unwrap(),
-    };
-    let Ok(Phase1::Proceed(mat, mclaim)) = b
-        .alloc
-        .phase1(a, Op::Update, &[m], now_ms())
-        .await
-        .pop()
-        .unwrap()
-    else {
-        panic!("phase 1 refused a move");
-    };
-    let msnap = b
-        .tasks
-        .update(a, vec![(first, to_ops.clone())])
-        .await
-        .unwrap()
-        .pop()
-        .unwrap()
-        .unwrap();
-    let out = b
-        .alloc
-        .commit(
-            a,
-            Op::Update,
-            vec![Commit {
-                idem: "move".into(),
-                at: mat,
-                snapshot: msnap,
-            }],
-            now_ms(),
-            render(),
-        )
-        .await
-        .unwrap();
+    let out = try_update_one(&b, a, "move", first, &to_ops).await;
     assert!(
-        matches!(&out[..], [Err(callsign_storage::Error::Recovering { prefix })] if prefix == "OPS"),
+        matches!(&out, Err(callsign_storage::Error::Recovering { prefix }) if prefix == "OPS"),
         "{out:?}"
     );
-    drop(mclaim);
 
     // Ending OPS leaves SYN recovering; ending the account's numbers the pending create next.
     let ops_ended = b.alloc.end_recovery(Some(a), Some(&ops)).await.unwrap();
@@ -1834,12 +1808,9 @@ pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend
     );
     b.alloc.end_recovery(Some(a), None).await.unwrap();
     assert!(b.alloc.recovering().await.unwrap().is_empty());
-    let out = b
-        .alloc
-        .commit(a, Op::Create, work(), now_ms(), render())
+    let r = try_commit(&b, a, Op::Create, "during", at, snapshot)
         .await
         .unwrap();
     drop(claim);
-    let r = out.into_iter().next().unwrap().unwrap();
     assert_eq!((r.status, key_of(&r)), (201, "SYN-2".to_owned()), "no gap");
 }

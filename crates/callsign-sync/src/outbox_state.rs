@@ -118,19 +118,11 @@ pub fn classify(r: &MutationResult) -> Outcome {
     }
 }
 
-/// The least wait before sending an answered row again, where its answer asks for one: a
-/// project recovering from a backup numbers nothing for hours, so its creates ask again every
-/// [`RECOVERING_RETRY`] rather than on the short backoff of a passing failure.
+/// The least wait before sending an answered row again, where its answer's code asks for one
+/// ([`ErrorCode::retry_hint`]): a batch's items carry no `Retry-After` of their own.
 pub fn retry_floor(r: &MutationResult) -> Option<std::time::Duration> {
-    match &r.error {
-        Some(p) if p.code == ErrorCode::Recovering => Some(RECOVERING_RETRY),
-        _ => None,
-    }
+    r.error.as_ref().and_then(|p| p.code.retry_hint())
 }
-
-/// How often a create waits to ask again while its project recovers (the server's
-/// `Retry-After` for `recovering`).
-pub const RECOVERING_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {

@@ -370,8 +370,12 @@ impl PgAlloc {
         }
 
         // A recovering project numbers nothing (docs/RECOVERY.md): its items fail alone and
-        // their slots stay pending.
-        let recovering = super::recovery::recovering_in(tx, account).await?;
+        // their slots stay pending. Read only when something here would take a number.
+        let recovering = if wants.is_empty() && moving.is_empty() {
+            HashMap::new()
+        } else {
+            super::recovery::recovering_in(tx, account).await?
+        };
         if !recovering.is_empty() {
             let mut withheld: HashMap<Uuid, String> = HashMap::new();
             wants.retain(|(project, _), tasks| match recovering.get(project) {
