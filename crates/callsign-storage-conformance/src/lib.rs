@@ -20,8 +20,9 @@ use callsign_core::{MemberName, Prefix, Priority, Role};
 use callsign_storage::rows::hash_token;
 use callsign_storage::window::Setting;
 use callsign_storage::{
-    fingerprint, now_ms, AccountId, AddMember, AllocStore, Commit, Mutation, NewInvite, Op, Phase1,
-    RecoveryReason, Redeem, Refusal, RemoveMember, Render, Reply, Reserved, Snapshot, TaskStore,
+    fingerprint, now_ms, AccountId, AddMember, AllocStore, Commit, CreateRequest, Mutation,
+    NewInvite, Op, Phase1, RecoveryReason, Redeem, Refusal, RemoveMember, Render, Reply, Reserved,
+    Snapshot, TaskStore, Witness,
 };
 use uuid::Uuid;
 
@@ -59,6 +60,8 @@ macro_rules! storage_conformance {
             a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys,
             a_rename_moves_the_prefix_and_every_old_key_still_resolves,
             a_recovering_project_numbers_nothing_until_recovery_ends,
+            witnesses_bring_back_keys_and_never_double_a_number,
+            devices_check_in_after_a_rollback,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -1813,4 +1816,210 @@ pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend
         .unwrap();
     drop(claim);
     assert_eq!((r.status, key_of(&r)), (201, "SYN-2".to_owned()), "no gap");
+}
+
+/// A witnessed create (docs/RECOVERY.md): a device brings back `uuid` with the keys it holds.
+/// The commit's own outcome (`Err(Recovering)` while its number must come from a recovering
+/// counter).
+async fn witness(
+    b: &Backend,
+    account: AccountId,
+    idem: &str,
+    uuid: Uuid,
+    key: &str,
+    previous: &[&str],
+) -> callsign_storage::Result<Reply> {
+    let body = new_task(key.split('-').next().unwrap(), &format!("witnessed {key}"));
+    let request = CreateRequest::new(
+        body.clone(),
+        Some(Witness {
+            key: key.to_owned(),
+            previous_keys: previous.iter().map(|k| k.to_string()).collect(),
+        }),
+    );
+    let m = Mutation {
+        idem: idem.to_owned(),
+        uuid,
+        parent: None,
+        fp: fingerprint("witness", uuid, &request),
+        request: request.to_json(),
+    };
+    let (at, claim) = match b
+        .alloc
+        .phase1(account, Op::Create, &[m], now_ms())
+        .await
+        .pop()
+    {
+        Some(Ok(Phase1::Proceed(at, claim))) => (at, claim),
+        Some(Ok(Phase1::Replay(r))) => return Ok(r),
+        other => panic!("phase 1 of a witness: {other:?}"),
+    };
+    let snapshot = b.tasks.create(account, vec![(uuid, body)]).await.unwrap()[0].clone();
+    let out = try_commit(b, account, Op::Create, idem, at, snapshot).await;
+    drop(claim);
+    out
+}
+
+async fn resolves(b: &Backend, account: AccountId, key: &str) -> Option<Uuid> {
+    let k = callsign_core::TaskKey::parse(key).unwrap();
+    b.alloc
+        .uuid_for_key(account, k.prefix.as_str(), &k.scope(), k.number as i64)
+        .await
+        .unwrap()
+        .ok()
+}
+
+/// Witnessed creates bind the numbers devices hold, also while the project recovers: the
+/// counter moves past them (never back), earlier keys resolve, a number another task holds
+/// stays with it (the clash is reported and the witness's task is numbered anew once recovery
+/// ends), a task that has its key gains the witnessed one as an earlier key, and the device's
+/// own create of a witnessed task later finds its key. Numbers no one brought back are reported
+/// lost and never handed out.
+pub async fn witnesses_bring_back_keys_and_never_double_a_number(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let ops = Prefix::parse("OPS").unwrap();
+    b.alloc
+        .create_project(a, "Ops", &ops)
+        .await
+        .unwrap()
+        .unwrap();
+    let mut t = Vec::new();
+    for i in 1..=3 {
+        let u = Uuid::new_v4();
+        let r = create(&b, a, &format!("c{i}"), u, &new_task("SYN", "t"))
+            .await
+            .reply();
+        assert_eq!(key_of(&r), format!("SYN-{i}"));
+        t.push(u);
+    }
+    b.alloc
+        .start_recovery(Some(a), RecoveryReason::Restore, now_ms())
+        .await
+        .unwrap();
+
+    // A task the backup lost, moved from OPS-2 to SYN-5 before it.
+    let w = Uuid::new_v4();
+    let r = witness(&b, a, "w1", w, "SYN-5", &["OPS-2"]).await.unwrap();
+    let task = task_of(&r);
+    assert_eq!((r.status, task.key.as_deref()), (201, Some("SYN-5")));
+    assert_eq!(task.previous_keys, ["OPS-2"]);
+    assert_eq!(resolves(&b, a, "ops-2").await, Some(w));
+    let replay = witness(&b, a, "w1", w, "SYN-5", &["OPS-2"]).await.unwrap();
+    assert!(replay.replayed);
+    let again = witness(&b, a, "w1-other-device", w, "SYN-5", &[])
+        .await
+        .unwrap();
+    assert_eq!((again.status, key_of(&again)), (200, "SYN-5".to_owned()));
+
+    // A key said for a task that has another: it names that task too.
+    let r = witness(&b, a, "w2", t[0], "SYN-4", &[]).await.unwrap();
+    assert_eq!((r.status, key_of(&r)), (200, "SYN-1".to_owned()));
+    assert_eq!(task_of(&r).previous_keys, ["SYN-4"]);
+    assert_eq!(resolves(&b, a, "SYN-4").await, Some(t[0]));
+
+    // A key another task holds stays with it; the claimant waits for the counter.
+    let x = Uuid::new_v4();
+    let out = witness(&b, a, "w3", x, "SYN-2", &[]).await;
+    assert!(
+        matches!(&out, Err(callsign_storage::Error::Recovering { .. })),
+        "{out:?}"
+    );
+    assert_eq!(resolves(&b, a, "SYN-2").await, Some(t[1]));
+    let y = Uuid::new_v4();
+    let r = witness(&b, a, "w4", y, "SYN-9", &[]).await.unwrap();
+    assert_eq!(key_of(&r), "SYN-9");
+
+    // The device that made `w` retries its own create (another body): it finds the key.
+    let r = create(&b, a, "w-own-create", w, &new_task("SYN", "the original"))
+        .await
+        .reply();
+    assert_eq!((r.status, key_of(&r)), (200, "SYN-5".to_owned()));
+
+    // Recovery ends: the clashing task gets the next number, past every witnessed one.
+    b.alloc.end_recovery(Some(a), None).await.unwrap();
+    let r = witness(&b, a, "w3", x, "SYN-2", &[]).await.unwrap();
+    assert_eq!((r.status, key_of(&r)), (201, "SYN-10".to_owned()));
+    let r = create(&b, a, "after", Uuid::new_v4(), &new_task("OPS", "new"))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "OPS-3", "OPS's counter moved past OPS-2");
+
+    let report = b.alloc.recovery_report(Some(a)).await.unwrap();
+    let lost: Vec<&str> = report.lost.iter().map(|l| l.key.as_str()).collect();
+    assert_eq!(lost, ["OPS-1", "SYN-6", "SYN-7", "SYN-8"]);
+    let clashes: Vec<(&str, Uuid, Uuid)> = report
+        .clashes
+        .iter()
+        .map(|c| (c.key.as_str(), c.held_by, c.claimed_by))
+        .collect();
+    assert_eq!(clashes, [("SYN-2", t[1], x)]);
+    let other = account(&b, "SYN").await;
+    let none = b.alloc.recovery_report(Some(other)).await.unwrap();
+    assert!(none.lost.is_empty() && none.clashes.is_empty(), "{none:?}");
+}
+
+/// A rollback waits for the devices active before it: a token seen since `active_since` (or
+/// made since, if never seen) and not back with its keys since the rollback is listed until it
+/// witnesses; a device idle before that period, or a removed member's, is not waited for.
+pub async fn devices_check_in_after_a_rollback(b: Backend) {
+    let made = b
+        .alloc
+        .create_account(
+            "team",
+            &Prefix::parse("SYN").unwrap(),
+            "Sync",
+            &member("alice"),
+        )
+        .await
+        .unwrap();
+    let a = made.account_id;
+    let AddMember::Added(bob) = b
+        .alloc
+        .add_member(a, &member("bob"), Role::Member, "laptop")
+        .await
+        .unwrap()
+    else {
+        panic!("bob not added");
+    };
+    let alice = hash_token(&made.token);
+    let bob = hash_token(&bob.token);
+    let start = now_ms();
+    let names = |rows: Vec<callsign_storage::DeviceRow>| -> Vec<String> {
+        rows.into_iter().map(|d| d.member).collect()
+    };
+    assert_eq!(
+        names(b.alloc.unwitnessed(a, start - 60_000, start).await.unwrap()),
+        ["alice", "bob"]
+    );
+    // Bob was last seen long before the period; alice brings back her keys.
+    b.alloc.token_seen(&bob, 1_000).await.unwrap();
+    b.alloc.token_witnessed(&alice, start + 5).await.unwrap();
+    assert!(b
+        .alloc
+        .unwitnessed(a, start - 60_000, start)
+        .await
+        .unwrap()
+        .is_empty());
+    // A later rollback waits for alice again, and for bob once he is seen within the period.
+    b.alloc.token_seen(&bob, start + 10).await.unwrap();
+    let rows = b
+        .alloc
+        .unwitnessed(a, start - 60_000, start + 20)
+        .await
+        .unwrap();
+    assert_eq!(names(rows.clone()), ["alice", "bob"]);
+    assert_eq!(rows[1].last_seen_at, Some(start + 10));
+    b.alloc
+        .remove_member(a, &member("bob"), start + 30)
+        .await
+        .unwrap();
+    assert_eq!(
+        names(
+            b.alloc
+                .unwitnessed(a, start - 60_000, start + 20)
+                .await
+                .unwrap()
+        ),
+        ["alice"]
+    );
 }

@@ -37,13 +37,13 @@ use uuid::Uuid;
 pub use error::{Error, Result};
 pub use model::Snapshot;
 pub use protocol::{
-    fingerprint, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Refusal, Renamed, Render,
-    Reply, Reserved, Settled, TaskMeta,
+    fingerprint, Claim, Commit, CreateRequest, KeyLookup, Meta, Mutation, Op, Phase1, Refusal,
+    Renamed, Render, Reply, Reserved, Settled, TaskMeta, Witness,
 };
 pub use rows::{
-    now_ms, AccountId, AddMember, Caller, ChangeRow, InstanceId, KeyRow, MemberId, MemberRow,
-    NewAccount, NewInvite, NewMember, RecoveringRow, RecoveryReason, Redeem, RemoveMember,
-    Rollback, Slot, SlotState,
+    now_ms, AccountId, AddMember, Caller, ChangeRow, Clash, DeviceRow, InstanceId, KeyRow, LostKey,
+    MemberId, MemberRow, NewAccount, NewInvite, NewMember, RecoveringRow, RecoveryReason,
+    RecoveryReport, Redeem, RemoveMember, Rollback, Slot, SlotState,
 };
 use window::{Basis, Setting, Window};
 
@@ -211,6 +211,22 @@ pub trait AllocStore: Send + Sync + 'static {
         account: Option<AccountId>,
         prefix: Option<&Prefix>,
     ) -> Result<Vec<RecoveringRow>>;
+    /// Records that the token hashing to `hash` reached the server at `now` (the caller
+    /// writes at most hourly per token).
+    async fn token_seen(&self, hash: &[u8], now: i64) -> Result<()>;
+    /// Records that the token's device brought back the keys it holds at `now`.
+    async fn token_witnessed(&self, hash: &[u8], now: i64) -> Result<()>;
+    /// The devices of `account` seen at or after `active_since` (a token never seen counts
+    /// from when it was made) that have not brought back their keys at or after `after`.
+    async fn unwitnessed(
+        &self,
+        account: AccountId,
+        active_since: i64,
+        after: i64,
+    ) -> Result<Vec<DeviceRow>>;
+    /// What recovery could not bring back, for `account` (every account: `None`): numbers
+    /// below a counter that no task holds, and keys two tasks claimed.
+    async fn recovery_report(&self, account: Option<AccountId>) -> Result<RecoveryReport>;
     /// Random bytes made with the store: what replicas and cursors are bound to.
     async fn instance_id(&self) -> Result<InstanceId>;
     async fn cursor_key(&self) -> Result<Vec<u8>>;
@@ -230,7 +246,10 @@ pub trait AllocStore: Send + Sync + 'static {
     /// Claims one key for the reaper (`None`: someone holds it).
     async fn claim(&self, account: AccountId, idem: &str) -> Result<Option<Claim>>;
     /// Phase 2's commit for a batch, one transaction: per create, keep the UUID's key or bump
-    /// the counter and insert the key; commit the slot with its answer; append to the change
+    /// the counter and insert the key (a witnessed create, [`CreateRequest::Witnessed`], binds
+    /// the numbers it brings where no other task holds them, also while its project recovers,
+    /// raises the counter past them, and records a clash for each held one; a UUID that has a
+    /// key keeps it and gains the free witnessed ones as earlier keys); commit the slot with its answer; append to the change
     /// feed. A slot no longer pending answers what it stored. An item's failure is its own.
     async fn commit(
         &self,

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use callsign_core::dto::{Project, Task};
-use serde::Serialize;
+use callsign_core::dto::{NewTask, Project, Task};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -39,6 +39,66 @@ pub struct Mutation {
     pub fp: Vec<u8>,
     /// The request body as stored in the slot (a create's `NewTask`, an update's `TaskPatch`).
     pub request: String,
+}
+
+/// The keys a device holds for a task, brought back after a rollback (docs/RECOVERY.md): a
+/// create carrying them binds these numbers instead of taking the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Witness {
+    /// The task's current key on the device.
+    pub key: String,
+    /// The keys it had before (a move, a rename), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_keys: Vec<String>,
+}
+
+/// A create's request as its slot stores it: the task, and for a witnessed create the keys it
+/// binds (stored as `{"task": …, "witness": …}`; a plain create stores the task alone, so
+/// slots written before witnesses existed read the same).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CreateRequest {
+    Witnessed { task: NewTask, witness: Witness },
+    Plain(NewTask),
+}
+
+impl CreateRequest {
+    pub fn new(task: NewTask, witness: Option<Witness>) -> CreateRequest {
+        match witness {
+            Some(witness) => CreateRequest::Witnessed { task, witness },
+            None => CreateRequest::Plain(task),
+        }
+    }
+
+    /// Reads a stored create request.
+    pub fn parse(request: &str) -> serde_json::Result<CreateRequest> {
+        serde_json::from_str(request)
+    }
+
+    pub fn task(&self) -> &NewTask {
+        match self {
+            CreateRequest::Witnessed { task, .. } | CreateRequest::Plain(task) => task,
+        }
+    }
+
+    pub fn into_task(self) -> NewTask {
+        match self {
+            CreateRequest::Witnessed { task, .. } | CreateRequest::Plain(task) => task,
+        }
+    }
+
+    pub fn witness(&self) -> Option<&Witness> {
+        match self {
+            CreateRequest::Witnessed { witness, .. } => Some(witness),
+            CreateRequest::Plain(_) => None,
+        }
+    }
+
+    /// What the slot stores.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 /// SHA-256 over the operation, the UUID and the canonical JSON of the parsed body, so the same

@@ -297,3 +297,42 @@ pub struct Rollback {
     /// When the restored backup was taken, if known.
     pub taken_at: Option<i64>,
 }
+
+/// A device (a token) the latest rollback is still waiting for: active before the backup, and
+/// not yet back with its keys.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceRow {
+    pub account: AccountId,
+    pub member: String,
+    pub device: String,
+    /// When it last reached the server (hour grain; `None`: not since it was made).
+    pub last_seen_at: Option<i64>,
+}
+
+/// A key a device brought back that another task already holds: the held key stays with its
+/// task, and the device's task is numbered anew.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Clash {
+    pub account: AccountId,
+    pub key: String,
+    pub held_by: Uuid,
+    pub claimed_by: Uuid,
+    pub at: i64,
+}
+
+/// What a recovery could not bring back (docs/RECOVERY.md), for `recovery status`, the log and
+/// `/metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecoveryReport {
+    /// Numbers below a counter that no task holds: handed out before the rollback and brought
+    /// back by no device. Never handed out again (the counter is past them).
+    pub lost: Vec<LostKey>,
+    pub clashes: Vec<Clash>,
+}
+
+/// A lost number, as the key it was.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LostKey {
+    pub account: AccountId,
+    pub key: String,
+}

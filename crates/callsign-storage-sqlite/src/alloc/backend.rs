@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::protocol::{self as sql, Decided};
 use super::{
     accounts, changes, each_item, members, meta, now_ms, recovery, renames, slots,
-    window as db_window,
+    window as db_window, witness,
 };
 use super::{
     AccountId, AddMember, Caller, ChangeRow, Db, MemberRow, NewAccount, NewInvite, Redeem,
@@ -21,8 +21,8 @@ use super::{
 use crate::inflight::InFlight;
 use callsign_storage::window::{Basis, Setting, Window};
 use callsign_storage::{
-    AllocStore, Claim, Commit, KeyLookup, Mutation, Op, Phase1, RecoveringRow, RecoveryReason,
-    Refusal, Renamed, Render, Reply, Rollback, TaskMeta,
+    AllocStore, Claim, Commit, DeviceRow, KeyLookup, Mutation, Op, Phase1, RecoveringRow,
+    RecoveryReason, RecoveryReport, Refusal, Renamed, Render, Reply, Rollback, TaskMeta,
 };
 
 /// The allocation store on one SQLite file.
@@ -210,6 +210,44 @@ impl AllocStore for SqliteAlloc {
             recovery::start(c, account, reason, now)
         }))
         .await
+    }
+
+    async fn token_seen(&self, hash: &[u8], now: i64) -> callsign_storage::Result<()> {
+        let hash = hash.to_vec();
+        seam(
+            self.db
+                .write(move |c| witness::token_seen(c, &hash, now, false)),
+        )
+        .await
+    }
+
+    async fn token_witnessed(&self, hash: &[u8], now: i64) -> callsign_storage::Result<()> {
+        let hash = hash.to_vec();
+        seam(
+            self.db
+                .write(move |c| witness::token_seen(c, &hash, now, true)),
+        )
+        .await
+    }
+
+    async fn unwitnessed(
+        &self,
+        account: AccountId,
+        active_since: i64,
+        after: i64,
+    ) -> callsign_storage::Result<Vec<DeviceRow>> {
+        seam(
+            self.db
+                .read(move |c| witness::unwitnessed(c, account, active_since, after)),
+        )
+        .await
+    }
+
+    async fn recovery_report(
+        &self,
+        account: Option<AccountId>,
+    ) -> callsign_storage::Result<RecoveryReport> {
+        seam(self.db.read(move |c| witness::report(c, account))).await
     }
 
     async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {

@@ -30,6 +30,7 @@ pub mod recovery;
 pub mod renames;
 pub mod slots;
 pub mod window;
+pub mod witness;
 
 use std::cell::Cell;
 use std::path::Path;
@@ -116,6 +117,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0012_members.sql")),
         M::up(include_str!("../../migrations/0013_invites.sql")),
         M::up(include_str!("../../migrations/0014_recovery.sql")),
+        M::up(include_str!("../../migrations/0015_witnesses.sql")),
     ])
 }
 

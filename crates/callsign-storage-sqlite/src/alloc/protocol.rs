@@ -16,15 +16,15 @@
 //! subtask gets a change-feed entry.
 use std::collections::HashMap;
 
-use callsign_core::dto::NewTask;
 use callsign_core::Prefix;
 use rusqlite::{params, Connection, OptionalExtension};
 use uuid::Uuid;
 
-use super::{accounts, changes, slots, AccountId, DbError, KeyRow, Result, SlotState};
+use super::{accounts, changes, slots, witness, AccountId, DbError, KeyRow, Result, SlotState};
 pub use callsign_storage::protocol::move_target;
 use callsign_storage::{
-    Meta, Mutation, Op, Refusal, Render, Reply, Reserved, Settled, Snapshot, TaskMeta,
+    CreateRequest, Meta, Mutation, Op, Refusal, Render, Reply, Reserved, Settled, Snapshot,
+    TaskMeta,
 };
 
 /// How phase 1 left one mutation (the claim is added by the caller).
@@ -81,6 +81,9 @@ fn existing_slot(
     }
 }
 
+/// The fingerprint of a reservation a witness made: it stands for no one request.
+pub const WITNESSED: &[u8] = b"witnessed";
+
 /// Phase 1 of a create.
 pub fn phase1_create(
     c: &Connection,
@@ -91,8 +94,10 @@ pub fn phase1_create(
     if let Some(decided) = existing_slot(c, account, it, Op::Create, now)? {
         return Ok(decided);
     }
-    let body: NewTask =
-        serde_json::from_str(&it.request).map_err(|e| DbError::CommitFailed(e.to_string()))?;
+    let request =
+        CreateRequest::parse(&it.request).map_err(|e| DbError::CommitFailed(e.to_string()))?;
+    let witnessed = request.witness().is_some();
+    let body = request.into_task();
     let Some(project) = Prefix::parse(&body.project)
         .ok()
         .map(|p| accounts::project_by_prefix(c, account, &p))
@@ -101,11 +106,16 @@ pub fn phase1_create(
     else {
         return Ok(Decided::Refused(Refusal::NoProject(body.project)));
     };
+    // A witness (docs/RECOVERY.md) brings back a task whatever request made it, and leaves a
+    // reservation that any later create of the task finds its key by.
     let project = match slots::task_row(c, account, it.uuid)? {
-        Some((_, fp)) if fp != it.fp => return Ok(Decided::Refused(Refusal::TaskExists(it.uuid))),
+        Some((_, fp)) if fp != it.fp && !witnessed && fp != WITNESSED => {
+            return Ok(Decided::Refused(Refusal::TaskExists(it.uuid)))
+        }
         Some((reserved_in, _)) => reserved_in,
         None => {
-            slots::insert_task_row(c, account, it.uuid, project, it.parent, &it.fp, now)?;
+            let fp = if witnessed { WITNESSED } else { &it.fp[..] };
+            slots::insert_task_row(c, account, it.uuid, project, it.parent, fp, now)?;
             project
         }
     };
@@ -192,8 +202,23 @@ pub fn commit_create(
         }
     };
     let parent = slots::parent_of(conn, account, uuid)?;
-    let (status, number, key) = match slots::current_key(conn, account, uuid)? {
-        Some(k) => (200, None, k),
+    let witness = CreateRequest::parse(&slot.request)
+        .ok()
+        .and_then(|r| r.witness().cloned());
+    // (status, number, key) when the task has its key: it kept one (200), or a witness bound
+    // the one a device holds (201).
+    let keyed = match (&witness, slots::current_key(conn, account, uuid)?) {
+        (Some(w), Some(k)) => {
+            witness::bind_earlier(conn, account, uuid, w, &k, now)?;
+            Some((200, None, k))
+        }
+        (Some(w), None) => {
+            witness::bind_current(conn, account, uuid, w, now)?.map(|k| (201, Some(k.number), k))
+        }
+        (None, k) => k.map(|k| (200, None, k)),
+    };
+    let (status, number, key) = match keyed {
+        Some(keyed) => keyed,
         None => {
             // A subtask numbers in its parent's scope, in its parent's project (where the
             // parent is now, if it moved since); the parent has its key (phase 1 checked, and
@@ -223,9 +248,10 @@ pub fn commit_create(
             (201, Some(n), key)
         }
     };
-    // A new task has no earlier keys; one answered again (200) may have moved since.
+    // A new task has no earlier keys; one answered again (200) may have moved since, and a
+    // witness may bring back earlier ones.
     let previous = match status {
-        201 => Vec::new(),
+        201 if witness.is_none() => Vec::new(),
         _ => slots::keys_of(conn, account, uuid)?.1,
     };
     let body = answer(render, snapshot, Some(&key), parent, &previous);

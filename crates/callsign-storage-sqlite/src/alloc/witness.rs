@@ -1,0 +1,230 @@
+//! Keys the devices bring back after a rollback (migration 0015, docs/RECOVERY.md): a witnessed
+//! create binds the numbers it carries ([`bind_current`], [`bind_earlier`]) in the transaction
+//! that commits its slot, and the devices' check-ins tell when a recovery may end.
+//!
+//! A number is bound only where no task holds it (G1): the counter is raised past it, never
+//! lowered, so a number once handed out is not handed out again. A key another task holds
+//! stays with that task and is recorded as a clash for the admin's report.
+use callsign_core::TaskKey;
+use callsign_storage::{Clash, DeviceRow, LostKey, RecoveryReport, Witness};
+use rusqlite::{params, Connection, OptionalExtension};
+use uuid::Uuid;
+
+use super::{slots, AccountId, KeyRow, Result};
+
+/// How one witnessed key fared.
+enum Bound {
+    /// Bound to the task now.
+    New(KeyRow),
+    /// The task holds it already.
+    Same,
+    /// Another task holds it (a clash, recorded), or the account has no such prefix.
+    Refused,
+}
+
+/// Binds a witness's keys to `uuid`, a task with no key yet: its earlier keys first, then its
+/// key as the current one. `None` when another task holds that key (the caller numbers the
+/// task from the counter instead).
+pub fn bind_current(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    witness: &Witness,
+    now: i64,
+) -> Result<Option<KeyRow>> {
+    for k in &witness.previous_keys {
+        bind(conn, account, uuid, k, false, now)?;
+    }
+    Ok(match bind(conn, account, uuid, &witness.key, true, now)? {
+        Bound::New(row) => Some(row),
+        Bound::Same | Bound::Refused => None,
+    })
+}
+
+/// Binds a witness's keys to `uuid`, a task that has its key `current`, as earlier keys: a key
+/// a device was told for this task keeps naming it.
+pub fn bind_earlier(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    witness: &Witness,
+    current: &KeyRow,
+    now: i64,
+) -> Result<()> {
+    let current = current.key();
+    for k in witness.previous_keys.iter().chain([&witness.key]) {
+        if TaskKey::parse(k).is_ok_and(|k| k.to_string() != current) {
+            bind(conn, account, uuid, k, false, now)?;
+        }
+    }
+    Ok(())
+}
+
+fn bind(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    key: &str,
+    current: bool,
+    now: i64,
+) -> Result<Bound> {
+    let Ok(key) = TaskKey::parse(key) else {
+        return Ok(Bound::Refused);
+    };
+    let Some(project) = slots::project_id(conn, account, key.prefix.as_str())? else {
+        return Ok(Bound::Refused);
+    };
+    let (scope, number) = (key.scope(), key.number as i64);
+    let holder: Option<Uuid> = conn
+        .prepare_cached(
+            "SELECT task_uuid FROM keys
+             WHERE account_id = ?1 AND project_id = ?2 AND scope = ?3 AND number = ?4",
+        )?
+        .query_row(params![account, project, scope, number], |r| r.get(0))
+        .optional()?;
+    match holder {
+        Some(h) if h == uuid => return Ok(Bound::Same),
+        Some(h) => {
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO clashes (account_id, key, held_by, claimed_by, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![account, key.to_string(), h, uuid, now])?;
+            return Ok(Bound::Refused);
+        }
+        None => {}
+    }
+    // The row is in force from the epoch of the prefix the device knew it by.
+    let epoch: i64 = conn
+        .prepare_cached(
+            "SELECT MAX(epoch) FROM prefix_epochs WHERE project_id = ?1 AND prefix = ?2",
+        )?
+        .query_row(params![project, key.prefix.as_str()], |r| r.get(0))?;
+    conn.prepare_cached(
+        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, current,
+                           assigned_at, epoch, until_epoch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?6 THEN NULL ELSE ?8 END)",
+    )?
+    .execute(params![
+        account, project, scope, number, uuid, current, now, epoch
+    ])?;
+    conn.prepare_cached(
+        "INSERT INTO counters (project_id, scope, last) VALUES (?1, ?2, ?3)
+         ON CONFLICT (project_id, scope) DO UPDATE SET last = MAX(last, excluded.last)",
+    )?
+    .execute(params![project, scope, number])?;
+    if current {
+        slots::set_task_project(conn, account, uuid, project)?;
+    }
+    let prefix: String = conn
+        .prepare_cached("SELECT prefix FROM projects WHERE id = ?1")?
+        .query_row([project], |r| r.get(0))?;
+    Ok(Bound::New(KeyRow {
+        project_id: project,
+        prefix,
+        scope,
+        number,
+    }))
+}
+
+/// Records that the token hashing to `hash` reached the server at `now`; `witnessed` also that
+/// its device brought back its keys.
+pub fn token_seen(conn: &Connection, hash: &[u8], now: i64, witnessed: bool) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE tokens SET last_seen_at = ?2,
+                           witnessed_at = CASE WHEN ?3 THEN ?2 ELSE witnessed_at END
+         WHERE token_hash = ?1",
+    )?
+    .execute(params![hash, now, witnessed])?;
+    Ok(())
+}
+
+/// The current members' devices of `account` seen at or after `active_since` (a token never
+/// seen: made at or after it) that have not brought back their keys at or after `after`.
+pub fn unwitnessed(
+    conn: &Connection,
+    account: AccountId,
+    active_since: i64,
+    after: i64,
+) -> Result<Vec<DeviceRow>> {
+    let mut st = conn.prepare_cached(
+        "SELECT t.account_id, m.name, t.device, t.last_seen_at
+         FROM tokens t JOIN members m ON m.id = t.member_id
+         WHERE t.account_id = ?1 AND m.removed_at IS NULL
+           AND COALESCE(t.last_seen_at, t.created_at) >= ?2
+           AND (t.witnessed_at IS NULL OR t.witnessed_at < ?3)
+         ORDER BY m.name, t.device",
+    )?;
+    let rows = st.query_map(params![account, active_since, after], |r| {
+        Ok(DeviceRow {
+            account: r.get(0)?,
+            member: r.get(1)?,
+            device: r.get(2)?,
+            last_seen_at: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Numbers below a counter that no task holds, and the clashes recorded, for `account` (every
+/// account's: `None`).
+pub fn report(conn: &Connection, account: Option<AccountId>) -> Result<RecoveryReport> {
+    let mut counters = conn.prepare_cached(
+        "SELECT p.account_id, p.id, p.prefix, c.scope, c.last
+         FROM counters c JOIN projects p ON p.id = c.project_id
+         WHERE ?1 IS NULL OR p.account_id = ?1
+         ORDER BY p.account_id, p.prefix, c.scope",
+    )?;
+    let counters = counters
+        .query_map([account], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut numbers = conn.prepare_cached(
+        "SELECT number FROM keys WHERE project_id = ?1 AND scope = ?2 ORDER BY number",
+    )?;
+    let mut lost = Vec::new();
+    for (account, project_id, prefix, scope, last) in counters {
+        let held = numbers
+            .query_map(params![project_id, scope], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut held = held.into_iter().peekable();
+        for n in 1..=last {
+            if held.next_if_eq(&n).is_some() {
+                continue;
+            }
+            let row = KeyRow {
+                project_id,
+                prefix: prefix.clone(),
+                scope: scope.clone(),
+                number: n,
+            };
+            lost.push(LostKey {
+                account,
+                key: row.key(),
+            });
+        }
+    }
+    let mut st = conn.prepare_cached(
+        "SELECT account_id, key, held_by, claimed_by, at FROM clashes
+         WHERE ?1 IS NULL OR account_id = ?1 ORDER BY at, key",
+    )?;
+    let clashes = st
+        .query_map([account], |r| {
+            Ok(Clash {
+                account: r.get(0)?,
+                key: r.get(1)?,
+                held_by: r.get(2)?,
+                claimed_by: r.get(3)?,
+                at: r.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(RecoveryReport { lost, clashes })
+}
