@@ -428,6 +428,11 @@ pub struct ChangesPage {
     /// Opaque; pass it back as `since`.
     pub cursor: String,
     pub has_more: bool,
+    /// When the server's database was last rolled back (a restored backup, a failover; ms
+    /// since the epoch), for 90 days after: a device that has not brought back its keys since
+    /// then sends them (`POST /v1/recovery/witness`, docs/RECOVERY.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
@@ -479,6 +484,40 @@ pub struct SyncResponse {
     pub changes: Vec<Task>,
     pub cursor: String,
     pub has_more: bool,
+}
+
+/// A task as a device holds it after a rollback, with the keys it was told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessedTask {
+    pub idempotency_key: String,
+    pub uuid: Uuid,
+    /// Its current key on the device.
+    pub key: String,
+    /// The keys it had before, oldest first.
+    #[serde(default)]
+    pub previous_keys: Vec<String>,
+    /// Its fields, as a create's (the server makes the task from them if it lost it).
+    pub fields: NewTask,
+}
+
+/// Body of `POST /v1/recovery/witness`: up to 1000 keyed tasks a device holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessRequest {
+    pub tasks: Vec<WitnessedTask>,
+    /// This is the device's last batch: once every task in it is answered, the server counts
+    /// the device as checked in.
+    #[serde(default)]
+    pub complete: bool,
+}
+
+/// Answer of `POST /v1/recovery/witness`: one result per task, as a create's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WitnessResponse {
+    pub results: Vec<MutationResult>,
+    /// The device counts as checked in for the latest rollback.
+    pub checked_in: bool,
 }
 
 /// The most mutations one `POST /v1/sync` may carry.

@@ -49,6 +49,9 @@ pub enum ErrorCode {
     /// numbers nothing until the team's devices have brought back the keys they hold; retry
     /// later with the same idempotency key.
     Recovering,
+    /// `POST /v1/recovery/witness` when the server has not been rolled back (in the last 90
+    /// days): there is nothing to bring back, and a witness binds the numbers it names.
+    NoRollback,
     NotFound,
     Internal,
     /// `/readyz`: a database the server needs cannot be read or written right now.
@@ -120,6 +123,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Recovering => "recovering",
+            ErrorCode::NoRollback => "no_rollback",
             ErrorCode::NotFound => "not_found",
             ErrorCode::Internal => "internal",
             ErrorCode::NotReady => "not_ready",
@@ -179,7 +183,8 @@ impl ErrorCode {
             | ErrorCode::TaskNotCommitted
             | ErrorCode::TaskBlocked
             | ErrorCode::MemberTaken
-            | ErrorCode::LastOwner => 409,
+            | ErrorCode::LastOwner
+            | ErrorCode::NoRollback => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
             ErrorCode::IdempotencyKeyReused
             | ErrorCode::InvalidPrefix
@@ -215,6 +220,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "Request body too large",
             ErrorCode::Unavailable => "Temporarily unavailable",
             ErrorCode::Recovering => "The server is recovering from a backup",
+            ErrorCode::NoRollback => "No rollback to recover from",
             ErrorCode::NotFound => "Not found",
             ErrorCode::Internal => "Internal error",
             ErrorCode::NotReady => "Not ready",

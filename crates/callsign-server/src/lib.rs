@@ -17,6 +17,7 @@ pub mod feed;
 pub mod metrics;
 pub mod protocol;
 pub mod reaper;
+pub mod recovery;
 pub mod serve;
 pub mod state;
 pub mod taskwarrior;

@@ -35,6 +35,8 @@ pub struct Metrics {
     retried_slots: Gauge,
     pending_slots: Gauge,
     recovering_projects: Gauge,
+    recovery_lost: Family<Labels, Gauge>,
+    recovery_clashes: Family<Labels, Gauge>,
     window: WindowGauges,
     database_bytes: Family<Labels, Gauge>,
     /// One histogram per [`Stage`], made once: recording is on every create's path.
@@ -150,6 +152,18 @@ impl Default for Metrics {
             "Projects recovering from a restored backup or a declared rollback: they number no task until recovery ends (docs/RECOVERY.md)",
             recovering_projects.clone(),
         );
+        let recovery_lost = Family::<Labels, Gauge>::default();
+        registry.register(
+            "recovery_lost_keys",
+            "Numbers handed out before a rollback that no device brought back, per account, as of its last recovery's end: never handed out again (docs/RECOVERY.md)",
+            recovery_lost.clone(),
+        );
+        let recovery_clashes = Family::<Labels, Gauge>::default();
+        registry.register(
+            "recovery_clashes",
+            "Keys a device brought back after a rollback that another task held, per account, as of its last recovery's end (the held key stays with its task; the other task was numbered anew)",
+            recovery_clashes.clone(),
+        );
         let window = WindowGauges::default();
         registry.register(
             "idempotency_window_seconds",
@@ -216,6 +230,8 @@ impl Default for Metrics {
             retried_slots,
             pending_slots,
             recovering_projects,
+            recovery_lost,
+            recovery_clashes,
             window,
             database_bytes,
             create_stages,
@@ -311,6 +327,18 @@ impl Metrics {
     pub fn recovering(&self, projects: usize) {
         self.recovering_projects
             .set(i64::try_from(projects).unwrap_or(i64::MAX));
+    }
+
+    /// Publishes what an account's recovery could not bring back.
+    pub fn recovery_report(&self, account: i64, report: &callsign_storage::RecoveryReport) {
+        let account = label("account", &account.to_string());
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        self.recovery_lost
+            .get_or_create(&account)
+            .set(n(report.lost.len()));
+        self.recovery_clashes
+            .get_or_create(&account)
+            .set(n(report.clashes.len()));
     }
 
     /// Publishes the databases' sizes on disk.

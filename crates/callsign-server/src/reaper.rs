@@ -73,6 +73,22 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     let mut report = Report::default();
     let now = now_ms();
     let window = update_window(state, now).await?.ms;
+    // First, so that the slots a recovery held back are numbered in this pass.
+    let (_, recovering) = crate::recovery::end_when_due(state, now).await?;
+    state.metrics.recovering(recovering.len());
+    if let Some(first) = recovering.first() {
+        let prefixes: Vec<String> = recovering
+            .iter()
+            .map(|r| format!("{}:{}", r.account, r.prefix))
+            .collect();
+        tracing::warn!(
+            projects = %prefixes.join(" "),
+            reason = first.reason.as_str(),
+            "recovering after a rollback: these projects number no new task until the team's \
+             devices have checked in or the grace period ends (`callsign-server recovery \
+             status`, docs/RECOVERY.md)"
+        );
+    }
     let pending = state.alloc.pending_slots(now - GRACE_MS, BATCH).await?;
     for slot in pending {
         let expired = slot.created_at < now.saturating_sub(window);
@@ -88,20 +104,6 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
         .alloc
         .purge_invites(now - callsign_storage::rows::INVITE_KEPT_MS)
         .await?;
-    let recovering = state.alloc.recovering().await?;
-    state.metrics.recovering(recovering.len());
-    if let Some(first) = recovering.first() {
-        let prefixes: Vec<String> = recovering
-            .iter()
-            .map(|r| format!("{}:{}", r.account, r.prefix))
-            .collect();
-        tracing::warn!(
-            projects = %prefixes.join(" "),
-            reason = first.reason.as_str(),
-            "recovering after a rollback: these projects number no new task until recovery \
-             ends (`callsign-server recovery status`, docs/RECOVERY.md)"
-        );
-    }
     state.metrics.reaped("committed", report.committed);
     state.metrics.reaped("failed", report.failed);
     state.metrics.reaped("key_written", report.keys_repaired);

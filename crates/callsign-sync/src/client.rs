@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use callsign_core::dto::{
     Invite, JoinRequest, Joined, Member, MemberList, MutationResult, NewInvite, ProjectList,
-    SyncRequest, Task,
+    SyncRequest, Task, WitnessRequest, WitnessResponse,
 };
 use callsign_core::{ErrorCode, Problem};
 use serde::de::DeserializeOwned;
@@ -147,7 +147,9 @@ impl Client {
         }
         let rb = self.http.get(format!("{}/v1/changes", self.base)).query(&q);
         let raw: RawPage = self.send(rb).await?;
-        Ok(Page::read(raw.changes, raw.cursor, raw.has_more))
+        let mut page = Page::read(raw.changes, raw.cursor, raw.has_more);
+        page.rollback_at = raw.rollback_at;
+        Ok(page)
     }
 
     pub async fn projects(&self) -> Result<ProjectList, CallError> {
@@ -210,6 +212,15 @@ impl Client {
     }
 
     /// An invite code (owners): `POST /v1/invites`.
+    /// `POST /v1/recovery/witness`: keyed tasks this device holds, after a rollback.
+    pub async fn witness(&self, req: &WitnessRequest) -> Result<WitnessResponse, CallError> {
+        let rb = self
+            .http
+            .post(format!("{}/v1/recovery/witness", self.base))
+            .json(req);
+        self.send(rb).await
+    }
+
     pub async fn invite(&self, req: &NewInvite) -> Result<Invite, CallError> {
         let rb = self
             .http
@@ -301,6 +312,8 @@ pub struct Page {
     pub unreadable: Vec<String>,
     pub cursor: String,
     pub has_more: bool,
+    /// When the server was last rolled back, as `GET /v1/changes` tells it (docs/RECOVERY.md).
+    pub rollback_at: Option<i64>,
 }
 
 impl Page {
@@ -322,6 +335,7 @@ impl Page {
             unreadable,
             cursor,
             has_more,
+            rollback_at: None,
         }
     }
 }
@@ -338,6 +352,8 @@ struct RawPage {
     changes: Vec<serde_json::Value>,
     cursor: String,
     has_more: bool,
+    #[serde(default)]
+    rollback_at: Option<i64>,
 }
 
 #[derive(Deserialize)]

@@ -43,6 +43,7 @@ pub mod store;
 pub mod sync_loop;
 pub mod undo;
 pub mod verify;
+pub mod witness;
 
 // Straight from the engine's modules: re-exported by `engine`, they would have it import the
 // modules that import it.

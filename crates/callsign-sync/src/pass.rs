@@ -32,6 +32,7 @@ use crate::plan::plan;
 use crate::status;
 use crate::store::{Store, CURSOR};
 use crate::verify;
+use crate::witness;
 
 /// Mutations per `POST /v1/sync` (the server takes up to [`MAX_BATCH`]).
 pub const DEFAULT_BATCH: usize = 500;
@@ -49,6 +50,8 @@ pub struct PassReport {
     pub wake_at: Option<i64>,
     /// The change feed has more than this pass pulled ([`MAX_PULL_PAGES`]): pass again soon.
     pub more: bool,
+    /// When the server was last rolled back, as its change feed said ([`crate::witness`]).
+    pub rollback_at: Option<i64>,
 }
 
 pub struct Syncer {
@@ -96,7 +99,11 @@ impl Syncer {
         let mut untrusted = Vec::new();
         let mut listed = false;
         let report = self.push(force, &mut untrusted, &mut listed).await?;
-        let report = self.pull(report, &mut untrusted, &mut listed).await?;
+        let mut report = self.pull(report, &mut untrusted, &mut listed).await?;
+        if self.bring_back_keys(report.rollback_at).await? {
+            // What the server bound comes back through the feed.
+            report = self.pull(report, &mut untrusted, &mut listed).await?;
+        }
         if untrusted.is_empty() {
             if !listed {
                 self.learn_default_project().await;
@@ -109,6 +116,43 @@ impl Syncer {
             what.push_str(&format!("; and {} more", n - 3));
         }
         Err(local(Error::Untrusted(what)))
+    }
+
+    /// Once per rollback of the server, sends it every key this device holds
+    /// ([`crate::witness`]); whether it sent them.
+    async fn bring_back_keys(&self, rollback_at: Option<i64>) -> Result<bool, CallError> {
+        let owed = {
+            let store = lock(&self.store);
+            witness::owed(&store, rollback_at)
+                .and_then(|at| {
+                    at.map(|at| Ok((at, witness::witnesses(&store, at)?)))
+                        .transpose()
+                })
+                .map_err(local)?
+        };
+        let Some((at, tasks)) = owed else {
+            return Ok(false);
+        };
+        let n = tasks.len();
+        let checked_in = match witness::send(&self.client, tasks).await {
+            Ok(c) => c,
+            // The notice has passed meanwhile: nothing to bring back.
+            Err(e) if matches!(&e.error, Error::Server(p) if p.code == ErrorCode::NoRollback) => {
+                true
+            }
+            Err(e) => return Err(e),
+        };
+        tracing::info!(
+            tasks = n,
+            checked_in,
+            "brought back this device's keys after a rollback"
+        );
+        if checked_in {
+            lock(&self.store)
+                .set(witness::WITNESSED, Some(&at.to_string()))
+                .map_err(local)?;
+        }
+        Ok(true)
     }
 
     /// After a successful pass with no default project (a login that could not reach the
@@ -482,6 +526,9 @@ impl Syncer {
                     "the change feed says there is more but does not advance (cursor {:?})",
                     verify::clip(&page.cursor)
                 ))));
+            }
+            if page.rollback_at.is_some() {
+                report.rollback_at = page.rollback_at;
             }
             let changes = checked(&page, untrusted);
             self.learn_projects(&changes, listed).await;

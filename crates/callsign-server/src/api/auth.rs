@@ -36,9 +36,6 @@ fn unauthorized() -> ApiError {
     )
 }
 
-/// How long after a restore (or a declared rollback) an unknown token is told of it.
-const ROLLBACK_NOTICE_MS: i64 = 90 * 24 * 3600 * 1000;
-
 /// `401` for a token the database does not know, after a rollback: most likely a device set up
 /// after the backup was taken. Its tasks are safe on the device; it needs a new token.
 fn after_rollback(r: &Rollback) -> ApiError {
@@ -166,8 +163,11 @@ impl FromRequestParts<AppState> for Caller {
         // Read before the database: a removal that lands after the read below leaves the entry
         // with a stamp that is already old.
         let stamp = state.revocations.stamp();
-        if let Some(c) = hash.as_deref().and_then(|h| state.tokens.get(h, stamp)) {
-            return Ok(c);
+        if let Some(h) = hash.as_deref() {
+            if let Some(c) = state.tokens.get(h, stamp) {
+                state.checkins.seen(&*state.alloc, h, now_ms()).await;
+                return Ok(c);
+            }
         }
         if present {
             not_blocked(state, ip)?;
@@ -176,11 +176,30 @@ impl FromRequestParts<AppState> for Caller {
         let Some(caller) = state.alloc.caller_by_token_hash(&hash).await? else {
             let plain = failed();
             return Err(match state.alloc.last_rollback().await {
-                Ok(Some(r)) if now_ms() - r.at < ROLLBACK_NOTICE_MS => after_rollback(&r),
+                Ok(Some(r)) if now_ms() - r.at < crate::recovery::NOTICE_MS => after_rollback(&r),
                 _ => plain,
             });
         };
+        state.checkins.seen(&*state.alloc, &hash, now_ms()).await;
         state.tokens.put(hash, caller.clone(), stamp);
         Ok(caller)
+    }
+}
+
+/// The hash of the request's bearer token, for a handler that records something of the
+/// device itself; take it after [`Caller`], which checks the token.
+pub struct TokenHash(pub Vec<u8>);
+
+impl FromRequestParts<AppState> for TokenHash {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|t| TokenHash(hash_token(t.trim())))
+            .ok_or_else(unauthorized)
     }
 }

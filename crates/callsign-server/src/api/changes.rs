@@ -109,6 +109,7 @@ pub async fn page(
         changes: tasks.into_iter().flatten().collect(),
         cursor: state.cursors.encode(account, cursor),
         has_more,
+        rollback_at: None,
     })
 }
 
@@ -128,19 +129,32 @@ pub async fn list(
     let after = parse_cursor(&state, account, q.since.as_deref())?;
     let limit = parse_limit(q.limit.as_deref())?;
     let wait = parse_wait(q.wait.as_deref())?;
+    let mut answer = held_page(&state, account, after, limit, wait).await?;
+    answer.rollback_at = state
+        .checkins
+        .rollback_at(&*state.alloc, callsign_storage::now_ms())
+        .await;
+    Ok(Json(answer))
+}
+
+/// A page after `after`; with `wait`, one that finds nothing is held until a change commits
+/// in the account or `wait` passes.
+async fn held_page(
+    state: &AppState,
+    account: callsign_storage::AccountId,
+    after: i64,
+    limit: usize,
+    wait: std::time::Duration,
+) -> ApiResult<ChangesPage> {
     if wait.is_zero() {
-        return Ok(Json(
-            page(&state, account, after, limit, &HashMap::new()).await?,
-        ));
+        return page(state, account, after, limit, &HashMap::new()).await;
     }
     // Subscribed before the read, so a commit between the read and the wait still wakes it.
     let mut held = state.feed.hold(account)?;
-    let first = page(&state, account, after, limit, &HashMap::new()).await?;
+    let first = page(state, account, after, limit, &HashMap::new()).await?;
     if !first.changes.is_empty() || first.has_more {
-        return Ok(Json(first));
+        return Ok(first);
     }
     held.wait(wait).await;
-    Ok(Json(
-        page(&state, account, after, limit, &HashMap::new()).await?,
-    ))
+    page(state, account, after, limit, &HashMap::new()).await
 }

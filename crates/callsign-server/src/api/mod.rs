@@ -8,6 +8,7 @@ mod extract;
 mod members;
 mod ops;
 pub mod projects;
+mod recovery;
 pub mod resolve;
 mod sync;
 mod tasks;
@@ -39,6 +40,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
     let batch = Router::new()
         .route("/v1/sync", post(sync::sync))
+        .route("/v1/recovery/witness", post(recovery::witness))
         .route(
             "/v1/client/get-child-version/{parent}",
             get(taskwarrior::get_child_version),

@@ -36,6 +36,7 @@ use callsign_storage::now_ms;
         super::tasks::update,
         super::changes::list,
         super::sync::sync,
+        super::recovery::witness,
     ),
     components(schemas(
         callsign_core::dto::Task,
@@ -62,6 +63,9 @@ use callsign_storage::now_ms;
         callsign_core::dto::SyncRequest,
         callsign_core::dto::SyncResponse,
         callsign_core::dto::MutationResult,
+        callsign_core::dto::WitnessedTask,
+        callsign_core::dto::WitnessRequest,
+        callsign_core::dto::WitnessResponse,
         callsign_core::Problem,
         callsign_core::ErrorCode,
     ))

@@ -182,7 +182,7 @@ fn chunks<T>(
 }
 
 /// The result to send, and the change-feed entry its commit appended (none for a replay).
-fn result(
+pub(super) fn result(
     state: &AppState,
     idempotency_key: String,
     a: ApiResult<Reply>,

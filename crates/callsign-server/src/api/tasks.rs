@@ -36,7 +36,12 @@ pub(super) fn prepare_create(
     body.project = prefix.to_string();
     body.assignee = body.assignee.as_deref().map(normal_name);
     body.created_by = Some(creator.to_string());
-    Ok(CreateReq { idem, uuid, body })
+    Ok(CreateReq {
+        idem,
+        uuid,
+        body,
+        witness: None,
+    })
 }
 
 /// Checks an update's fields and normalises the prefix of a move, as [`prepare_create`] does.

@@ -29,7 +29,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::metrics::Stage;
 use crate::state::AppState;
 use callsign_storage::{now_ms, AccountId};
-use callsign_storage::{Commit, Mutation, Op, Reserved};
+use callsign_storage::{Commit, CreateRequest, Mutation, Op, Reserved};
 
 /// Runs the protocol for each create; answers in the same order. A subtask's parent is named
 /// before phase 1 ([`parent_ref`]) and checked after it ([`check_parents`]), so a request
@@ -49,9 +49,18 @@ pub async fn create_many(
                 continue;
             }
         };
-        let fp = fingerprint("create", r.uuid, &r.body);
-        let request = serde_json::to_string(&r.body).unwrap_or_default();
-        bodies.insert(r.idem.clone(), r.body);
+        // A plain create's stored request is its body, as it always was; a witness's also
+        // carries the keys, and fingerprints as another operation.
+        let op = if r.witness.is_some() {
+            "witness"
+        } else {
+            "create"
+        };
+        let request = CreateRequest::new(r.body, r.witness);
+        let fp = fingerprint(op, r.uuid, &request);
+        let request_json = request.to_json();
+        bodies.insert(r.idem.clone(), request.into_task());
+        let request = request_json;
         prepared.push(Ok(Mutation {
             idem: r.idem,
             uuid: r.uuid,

@@ -239,6 +239,7 @@ async fn settle_touched(
                         created_at: Some(snap.created_at),
                         ..NewTask::new(project, description)
                     },
+                    witness: None,
                 });
             }
         }

@@ -68,6 +68,20 @@ fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
 }
 
 /// The [`TASK_COLUMNS`] of a row, as a task with nothing open in the outbox.
+impl Store {
+    /// Every task that has a key here, parents before their subtasks: what this device brings
+    /// back after the server was rolled back (docs/RECOVERY.md).
+    pub fn keyed_tasks(&self) -> Result<Vec<LocalTask>> {
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks t WHERE t.key IS NOT NULL
+             ORDER BY length(t.key) - length(replace(t.key, '.', '')), t.key"
+        );
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st.query_map([], task_row)?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
 pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let text = |i: usize| r.get::<_, String>(i);
     let bad = |i: usize, e: String| {

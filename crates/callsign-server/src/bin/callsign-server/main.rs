@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve the HTTP API.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Manage accounts.
     Account {
         #[command(subcommand)]
@@ -81,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
             let _ = std::io::stdout().write_all(&script);
             Ok(())
         }
-        Cmd::Serve(args) => serve::run(args).await,
+        Cmd::Serve(args) => serve::run(*args).await,
         Cmd::Account { cmd } => account::run(cmd).await,
         Cmd::Member { cmd } => member::run(cmd).await,
         Cmd::Token { cmd } => token::run(cmd).await,

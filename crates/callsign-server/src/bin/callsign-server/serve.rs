@@ -94,6 +94,14 @@ pub struct ServeArgs {
     /// Most of them for one account.
     #[arg(long, default_value_t = 200)]
     pub max_held_changes_per_account: usize,
+    /// After a restore or a declared rollback, end a project's recovery at the latest this
+    /// long after it began, even if some devices never checked in (docs/RECOVERY.md).
+    #[arg(long, default_value = "72h", value_parser = humantime::parse_duration)]
+    pub recovery_grace: Duration,
+    /// The devices a recovery waits for: those seen in this period before the backup was
+    /// taken.
+    #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+    pub recovery_active: Duration,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -120,6 +128,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         taskwarrior_key_file,
         max_held_changes,
         max_held_changes_per_account,
+        recovery_grace,
+        recovery_active,
     } = args;
     if reaper_interval < reaper::MIN_INTERVAL {
         bail!(
@@ -176,6 +186,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
             max_connections,
         ),
+        recovery: callsign_server::recovery::Settings {
+            grace: recovery_grace,
+            active: recovery_active,
+        },
     };
     let state = AppState::open(config).await?;
     reaper::spawn(state.clone());

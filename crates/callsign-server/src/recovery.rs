@@ -1,0 +1,175 @@
+//! Recovery after a rollback, as the running server sees it (docs/RECOVERY.md): which devices
+//! have checked in, when a project's recovery ends by itself, and the notice every sync answer
+//! carries so that devices bring back their keys.
+//!
+//! - **Check-ins.** Every authenticated request records when its token was seen, at most once
+//!   an hour per token ([`Checkins::seen`]); `POST /v1/recovery/witness` records that its
+//!   device brought back its keys.
+//! - **Ending.** Each reaper pass ([`end_when_due`]) ends an account's recovery once every
+//!   device active in the [`Settings::active`] period before the backup has checked in since
+//!   the rollback, or once it has lasted [`Settings::grace`]. Ending it logs what the recovery
+//!   could not bring back ([`callsign_storage::RecoveryReport`]) and publishes it on `/metrics`.
+//! - **Notice.** `POST /v1/sync` answers carry `rollback_at` for 90 days after a rollback
+//!   ([`Checkins::rollback_at`], read at most every few seconds).
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use callsign_storage::{AccountId, AllocStore, RecoveringRow};
+
+use crate::state::AppState;
+
+/// How long a recovery waits, and for whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// A recovery ends at the latest this long after it began, whoever has checked in.
+    pub grace: Duration,
+    /// The devices waited for: those seen in this period before the backup was taken.
+    pub active: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            grace: Duration::from_secs(72 * 3600),
+            active: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+/// How long after a rollback devices are told of it.
+pub const NOTICE_MS: i64 = 90 * 24 * 3600 * 1000;
+/// How often a token's last sighting is written.
+const SEEN_EVERY_MS: i64 = 3600 * 1000;
+/// How long a read of the latest rollback serves the sync answers.
+const NOTICE_TTL: Duration = Duration::from_secs(5);
+
+/// The check-ins this process records, and the rollback notice it serves.
+#[derive(Default)]
+pub struct Checkins {
+    /// When each token's sighting was last written, by token hash.
+    written: Mutex<HashMap<Vec<u8>, i64>>,
+    notice: Mutex<Option<(Instant, Option<i64>)>>,
+}
+
+impl Checkins {
+    /// Records that the token hashing to `hash` was used at `now`, if its last sighting
+    /// written here is an hour old (a failed write is tried again on its next request).
+    pub async fn seen(&self, alloc: &dyn AllocStore, hash: &[u8], now: i64) {
+        {
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            if w.get(hash).is_some_and(|&at| now - at < SEEN_EVERY_MS) {
+                return;
+            }
+            w.insert(hash.to_vec(), now);
+        }
+        if let Err(e) = alloc.token_seen(hash, now).await {
+            tracing::warn!(error = %e, "could not record a token's use");
+            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
+            w.remove(hash);
+        }
+    }
+
+    /// When the database was last rolled back, within the notice period.
+    pub async fn rollback_at(&self, alloc: &dyn AllocStore, now: i64) -> Option<i64> {
+        {
+            let n = self.notice.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((read, at)) = *n {
+                if read.elapsed() < NOTICE_TTL {
+                    return at;
+                }
+            }
+        }
+        let at = match alloc.last_rollback().await {
+            Ok(r) => r.map(|r| r.at).filter(|&at| now - at < NOTICE_MS),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the latest rollback");
+                return None;
+            }
+        };
+        *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), at));
+        at
+    }
+
+    /// Forgets the notice read, so the next answer reads it again.
+    pub fn rollback_changed(&self) {
+        *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Why an account's recovery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Every device waited for checked in.
+    CheckedIn,
+    /// The grace period ran out.
+    Grace,
+}
+
+/// Ends the recoveries that are due (see the module doc); returns the accounts ended, why,
+/// and the projects that remain recovering.
+pub async fn end_when_due(
+    state: &AppState,
+    now: i64,
+) -> callsign_storage::Result<(Vec<(AccountId, Ended)>, Vec<RecoveringRow>)> {
+    let alloc = &*state.alloc;
+    let rows = alloc.recovering().await?;
+    if rows.is_empty() {
+        return Ok((Vec::new(), rows));
+    }
+    let Some(rollback) = alloc.last_rollback().await? else {
+        return Ok((Vec::new(), rows));
+    };
+    let settings = state.config.recovery;
+    let mut by_account: BTreeMap<AccountId, i64> = BTreeMap::new();
+    for r in &rows {
+        let since = by_account.entry(r.account).or_insert(r.since);
+        *since = (*since).min(r.since);
+    }
+    let taken = rollback.taken_at.unwrap_or(rollback.at);
+    let active_since = taken.saturating_sub(settings.active.as_millis() as i64);
+    let mut ended = Vec::new();
+    for (account, since) in by_account {
+        let why = if now.saturating_sub(since) >= settings.grace.as_millis() as i64 {
+            Ended::Grace
+        } else if alloc
+            .unwitnessed(account, active_since, rollback.at)
+            .await?
+            .is_empty()
+        {
+            Ended::CheckedIn
+        } else {
+            continue;
+        };
+        alloc.end_recovery(Some(account), None).await?;
+        let report = alloc.recovery_report(Some(account)).await?;
+        let lost: Vec<&str> = report.lost.iter().map(|l| l.key.as_str()).collect();
+        let clashes: Vec<String> = report
+            .clashes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} held by {} claimed by {}",
+                    c.key, c.held_by, c.claimed_by
+                )
+            })
+            .collect();
+        tracing::warn!(
+            account,
+            why = ?why,
+            lost = %lost.join(" "),
+            clashes = %clashes.join("; "),
+            "recovery ended: numbering resumes after every key the devices brought back; the \
+             lost numbers (handed out before the rollback, brought back by no device) are never \
+             handed out again"
+        );
+        state.metrics.recovery_report(account, &report);
+        ended.push((account, why));
+    }
+    let rows = if ended.is_empty() {
+        rows
+    } else {
+        alloc.recovering().await?
+    };
+    Ok((ended, rows))
+}

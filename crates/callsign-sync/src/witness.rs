@@ -1,0 +1,90 @@
+//! After the server was rolled back (a restored backup, a failover), this device brings back
+//! the keys it holds (docs/RECOVERY.md). `GET /v1/changes` tells when the server was last
+//! rolled back; once per rollback the pass sends every keyed task here to
+//! `POST /v1/recovery/witness`, in batches, the last one marked complete, and remembers the
+//! rollback once the server counts the device as checked in. The server re-binds each key to
+//! its task (making the task from this copy if it lost it) and moves its counters past them;
+//! what it changed comes back through the change feed like any other change.
+use callsign_core::dto::{NewTask, WitnessRequest, WitnessedTask};
+
+use crate::client::{CallError, Client};
+use crate::error::Error;
+use crate::model::LocalTask;
+use crate::store::Store;
+
+/// The rollback this device last brought its keys back for (`kv`).
+pub const WITNESSED: &str = "recovery.witnessed_rollback";
+/// Tasks per request.
+const BATCH: usize = 500;
+
+/// Whether the device still owes the server its keys for the rollback at `rollback_at`.
+pub fn owed(store: &Store, rollback_at: Option<i64>) -> Result<Option<i64>, Error> {
+    let Some(at) = rollback_at else {
+        return Ok(None);
+    };
+    let done = store.get(WITNESSED)?;
+    Ok((done.as_deref() != Some(at.to_string().as_str())).then_some(at))
+}
+
+/// What to send for the rollback at `at`: every keyed task, as a witness.
+pub fn witnesses(store: &Store, at: i64) -> Result<Vec<WitnessedTask>, Error> {
+    Ok(store
+        .keyed_tasks()?
+        .into_iter()
+        .filter_map(|t| witness(t, at))
+        .collect())
+}
+
+fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
+    let key = t.key?;
+    Some(WitnessedTask {
+        // Stable while the task is unchanged, so a retry replays; a task edited meanwhile is
+        // sent under a new key, and the server answers it from the key it bound.
+        idempotency_key: format!(
+            "witness:{at}:{}:{}",
+            t.uuid,
+            t.modified_at.timestamp_millis()
+        ),
+        uuid: t.uuid,
+        key,
+        previous_keys: t.previous_keys,
+        fields: NewTask {
+            project: t.project,
+            description: t.description,
+            notes: t.notes,
+            status: Some(t.status),
+            tags: t.tags,
+            due: t.due,
+            priority: t.priority,
+            parent: t.parent.map(|p| p.to_string()),
+            created_at: Some(t.created_at),
+            assignee: t.assignee,
+            created_by: None,
+        },
+    })
+}
+
+/// Sends `tasks` in batches, the last marked complete; whether the server counts the device
+/// as checked in.
+pub async fn send(client: &Client, tasks: Vec<WitnessedTask>) -> Result<bool, CallError> {
+    let mut chunks: Vec<Vec<WitnessedTask>> = Vec::new();
+    let mut tasks = tasks.into_iter().peekable();
+    while tasks.peek().is_some() {
+        chunks.push(tasks.by_ref().take(BATCH).collect());
+    }
+    if chunks.is_empty() {
+        chunks.push(Vec::new());
+    }
+    let last = chunks.len() - 1;
+    let mut checked_in = false;
+    for (i, tasks) in chunks.into_iter().enumerate() {
+        let answer = client
+            .witness(&WitnessRequest {
+                tasks,
+                complete: i == last,
+            })
+            .await?;
+        checked_in = answer.checked_in;
+    }
+    Ok(checked_in)
+}
