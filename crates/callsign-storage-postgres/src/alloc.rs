@@ -31,8 +31,9 @@ use crate::error::{DbError, Result};
 use callsign_storage::rows::{hash_token, new_token};
 use callsign_storage::window::{is_late, Basis, Evidence, Setting, Window};
 use callsign_storage::{
-    now_ms, AccountId, AddMember, Caller, ChangeRow, InstanceId, KeyRow, MemberRow, NewAccount,
-    NewInvite, RecoveringRow, RecoveryReason, Redeem, RemoveMember, Rollback, Slot, SlotState,
+    now_ms, AccountId, AddMember, Caller, ChangeRow, DeviceRow, InstanceId, KeyRow, MemberRow,
+    NewAccount, NewInvite, RecoveringRow, RecoveryReason, RecoveryReport, Redeem, RemoveMember,
+    Rollback, Slot, SlotState,
 };
 use callsign_storage::{
     AllocStore, Claim, Commit, KeyLookup, Meta, Mutation, Op, Phase1, Refusal, Renamed, Render,
@@ -44,6 +45,7 @@ mod members;
 mod moves;
 mod recovery;
 mod renames;
+mod witness;
 
 /// How long a node's claim on a slot holds, by default, if the node never releases it (it
 /// died): the longest a retry of that key answers `409 request_in_progress` after a node loss.
@@ -553,6 +555,34 @@ impl AllocStore for PgAlloc {
             recovery::start(&c, account, reason, now).await
         })
         .await
+    }
+
+    async fn token_seen(&self, hash: &[u8], now: i64) -> callsign_storage::Result<()> {
+        seam(async { witness::token_seen(&self.pool.get().await?, hash, now, false).await }).await
+    }
+
+    async fn token_witnessed(&self, hash: &[u8], now: i64) -> callsign_storage::Result<()> {
+        seam(async { witness::token_seen(&self.pool.get().await?, hash, now, true).await }).await
+    }
+
+    async fn unwitnessed(
+        &self,
+        account: AccountId,
+        active_since: i64,
+        after: i64,
+    ) -> callsign_storage::Result<Vec<DeviceRow>> {
+        seam(async {
+            let c = self.pool.get().await?;
+            witness::unwitnessed(&c, account, active_since, after).await
+        })
+        .await
+    }
+
+    async fn recovery_report(
+        &self,
+        account: Option<AccountId>,
+    ) -> callsign_storage::Result<RecoveryReport> {
+        seam(async { witness::report(&self.pool.get().await?, account).await }).await
     }
 
     async fn recovering(&self) -> callsign_storage::Result<Vec<RecoveringRow>> {

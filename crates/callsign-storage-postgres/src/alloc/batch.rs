@@ -8,26 +8,33 @@
 //! as before: it numbers the feed and orders every other lock of the commit. Numbers: each
 //! project's counter row is bumped once by the count of tasks it numbers (`last = last + n`),
 //! and those tasks take `last - n + 1 ..= last` in batch order.
+//!
+//! A witnessed create (docs/RECOVERY.md, rare) binds the keys it brings one by one
+//! (`witness.rs`) while the batch is planned, before any counter is bumped: a counter a bound
+//! number raised is bumped past it. A task a witness keys is numbered by no counter, even if an
+//! earlier item of the batch planned it (SQLite, one item after another, numbers it first and
+//! adds the witness's keys as earlier ones).
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use callsign_core::dto::NewTask;
 use callsign_core::Prefix;
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 use uuid::Uuid;
 
-use super::{current_key, in_progress, moves, note_retry, Decided, PgAlloc};
+use super::witness::{Binder, WITNESSED};
+use super::{current_key, in_progress, moves, note_retry, recovery, Decided, PgAlloc};
 use crate::error::{DbError, Result};
 use callsign_storage::protocol::move_target;
 use callsign_storage::rows::child_scope;
-use callsign_storage::{AccountId, KeyRow};
+use callsign_storage::{AccountId, CreateRequest, KeyRow, Witness};
 use callsign_storage::{Commit, Mutation, Op, Refusal, Render, Reply, Reserved, Settled};
 
-/// The columns [`PgAlloc::existing_slot`] reads, by position.
+/// The columns [`PgAlloc::existing_slot`] reads, by position; phase 2 reads the request too
+/// (an update's move, a create's witness).
 pub(super) const SLOT_ROW: &str =
     "SELECT id, idem_key, fingerprint, state, response_status, response_body, created_at,
-            task_uuid, CASE WHEN op = 'update' THEN request END
+            task_uuid, request
      FROM slots WHERE account_id = $1 AND idem_key = ANY($2) ORDER BY idem_key FOR UPDATE";
 
 /// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
@@ -275,7 +282,7 @@ impl PgAlloc {
         )
         .await?;
         // The account row first (sent first, so locked first), then the rest in one go. A new
-        // task has no earlier keys: only updates read them.
+        // task has no earlier keys: only updates read them here (creates that have some, below).
         let (lock, slots, keys, reserved, previous) = tokio::try_join!(
             async { tx.query_one(&lock, &[&account]).await },
             async { tx.query(&slots, &[&account, &idems]).await },
@@ -297,12 +304,12 @@ impl PgAlloc {
 
         // What each item needs: an answer stored already, or a commit (with a number?).
         let mut plan: Vec<Step> = Vec::with_capacity(work.len());
-        let mut wants: BTreeMap<(i64, String), Vec<Uuid>> = BTreeMap::new();
-        let mut reprojected: Vec<(Uuid, i64)> = Vec::new();
+        let mut numbering = Numbering::default();
         let mut parent_of: HashMap<Uuid, Uuid> = HashMap::new();
-        let mut planned: HashSet<Uuid> = HashSet::new();
         // Updates that move their task: the project each moves to.
         let mut moving: HashMap<String, String> = HashMap::new();
+        let mut binder = Binder::new(tx, account, now);
+        let mut recovering = Recovering::new(tx, account);
         for w in work {
             let Some(row) = slots.get(&w.idem) else {
                 plan.push(Step::Done(Err(failed("slot vanished"))));
@@ -310,17 +317,7 @@ impl PgAlloc {
             };
             let (slot, state, uuid): (i64, String, Uuid) = (row.get(0), row.get(3), row.get(7));
             if state != "pending" {
-                let status: Option<i32> = row.get(4);
-                let body: Option<String> = row.get(5);
-                plan.push(Step::Done(match (status, body) {
-                    (Some(status), Some(body)) => Ok(Reply {
-                        status: u16::try_from(status).unwrap_or(200),
-                        body,
-                        replayed: true,
-                        change: None,
-                    }),
-                    _ => Err(failed("slot was failed by the reaper")),
-                }));
+                plan.push(Step::Done(stored(row)));
                 continue;
             }
             if !fetched.contains(&uuid) {
@@ -336,55 +333,71 @@ impl PgAlloc {
             if let Some(p) = at.and_then(|r| r.parent) {
                 parent_of.insert(uuid, p);
             }
-            if op == Op::Create && !current.contains_key(&uuid) && !planned.contains(&uuid) {
-                let Some(at) = at else {
-                    plan.push(Step::Done(Err(failed("task reservation vanished"))));
-                    continue;
-                };
-                // A subtask numbers under its parent's current key.
-                let Some(scope) = at.scope.clone() else {
-                    plan.push(Step::Done(Err(failed("the parent has no key"))));
-                    continue;
-                };
-                planned.insert(uuid);
-                let project = match at.parent {
-                    Some(_) => at.project,
-                    None => w.at.project.unwrap_or(at.project),
-                };
-                if project != at.reserved_in {
-                    // A subtask whose parent moved after phase 1 goes where the parent is.
-                    reprojected.push((uuid, project));
+            let request = row.get::<_, Option<String>>(8);
+            let witness = match op {
+                Op::Create => request
+                    .as_deref()
+                    .and_then(|r| CreateRequest::parse(r).ok())
+                    .and_then(|r| r.witness().cloned()),
+                Op::Update => None,
+            };
+            let mut bound = None;
+            if let Some(witness) = &witness {
+                let target = counter_target(at, w.at.project);
+                let keys = (&mut current, &mut numbering);
+                match plan_witness(&mut binder, &mut recovering, keys, uuid, witness, target)
+                    .await?
+                {
+                    Witnessed::Bound(k) => bound = Some(k),
+                    Witnessed::Keyed => {}
+                    Witnessed::Failed(e) => {
+                        plan.push(Step::Done(Err(e)));
+                        continue;
+                    }
                 }
-                wants.entry((project, scope)).or_default().push(uuid);
+            } else if op == Op::Create && !current.contains_key(&uuid) && !numbering.contains(uuid)
+            {
+                match counter_target(at, w.at.project) {
+                    Ok(target) => numbering.add(uuid, target),
+                    Err(e) => {
+                        plan.push(Step::Done(Err(e)));
+                        continue;
+                    }
+                }
             }
             if op == Op::Update {
-                let to = row
-                    .get::<_, Option<String>>(8)
-                    .and_then(|r| move_target(&r));
+                let to = request.as_deref().and_then(move_target);
                 let from = current.get(&uuid).map(|k| k.prefix.as_str());
                 if let Some(to) = to.filter(|to| from.is_some_and(|f| f != to)) {
                     moving.insert(w.idem.clone(), to);
                 }
             }
-            plan.push(Step::Commit { slot, uuid });
+            plan.push(Step::Commit {
+                slot,
+                uuid,
+                witnessed: witness.is_some(),
+                bound,
+            });
         }
 
         // A recovering project numbers nothing (docs/RECOVERY.md): its items fail alone and
         // their slots stay pending. Read only when something here would take a number.
-        let recovering = if wants.is_empty() && moving.is_empty() {
+        let recovering = if numbering.wants.is_empty() && moving.is_empty() {
             HashMap::new()
         } else {
-            super::recovery::recovering_in(tx, account).await?
+            recovering.take().await?
         };
         if !recovering.is_empty() {
             let mut withheld: HashMap<Uuid, String> = HashMap::new();
-            wants.retain(|(project, _), tasks| match recovering.get(project) {
-                Some(prefix) => {
-                    withheld.extend(tasks.iter().map(|u| (*u, prefix.clone())));
-                    false
-                }
-                None => true,
-            });
+            numbering
+                .wants
+                .retain(|(project, _), tasks| match recovering.get(project) {
+                    Some(prefix) => {
+                        withheld.extend(tasks.iter().map(|u| (*u, prefix.clone())));
+                        false
+                    }
+                    None => true,
+                });
             for step in plan.iter_mut() {
                 if let Step::Commit { uuid, .. } = &*step {
                     if let Some(prefix) = withheld.get(uuid) {
@@ -424,7 +437,16 @@ impl PgAlloc {
             // The moves left old keys: read them again.
             previous = moves::previous_keys(tx, account, &uuids).await?;
         }
+        if op == Op::Create {
+            // Creates answered with a key the task has (200), and witnessed ones, list its
+            // earlier keys (rare: read only for those).
+            let keyed = answered_with_keys(&plan, &current);
+            if !keyed.is_empty() {
+                previous = moves::previous_keys(tx, account, &keyed).await?;
+            }
+        }
 
+        let reprojected: Vec<(Uuid, i64)> = numbering.reprojected();
         if !reprojected.is_empty() {
             let (ids, projects): (Vec<Uuid>, Vec<i64>) = reprojected.into_iter().unzip();
             tx.execute(
@@ -443,7 +465,7 @@ impl PgAlloc {
         // One bump per counter (a project's, or a parent's); its tasks take the numbers in
         // batch order.
         let mut fresh_keys: HashMap<Uuid, KeyRow> = HashMap::new();
-        for ((project, scope), tasks) in &wants {
+        for ((project, scope), tasks) in &numbering.wants {
             let n = i64::try_from(tasks.len()).map_err(|_| failed("batch too large"))?;
             let r = tx
                 .query_one(
@@ -479,26 +501,37 @@ impl PgAlloc {
         let mut rows = Rows::default();
         let mut seq = first;
         for (w, step) in work.iter().zip(plan) {
-            let (slot, uuid) = match step {
+            let (slot, uuid, witnessed, bound) = match step {
                 Step::Done(r) => {
                     out.push(r);
                     continue;
                 }
-                Step::Commit { slot, uuid } => (slot, uuid),
+                Step::Commit {
+                    slot,
+                    uuid,
+                    witnessed,
+                    bound,
+                } => (slot, uuid, witnessed, bound),
             };
-            // A number given here is given once: a later item of the same task keeps it.
-            let (status, number, key) = match fresh_keys.remove(&uuid) {
-                Some(k) => {
+            // A number given here is given once: a later item of the same task keeps it. A
+            // witness's key is bound already.
+            let (status, number, key) = match (bound, fresh_keys.remove(&uuid)) {
+                (Some(k), _) => (201, Some(k.number), Some(k)),
+                (None, Some(k)) => {
                     rows.keys
                         .push((k.project_id, k.scope.clone(), k.number, uuid));
                     let number = k.number;
                     current.insert(uuid, k.clone());
                     (201, Some(number), Some(k))
                 }
-                None => (200, None, current.get(&uuid).cloned()),
+                (None, None) => (200, None, current.get(&uuid).cloned()),
             };
             let prefix = key.as_ref().map(|k| k.prefix.clone()).unwrap_or_default();
-            let earlier = previous.get(&uuid).cloned().unwrap_or_default();
+            // A new task has no earlier keys, unless a witness brought them back.
+            let earlier = match (op, status, witnessed) {
+                (Op::Create, 201, false) => Vec::new(),
+                _ => previous.get(&uuid).cloned().unwrap_or_default(),
+            };
             let body = render(Settled {
                 snapshot: &w.snapshot,
                 prefix: &prefix,
@@ -533,7 +566,212 @@ enum Step {
     Commit {
         slot: i64,
         uuid: Uuid,
+        /// A witnessed create (docs/RECOVERY.md).
+        witnessed: bool,
+        /// The key its witness bound as the task's current one.
+        bound: Option<KeyRow>,
     },
+}
+
+/// The answer a slot no longer pending stored (a reaper that failed it stored none).
+fn stored(row: &Row) -> Result<Reply> {
+    let status: Option<i32> = row.get(4);
+    let body: Option<String> = row.get(5);
+    match (status, body) {
+        (Some(status), Some(body)) => Ok(Reply {
+            status: u16::try_from(status).unwrap_or(200),
+            body,
+            replayed: true,
+            change: None,
+        }),
+        _ => Err(failed("slot was failed by the reaper")),
+    }
+}
+
+/// The counter a task takes its number from.
+struct Target {
+    project: i64,
+    /// `""` for a task, its parent's key path for a subtask.
+    scope: String,
+    /// The project phase 1 reserved it in.
+    reserved_in: i64,
+}
+
+/// Where a create with no key numbers: a task in the project phase 1 reserved (`reserved`,
+/// if it passed one on), a subtask under its parent's current key, in its parent's project.
+fn counter_target(at: Option<&Reservation>, reserved: Option<i64>) -> Result<Target> {
+    let at = at.ok_or_else(|| failed("task reservation vanished"))?;
+    let scope = at
+        .scope
+        .clone()
+        .ok_or_else(|| failed("the parent has no key"))?;
+    let project = match at.parent {
+        Some(_) => at.project,
+        None => reserved.unwrap_or(at.project),
+    };
+    Ok(Target {
+        project,
+        scope,
+        reserved_in: at.reserved_in,
+    })
+}
+
+/// The tasks a commit numbers from counters.
+#[derive(Default)]
+struct Numbering {
+    /// Each counter's tasks, in batch order; they take its next numbers in that order.
+    wants: BTreeMap<(i64, String), Vec<Uuid>>,
+    /// The counter of each task planned.
+    planned: HashMap<Uuid, Target>,
+}
+
+impl Numbering {
+    fn add(&mut self, uuid: Uuid, target: Target) {
+        let counter = (target.project, target.scope.clone());
+        self.wants.entry(counter).or_default().push(uuid);
+        self.planned.insert(uuid, target);
+    }
+
+    fn contains(&self, uuid: Uuid) -> bool {
+        self.planned.contains_key(&uuid)
+    }
+
+    /// Takes `uuid` out again: a witness later in the batch bound its key.
+    fn remove(&mut self, uuid: Uuid) {
+        let Some(target) = self.planned.remove(&uuid) else {
+            return;
+        };
+        let counter = (target.project, target.scope);
+        if let Some(tasks) = self.wants.get_mut(&counter) {
+            tasks.retain(|u| *u != uuid);
+            if tasks.is_empty() {
+                self.wants.remove(&counter);
+            }
+        }
+    }
+
+    /// The tasks numbered here that go to another project than phase 1 reserved them in (a
+    /// subtask whose parent moved since goes where the parent is), by UUID: each one's project.
+    fn reprojected(&self) -> Vec<(Uuid, i64)> {
+        let mut out: Vec<(Uuid, i64)> = self
+            .wants
+            .values()
+            .flatten()
+            .filter_map(|u| {
+                let t = self.planned.get(u)?;
+                (t.project != t.reserved_in).then_some((*u, t.project))
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The recovering projects of the account, read once, when first asked.
+struct Recovering<'a, 't> {
+    tx: &'a Transaction<'t>,
+    account: AccountId,
+    read: Option<HashMap<i64, String>>,
+}
+
+impl<'a, 't> Recovering<'a, 't> {
+    fn new(tx: &'a Transaction<'t>, account: AccountId) -> Self {
+        Recovering {
+            tx,
+            account,
+            read: None,
+        }
+    }
+
+    /// The prefix of `project` if it is recovering.
+    async fn of(&mut self, project: i64) -> Result<Option<String>> {
+        if self.read.is_none() {
+            self.read = Some(recovery::recovering_in(self.tx, self.account).await?);
+        }
+        Ok(self.read.as_ref().and_then(|r| r.get(&project).cloned()))
+    }
+
+    /// Every recovering project: id → prefix.
+    async fn take(self) -> Result<HashMap<i64, String>> {
+        match self.read {
+            Some(read) => Ok(read),
+            None => recovery::recovering_in(self.tx, self.account).await,
+        }
+    }
+}
+
+/// How phase 2 planned a witnessed create.
+enum Witnessed {
+    /// The witness's key is the task's current one now (answered 201).
+    Bound(KeyRow),
+    /// The task has its key, or takes one from a counter.
+    Keyed,
+    /// The task cannot be numbered now: the item's own failure, and nothing it brought is
+    /// bound.
+    Failed(DbError),
+}
+
+/// Binds a witnessed create's keys (docs/RECOVERY.md), as SQLite's `commit_create` does: a
+/// task that has its key gains the free witnessed ones as earlier keys; one with no key takes
+/// the witness's key if no task holds it (and a counter earlier in the batch does not number
+/// it); else it is numbered from `target`, and fails if it cannot be (also while `target`
+/// recovers), leaving nothing bound, as SQLite rolls back a failed item.
+async fn plan_witness(
+    binder: &mut Binder<'_, '_>,
+    recovering: &mut Recovering<'_, '_>,
+    (current, numbering): (&mut HashMap<Uuid, KeyRow>, &mut Numbering),
+    uuid: Uuid,
+    witness: &Witness,
+    target: Result<Target>,
+) -> Result<Witnessed> {
+    if let Some(k) = current.get(&uuid) {
+        binder.bind_earlier(uuid, witness, k).await?;
+        return Ok(Witnessed::Keyed);
+    }
+    binder.savepoint().await?;
+    if let Some(k) = binder.bind_current(uuid, witness).await? {
+        binder.release().await?;
+        numbering.remove(uuid);
+        current.insert(uuid, k.clone());
+        return Ok(Witnessed::Bound(k));
+    }
+    if numbering.contains(uuid) {
+        // An earlier item of the batch numbers the task; this one is answered with its key.
+        binder.release().await?;
+        return Ok(Witnessed::Keyed);
+    }
+    let target = match target {
+        Ok(t) => match recovering.of(t.project).await? {
+            Some(prefix) => Err(DbError::Recovering(prefix)),
+            None => Ok(t),
+        },
+        Err(e) => Err(e),
+    };
+    match target {
+        Ok(t) => {
+            binder.release().await?;
+            numbering.add(uuid, t);
+            Ok(Witnessed::Keyed)
+        }
+        Err(e) => {
+            binder.roll_back().await?;
+            Ok(Witnessed::Failed(e))
+        }
+    }
+}
+
+/// The tasks of creates to be answered with a key the task has, or with a witness's keys.
+fn answered_with_keys(plan: &[Step], current: &HashMap<Uuid, KeyRow>) -> Vec<Uuid> {
+    let keyed: HashSet<Uuid> = plan
+        .iter()
+        .filter_map(|step| match step {
+            Step::Commit {
+                uuid, witnessed, ..
+            } if *witnessed || current.contains_key(uuid) => Some(*uuid),
+            _ => None,
+        })
+        .collect();
+    keyed.into_iter().collect()
 }
 
 /// The rows one commit writes, written in one statement per table.
@@ -609,8 +847,9 @@ impl Rows {
 }
 
 /// Creates among `fresh`: finds each one's project and reserves its UUID with the
-/// request's fingerprint; refusals (no such project, UUID taken by another request) are
-/// decided and leave `fresh`. Returns the project of each UUID still going on.
+/// request's fingerprint ([`WITNESSED`] for a witness); refusals (no such project, UUID taken
+/// by another request, unless either is a witness's) are decided and leave `fresh`. Returns
+/// the project of each UUID still going on.
 async fn reserve(
     tx: &Transaction<'_>,
     account: AccountId,
@@ -619,15 +858,17 @@ async fn reserve(
     decided: &mut [Option<Decided>],
     now: i64,
 ) -> Result<HashMap<Uuid, i64>> {
-    let mut wanted: HashMap<usize, String> = HashMap::new();
+    // Each item's project, and whether it is a witness (docs/RECOVERY.md).
+    let mut wanted: HashMap<usize, (String, bool)> = HashMap::new();
     for &i in fresh.iter() {
-        let body: NewTask = serde_json::from_str(&items[i].request)
+        let request = CreateRequest::parse(&items[i].request)
             .map_err(|e| DbError::CommitFailed(e.to_string()))?;
-        wanted.insert(i, body.project);
+        let witnessed = request.witness().is_some();
+        wanted.insert(i, (request.into_task().project, witnessed));
     }
     let prefixes: Vec<String> = wanted
         .values()
-        .filter_map(|p| Prefix::parse(p).ok())
+        .filter_map(|(p, _)| Prefix::parse(p).ok())
         .map(|p| p.as_str().to_owned())
         .collect::<HashSet<_>>()
         .into_iter()
@@ -648,14 +889,21 @@ async fn reserve(
         .collect();
     let mut rows: BTreeMap<Uuid, (i64, Vec<u8>, Option<Uuid>)> = BTreeMap::new();
     fresh.retain(|&i| {
-        let asked = &wanted[&i];
+        let (asked, witnessed) = &wanted[&i];
         let id = Prefix::parse(asked)
             .ok()
             .and_then(|p| ids.get(p.as_str()).copied());
         match id {
             Some(id) => {
+                // A witness's reservation stands for no one request: any later create of the
+                // task finds its key by it.
+                let fp = if *witnessed {
+                    WITNESSED
+                } else {
+                    &items[i].fp[..]
+                };
                 rows.entry(items[i].uuid)
-                    .or_insert_with(|| (id, items[i].fp.clone(), items[i].parent));
+                    .or_insert_with(|| (id, fp.to_vec(), items[i].parent));
                 true
             }
             None => {
@@ -698,8 +946,10 @@ async fn reserve(
     let mut vanished = false;
     fresh.retain(|&i| {
         let it = &items[i];
+        // A witness brings back a task whatever request made it.
+        let witnessed = wanted[&i].1;
         match reserved.get(&it.uuid) {
-            Some((p, fp)) if *fp == it.fp => {
+            Some((p, fp)) if *fp == it.fp || witnessed || fp == WITNESSED => {
                 project_of.insert(it.uuid, *p);
                 true
             }

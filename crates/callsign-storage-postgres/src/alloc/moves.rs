@@ -32,7 +32,8 @@ pub(super) async fn project_id(
 
 /// The keys tasks `$2` had before their current ones, oldest first (read by
 /// [`previous_rows`]): each key row by every prefix its project had while it was in force
-/// (`epoch ..= until_epoch`), but the current row by its present prefix.
+/// (`epoch ..= until_epoch`), but the current row by its present prefix. Keys a witness bound
+/// together are in the order it bound them (`bound_rank`), before a key numbered with them.
 pub(super) const PREVIOUS_KEYS: &str = "SELECT k.task_uuid, k.project_id, h.prefix, k.number,
             k.scope
      FROM keys k JOIN projects p ON p.id = k.project_id
@@ -40,7 +41,8 @@ pub(super) const PREVIOUS_KEYS: &str = "SELECT k.task_uuid, k.project_id, h.pref
                          AND h.epoch <= COALESCE(k.until_epoch, p.epoch)
      WHERE k.account_id = $1 AND k.task_uuid = ANY($2)
        AND NOT (k.current AND h.prefix = p.prefix)
-     ORDER BY k.assigned_at, k.project_id, k.scope, k.number, h.epoch";
+     ORDER BY k.assigned_at, k.bound_rank NULLS LAST, k.project_id, k.scope, k.number,
+              h.epoch";
 
 /// The keys each of `uuids` had before its current one, oldest first (tasks with none are
 /// absent).
