@@ -151,6 +151,12 @@ impl TestServer {
         Ok(String::from_utf8_lossy(&out.stderr).into_owned())
     }
 
+    /// The SQLite data dir, if that is where this server keeps its data.
+    pub fn data_dir(&self) -> Option<std::path::PathBuf> {
+        self.is_sqlite()
+            .then(|| std::path::PathBuf::from(&self.store[1]))
+    }
+
     /// Whether this server keeps its data in a SQLite data dir (else PostgreSQL).
     pub fn is_sqlite(&self) -> bool {
         self.store[0] == "--data-dir"

@@ -255,3 +255,101 @@ fn devices_bring_back_the_keys_a_restore_lost() -> Result<()> {
     assert_eq!(status["clashes"], serde_json::json!([]), "{status}");
     Ok(())
 }
+
+/// Copies a directory tree (an admin's `cp -a`).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The same story with no `restore`: the admin copied the stopped server's data dir as the
+/// backup and copies it back by hand, and A, the device that saw the newest keys, syncs
+/// first. Its cursor is past the end of the restored feed: the server finds the rollback by
+/// itself, the account recovers at once, and A's keys go back before anything is numbered.
+#[test]
+fn a_rollback_nobody_declared_is_caught_by_the_first_device() -> Result<()> {
+    let (mut server, account) = TestServer::start("SYN")?;
+    let Some(data) = server.data_dir() else {
+        return Ok(());
+    };
+    let port = server.port();
+    let dirs = [
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+        tempfile::tempdir()?,
+    ];
+    let [a, b, c] = [0, 1, 2].map(|i| Cli::new(dirs[i].path()));
+    a.login(&server.url, &account.token)?;
+    b.login(&server.url, &server.token(&account, "laptop-b")?)?;
+    c.login(&server.url, &server.token(&account, "laptop-c")?)?;
+    for i in 1..=10 {
+        a.add(&format!("before the copy {i}"), &[])?;
+    }
+    for dev in [&a, &b, &c] {
+        dev.ok(&["sync"])?;
+    }
+    let copy = tempfile::tempdir()?;
+    server.stop();
+    copy_tree(&data, copy.path())?;
+    server.serve(port)?;
+    for i in 11..=15 {
+        a.add(&format!("after the copy {i}"), &[])?;
+    }
+    a.ok(&["sync"])?;
+    c.ok(&["sync"])?;
+    let held = keyed(&a.list()?)?;
+
+    server.stop();
+    std::fs::remove_dir_all(&data)?;
+    copy_tree(copy.path(), &data)?;
+    server.serve(port)?;
+    assert_eq!(
+        server.run(&["recovery", "status"])?["recovering"],
+        serde_json::json!([]),
+        "nobody told the server"
+    );
+
+    // A syncs first: the server finds the rollback and A's keys go back.
+    a.ok(&["sync"])?;
+    let status = server.run(&["recovery", "status"])?;
+    assert_eq!(status["recovering"][0]["reason"], "detected", "{status}");
+    assert_eq!(
+        status["recovering"][0]["last"], 15,
+        "A's keys are back: {status}"
+    );
+    let during = b.add("captured after the copy went back", &[])?;
+    let out = b.output(&["sync"])?;
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.ok(&["sync"])?;
+    wait_for(Duration::from_secs(10), "recovery to end", || {
+        Ok(server.run(&["recovery", "status"])?["recovering"] == serde_json::json!([]))
+    })?;
+    b.ok(&["sync"])?;
+    assert_eq!(b.json(&["show", &during])?["key"], "SYN-16");
+    let on_server = server_tasks(&server.url, &account.token)?;
+    for (uuid, key) in &held {
+        let t = on_server
+            .iter()
+            .find(|t| t.uuid.to_string() == *uuid)
+            .ok_or_else(|| anyhow!("{key} ({uuid}) not on the server"))?;
+        assert_eq!(t.key.as_deref(), Some(key.as_str()), "{uuid}");
+    }
+    let mut numbers: Vec<u64> = on_server.iter().filter_map(|t| t.number).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=16).collect::<Vec<u64>>());
+    Ok(())
+}

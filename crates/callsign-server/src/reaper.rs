@@ -74,6 +74,7 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     let now = now_ms();
     let window = update_window(state, now).await?.ms;
     // First, so that the slots a recovery held back are numbered in this pass.
+    crate::recovery::check_reached(state).await?;
     let (_, recovering) = crate::recovery::end_when_due(state, now).await?;
     state.metrics.recovering(recovering.len());
     if let Some(first) = recovering.first() {

@@ -9,14 +9,21 @@
 //!   device active in the [`Settings::active`] period before the backup has checked in since
 //!   the rollback, or once it has lasted [`Settings::grace`]. Ending it logs what the recovery
 //!   could not bring back ([`callsign_storage::RecoveryReport`]) and publishes it on `/metrics`.
-//! - **Notice.** `POST /v1/sync` answers carry `rollback_at` for 90 days after a rollback
+//! - **Notice.** `GET /v1/changes` answers carry `rollback_at` for 90 days after a rollback
 //!   ([`Checkins::rollback_at`], read at most every few seconds).
+//! - **Rollbacks nobody declared.** A feed position this server has given out is a witness:
+//!   the feed never moves back. A device's cursor past the feed's end ([`check_cursor`]), or
+//!   a position this node served that the database no longer reaches ([`check_reached`], each
+//!   reaper pass: a PostgreSQL node after a failover to a standby that was behind), means the
+//!   database was rolled back: the account enters recovery at once ([`detected`]).
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use callsign_storage::{AccountId, AllocStore, RecoveringRow};
+use callsign_core::ErrorCode;
+use callsign_storage::{now_ms, AccountId, AllocStore, RecoveringRow, RecoveryReason};
 
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// How long a recovery waits, and for whom.
@@ -44,12 +51,15 @@ const SEEN_EVERY_MS: i64 = 3600 * 1000;
 /// How long a read of the latest rollback serves the sync answers.
 const NOTICE_TTL: Duration = Duration::from_secs(5);
 
-/// The check-ins this process records, and the rollback notice it serves.
+/// The check-ins this process records, the rollback notice it serves, and how far it has
+/// seen each account's feed reach.
 #[derive(Default)]
 pub struct Checkins {
     /// When each token's sighting was last written, by token hash.
     written: Mutex<HashMap<Vec<u8>, i64>>,
     notice: Mutex<Option<(Instant, Option<i64>)>>,
+    /// The furthest feed position this node has given out, per account.
+    reached: Mutex<HashMap<AccountId, i64>>,
 }
 
 impl Checkins {
@@ -95,6 +105,103 @@ impl Checkins {
     pub fn rollback_changed(&self) {
         *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
+
+    /// Records that the feed of `account` reached `seq` (a page this node served).
+    pub fn reached(&self, account: AccountId, seq: i64) {
+        let mut r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+        let at = r.entry(account).or_insert(seq);
+        *at = (*at).max(seq);
+    }
+
+    fn reached_of(&self, account: AccountId) -> Option<i64> {
+        let r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
+        r.get(&account).copied()
+    }
+}
+
+/// Checks a device's feed position against the feed: past its end, the database was rolled
+/// back since this server gave the cursor out. The account enters recovery, and the answer is
+/// `400 invalid_cursor`, on which the device reads the feed from its start, learns of the
+/// rollback and brings back its keys.
+pub async fn check_cursor(state: &AppState, account: AccountId, seq: i64) -> ApiResult<()> {
+    if state.checkins.reached_of(account).is_some_and(|r| seq <= r) {
+        return Ok(());
+    }
+    let end = state.alloc.feed_end(account).await?;
+    if seq <= end {
+        state.checkins.reached(account, end);
+        return Ok(());
+    }
+    detected(
+        state,
+        account,
+        &format!("a device's cursor is at feed position {seq}, past the feed's end {end}"),
+    )
+    .await?;
+    Err(ApiError::new(
+        ErrorCode::InvalidCursor,
+        "this server's history is behind what this device has seen: its database was rolled \
+         back (a restored backup or a failover). Read the feed from its start; the device's \
+         keys go back to the server",
+    ))
+}
+
+/// Each reaper pass: a feed position this node gave out that the database no longer reaches
+/// means the database was rolled back under it (a failover to a standby that was behind).
+pub async fn check_reached(state: &AppState) -> callsign_storage::Result<()> {
+    let seen: Vec<(AccountId, i64)> = {
+        let r = state
+            .checkins
+            .reached
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        r.iter().map(|(a, s)| (*a, *s)).collect()
+    };
+    for (account, seq) in seen {
+        let end = state.alloc.feed_end(account).await?;
+        if end < seq {
+            detected(
+                state,
+                account,
+                &format!("this node served feed position {seq}; the feed now ends at {end}"),
+            )
+            .await?;
+            let mut r = state
+                .checkins
+                .reached
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            r.insert(account, end);
+        }
+    }
+    Ok(())
+}
+
+/// A rollback nobody declared: `account` enters recovery now (docs/RECOVERY.md).
+pub async fn detected(
+    state: &AppState,
+    account: AccountId,
+    why: &str,
+) -> callsign_storage::Result<()> {
+    let rows = state
+        .alloc
+        .start_recovery(Some(account), RecoveryReason::Detected, now_ms())
+        .await?;
+    state.checkins.rollback_changed();
+    let prefixes: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.account == account)
+        .map(|r| r.prefix.as_str())
+        .collect();
+    tracing::error!(
+        account,
+        projects = %prefixes.join(" "),
+        why,
+        "the database was rolled back without a restore or `recovery start`: its projects \
+         recover now, numbering nothing until the team's devices have brought back their keys \
+         (docs/RECOVERY.md)"
+    );
+    Ok(())
 }
 
 /// Why an account's recovery ended.

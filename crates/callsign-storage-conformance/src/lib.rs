@@ -1956,6 +1956,27 @@ pub async fn witnesses_bring_back_keys_and_never_double_a_number(b: Backend) {
     let other = account(&b, "SYN").await;
     let none = b.alloc.recovery_report(Some(other)).await.unwrap();
     assert!(none.lost.is_empty() && none.clashes.is_empty(), "{none:?}");
+
+    // A key from after a rename, with its name from before: one row, both names resolve.
+    let syx = Prefix::parse("SYX").unwrap();
+    b.alloc
+        .update_project(
+            a,
+            &Prefix::parse("SYN").unwrap(),
+            Some(&syx),
+            None,
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    let z = Uuid::new_v4();
+    let r = witness(&b, a, "w5", z, "SYX-12", &["SYN-12"])
+        .await
+        .unwrap();
+    assert_eq!((r.status, key_of(&r)), (201, "SYX-12".to_owned()));
+    assert_eq!(task_of(&r).previous_keys, ["SYN-12"]);
+    assert_eq!(resolves(&b, a, "SYN-12").await, Some(z));
+    assert_eq!(resolves(&b, a, "SYX-12").await, Some(z));
 }
 
 /// A rollback waits for the devices active before it: a token seen since `active_since` (or

@@ -18,3 +18,9 @@ CREATE TABLE clashes (
     at          bigint NOT NULL,
     PRIMARY KEY (account_id, key, claimed_by)
 );
+-- A rollback the server found by itself ('detected'): a device's cursor, or a node's own
+-- commits, past the end of the change feed.
+ALTER TABLE recovering DROP CONSTRAINT recovering_reason_check,
+    ADD CONSTRAINT recovering_reason_check CHECK (reason IN ('restore', 'declared', 'detected'));
+ALTER TABLE rollbacks DROP CONSTRAINT rollbacks_reason_check,
+    ADD CONSTRAINT rollbacks_reason_check CHECK (reason IN ('restore', 'declared', 'detected'));

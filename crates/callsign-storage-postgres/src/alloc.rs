@@ -884,6 +884,19 @@ impl AllocStore for PgAlloc {
         .await
     }
 
+    async fn feed_end(&self, account: AccountId) -> callsign_storage::Result<i64> {
+        seam(async {
+            let c = self.pool.get().await?;
+            let st = c
+                .prepare_cached("SELECT feed_last FROM accounts WHERE id = $1")
+                .await?;
+            Ok(c.query_opt(&st, &[&account])
+                .await?
+                .map_or(0, |r| r.get::<_, i64>(0)))
+        })
+        .await
+    }
+
     async fn changes_since(
         &self,
         account: AccountId,

@@ -13,3 +13,22 @@ CREATE TABLE clashes (
     at          INTEGER NOT NULL,
     PRIMARY KEY (account_id, key, claimed_by)
 ) WITHOUT ROWID;
+-- A rollback the server found by itself ('detected'): a device's cursor, or a node's own
+-- commits, past the end of the change feed.
+CREATE TABLE recovering_v2 (
+    project_id  INTEGER PRIMARY KEY REFERENCES projects(id),
+    since       INTEGER NOT NULL,
+    reason      TEXT NOT NULL CHECK (reason IN ('restore', 'declared', 'detected'))
+);
+INSERT INTO recovering_v2 (project_id, since, reason) SELECT project_id, since, reason FROM recovering;
+DROP TABLE recovering;
+ALTER TABLE recovering_v2 RENAME TO recovering;
+CREATE TABLE rollbacks_v2 (
+    id        INTEGER PRIMARY KEY,
+    at        INTEGER NOT NULL,
+    reason    TEXT NOT NULL CHECK (reason IN ('restore', 'declared', 'detected')),
+    taken_at  INTEGER
+);
+INSERT INTO rollbacks_v2 (id, at, reason, taken_at) SELECT id, at, reason, taken_at FROM rollbacks;
+DROP TABLE rollbacks;
+ALTER TABLE rollbacks_v2 RENAME TO rollbacks;

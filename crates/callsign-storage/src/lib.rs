@@ -284,6 +284,9 @@ pub trait AllocStore: Send + Sync + 'static {
         account: AccountId,
         parents: Vec<Uuid>,
     ) -> Result<HashMap<Uuid, Vec<Uuid>>>;
+    /// The last feed position a cursor of `account` can be at now: a cursor past it was given
+    /// out before the database was rolled back.
+    async fn feed_end(&self, account: AccountId) -> Result<i64>;
     /// Up to `limit` feed entries after `after`, and whether more follow. A cursor never skips
     /// an entry that commits later.
     async fn changes_since(

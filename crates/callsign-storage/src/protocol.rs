@@ -53,6 +53,22 @@ pub struct Witness {
     pub previous_keys: Vec<String>,
 }
 
+impl Witness {
+    /// The prefixes the earlier keys give the key's own number (same scope and number): the
+    /// names it had before its project was renamed.
+    pub fn aliases(&self) -> Vec<String> {
+        let Ok(key) = callsign_core::TaskKey::parse(&self.key) else {
+            return Vec::new();
+        };
+        self.previous_keys
+            .iter()
+            .filter_map(|k| callsign_core::TaskKey::parse(k).ok())
+            .filter(|k| k.parents == key.parents && k.number == key.number)
+            .map(|k| k.prefix.to_string())
+            .collect()
+    }
+}
+
 /// A create's request as its slot stores it: the task, and for a witnessed create the keys it
 /// binds (stored as `{"task": …, "witness": …}`; a plain create stores the task alone, so
 /// slots written before witnesses existed read the same).

@@ -256,6 +256,9 @@ pub enum RecoveryReason {
     /// An admin declared it (`callsign-server recovery start`, e.g. after a PostgreSQL
     /// restore or failover).
     Declared,
+    /// The server found it: a device's cursor, or a node's own commits, past the end of the
+    /// change feed (a data dir copied back by hand, a failover to a standby that was behind).
+    Detected,
 }
 
 impl RecoveryReason {
@@ -263,6 +266,7 @@ impl RecoveryReason {
         match self {
             RecoveryReason::Restore => "restore",
             RecoveryReason::Declared => "declared",
+            RecoveryReason::Detected => "detected",
         }
     }
 
@@ -270,6 +274,7 @@ impl RecoveryReason {
         match s {
             "restore" => Some(RecoveryReason::Restore),
             "declared" => Some(RecoveryReason::Declared),
+            "detected" => Some(RecoveryReason::Detected),
             _ => None,
         }
     }

@@ -75,6 +75,20 @@ pub fn parse_limit(limit: Option<&str>) -> ApiResult<usize> {
 }
 
 /// The feed position of `since` (none, empty or `0`: the start).
+/// The feed position of `since` ([`parse_cursor`]), checked against the feed: a position past
+/// its end reveals a rollback ([`crate::recovery::check_cursor`]).
+pub async fn cursor_after(
+    state: &AppState,
+    account: AccountId,
+    since: Option<&str>,
+) -> ApiResult<i64> {
+    let after = parse_cursor(state, account, since)?;
+    if after > 0 {
+        crate::recovery::check_cursor(state, account, after).await?;
+    }
+    Ok(after)
+}
+
 pub fn parse_cursor(state: &AppState, account: AccountId, since: Option<&str>) -> ApiResult<i64> {
     match since.map(str::trim) {
         None | Some("") | Some("0") => Ok(0),
@@ -99,6 +113,7 @@ pub async fn page(
 ) -> ApiResult<ChangesPage> {
     let (rows, has_more) = state.alloc.changes_since(account, after, limit).await?;
     let cursor = rows.last().map_or(after, |r| r.seq);
+    state.checkins.reached(account, cursor);
     let uuids = rows
         .iter()
         .filter(|r| answered.get(&r.task_uuid) != Some(&r.seq))
@@ -126,7 +141,7 @@ pub async fn list(
     query: Result<Query<ChangesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<ChangesPage>> {
     let Query(q) = query.map_err(|e| ApiError::new(ErrorCode::InvalidQuery, e.body_text()))?;
-    let after = parse_cursor(&state, account, q.since.as_deref())?;
+    let after = cursor_after(&state, account, q.since.as_deref()).await?;
     let limit = parse_limit(q.limit.as_deref())?;
     let wait = parse_wait(q.wait.as_deref())?;
     let mut answer = held_page(&state, account, after, limit, wait).await?;

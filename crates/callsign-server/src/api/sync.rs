@@ -18,7 +18,7 @@ use callsign_core::dto::{
 use callsign_core::{validate, ErrorCode};
 use uuid::Uuid;
 
-use super::changes::{page, parse_cursor, DEFAULT_LIMIT};
+use super::changes::{cursor_after, page, DEFAULT_LIMIT};
 use super::extract::ApiJson;
 use super::tasks::{prepare_create, prepare_update, Team};
 use crate::error::{ApiError, ApiResult};
@@ -47,7 +47,7 @@ pub async fn sync(
             ),
         ));
     }
-    let after = parse_cursor(&state, account, req.since.as_deref())?;
+    let after = cursor_after(&state, account, req.since.as_deref()).await?;
     let n = req.mutations.len();
     let mut answers: Vec<Option<ApiResult<Reply>>> = vec![None; n];
     let mut creates = (Vec::new(), Vec::new());

@@ -48,18 +48,22 @@ impl<'a, 't> Binder<'a, 't> {
         }
     }
 
-    /// Binds a witness's keys to `uuid`, a task with no key yet: its earlier keys first, then
-    /// its key as the current one. `None` when the task does not get that key (another task
-    /// holds it): the caller numbers the task from the counter instead.
+    /// Binds a witness's keys to `uuid`, a task with no key yet: its key as the current one,
+    /// then its earlier keys. `None` when the task does not get that key (another task holds
+    /// it): the caller numbers the task from the counter instead. An earlier key that is the
+    /// same number under an earlier prefix of the project (a rename) is no other row: the
+    /// current one is in force from that prefix's epoch.
     pub(super) async fn bind_current(
         &mut self,
         uuid: Uuid,
         witness: &Witness,
     ) -> Result<Option<KeyRow>> {
+        let aliases = witness.aliases();
+        let bound = self.bind(uuid, &witness.key, Some(&aliases)).await?;
         for k in &witness.previous_keys {
-            self.bind(uuid, k, false).await?;
+            self.bind(uuid, k, None).await?;
         }
-        Ok(match self.bind(uuid, &witness.key, true).await? {
+        Ok(match bound {
             Bound::New(row) => Some(row),
             Bound::Same | Bound::Refused => None,
         })
@@ -76,7 +80,7 @@ impl<'a, 't> Binder<'a, 't> {
         let current = current.key();
         for k in witness.previous_keys.iter().chain([&witness.key]) {
             if TaskKey::parse(k).is_ok_and(|k| k.to_string() != current) {
-                self.bind(uuid, k, false).await?;
+                self.bind(uuid, k, None).await?;
             }
         }
         Ok(())
@@ -101,7 +105,10 @@ impl<'a, 't> Binder<'a, 't> {
             .await?)
     }
 
-    async fn bind(&mut self, uuid: Uuid, key: &str, current: bool) -> Result<Bound> {
+    /// Binds one key to `uuid`: as its current key when `aliases` is given (the earlier
+    /// prefixes it was known by), else as an earlier key.
+    async fn bind(&mut self, uuid: Uuid, key: &str, aliases: Option<&[String]>) -> Result<Bound> {
+        let current = aliases.is_some();
         let Ok(key) = TaskKey::parse(key) else {
             return Ok(Bound::Refused);
         };
@@ -121,7 +128,13 @@ impl<'a, 't> Binder<'a, 't> {
             }
             None => {}
         }
-        let epoch = self.epoch_of(project, prefix).await?;
+        // In force from the epoch of the earliest prefix the device knew it by.
+        let mut epoch = self.epoch_of(project, prefix).await?;
+        for alias in aliases.unwrap_or_default() {
+            if moves::project_id(self.tx, self.account, alias).await? == Some(project) {
+                epoch = epoch.min(self.epoch_of(project, alias).await?);
+            }
+        }
         self.insert_key(project, &scope, number, uuid, current, epoch)
             .await?;
         self.raise_counter(project, &scope, number).await?;

@@ -459,6 +459,10 @@ impl AllocStore for SqliteAlloc {
         .await
     }
 
+    async fn feed_end(&self, account: AccountId) -> callsign_storage::Result<i64> {
+        seam(self.db.read(move |c| changes::latest(c, account))).await
+    }
+
     async fn changes_since(
         &self,
         account: AccountId,

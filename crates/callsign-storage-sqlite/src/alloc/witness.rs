@@ -22,9 +22,10 @@ enum Bound {
     Refused,
 }
 
-/// Binds a witness's keys to `uuid`, a task with no key yet: its earlier keys first, then its
-/// key as the current one. `None` when another task holds that key (the caller numbers the
-/// task from the counter instead).
+/// Binds a witness's keys to `uuid`, a task with no key yet: its key as the current one, then
+/// its earlier keys. `None` when another task holds that key (the caller numbers the task from
+/// the counter instead). An earlier key that is the same number under an earlier prefix of the
+/// project (a rename) is no other row: the current one is in force from that prefix's epoch.
 pub fn bind_current(
     conn: &Connection,
     account: AccountId,
@@ -32,10 +33,12 @@ pub fn bind_current(
     witness: &Witness,
     now: i64,
 ) -> Result<Option<KeyRow>> {
+    let aliases = witness.aliases();
+    let bound = bind(conn, account, uuid, &witness.key, Some(&aliases), now)?;
     for k in &witness.previous_keys {
-        bind(conn, account, uuid, k, false, now)?;
+        bind(conn, account, uuid, k, None, now)?;
     }
-    Ok(match bind(conn, account, uuid, &witness.key, true, now)? {
+    Ok(match bound {
         Bound::New(row) => Some(row),
         Bound::Same | Bound::Refused => None,
     })
@@ -54,20 +57,23 @@ pub fn bind_earlier(
     let current = current.key();
     for k in witness.previous_keys.iter().chain([&witness.key]) {
         if TaskKey::parse(k).is_ok_and(|k| k.to_string() != current) {
-            bind(conn, account, uuid, k, false, now)?;
+            bind(conn, account, uuid, k, None, now)?;
         }
     }
     Ok(())
 }
 
+/// Binds one key to `uuid`: as its current key when `aliases` is given (the earlier prefixes it
+/// was known by), else as an earlier key.
 fn bind(
     conn: &Connection,
     account: AccountId,
     uuid: Uuid,
     key: &str,
-    current: bool,
+    aliases: Option<&[String]>,
     now: i64,
 ) -> Result<Bound> {
+    let current = aliases.is_some();
     let Ok(key) = TaskKey::parse(key) else {
         return Ok(Bound::Refused);
     };
@@ -94,12 +100,13 @@ fn bind(
         }
         None => {}
     }
-    // The row is in force from the epoch of the prefix the device knew it by.
-    let epoch: i64 = conn
-        .prepare_cached(
-            "SELECT MAX(epoch) FROM prefix_epochs WHERE project_id = ?1 AND prefix = ?2",
-        )?
-        .query_row(params![project, key.prefix.as_str()], |r| r.get(0))?;
+    // The row is in force from the epoch of the earliest prefix the device knew it by.
+    let mut epoch = epoch_of(conn, project, key.prefix.as_str())?;
+    for alias in aliases.unwrap_or_default() {
+        if slots::project_id(conn, account, alias)? == Some(project) {
+            epoch = epoch.min(epoch_of(conn, project, alias)?);
+        }
+    }
     conn.prepare_cached(
         "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, current,
                            assigned_at, epoch, until_epoch)
@@ -125,6 +132,15 @@ fn bind(
         scope,
         number,
     }))
+}
+
+/// The latest epoch in which `project` had `prefix`.
+fn epoch_of(conn: &Connection, project: i64, prefix: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT MAX(epoch) FROM prefix_epochs WHERE project_id = ?1 AND prefix = ?2",
+        )?
+        .query_row(params![project, prefix], |r| r.get(0))?)
 }
 
 /// Records that the token hashing to `hash` reached the server at `now`; `witnessed` also that
