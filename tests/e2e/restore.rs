@@ -79,10 +79,16 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
             d.json(&["show", &d_task])?["description"],
             "captured on the new laptop"
         );
+        assert_eq!(status[0]["last"], 3, "the backup's counter: {status}");
+        // D logs in again, as it was told, and brings back its key like any device.
+        d.login(&server.url, &server.token(&account, "laptop-d-again")?)?;
+        d.ok(&["sync"])?;
+        assert_eq!(d.json(&["show", &d_task])?["key"], "SYN-6");
     }
-    // The counter as it stands: 3 after the restore; 6 where nothing was rolled back.
+    // The counter as it stands: 6, D's key brought back (or, on PostgreSQL, never lost).
+    let status = server.run(&["recovery", "status"])?["recovering"].clone();
     let last = status[0]["last"].clone();
-    assert_eq!(last, if server.is_sqlite() { 3 } else { 6 }, "{status}");
+    assert_eq!(last, 6, "{status}");
 
     // Every key of the backup still names its task.
     let on_server = server_tasks(&server.url, &account.token)?;
@@ -135,6 +141,9 @@ fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
     // The admin ends it: the capture gets the next number on the device's next sync.
     let ended = server.run(&["recovery", "end", "--account", &account.id.to_string()])?;
     assert_eq!(ended[0]["prefix"], "SYN", "{ended}");
+    // D had pulled SYN-4 and SYN-5 too, and brought them back: nothing is lost.
+    let status = server.run(&["recovery", "status"])?;
+    assert_eq!(status["lost"], serde_json::json!([]), "{status}");
     assert_eq!(
         server.run(&["recovery", "status"])?["recovering"],
         serde_json::json!([])
