@@ -1326,3 +1326,54 @@ test('standup: per member, keys first; a line opens its task; the day can change
   await browser.keys(['g', 'a']);
   await eventually('the list again', 5000, () => exists('task-list'));
 });
+
+test('a restored server: a capture waits in plain words, and gets the next key once the team has checked in', async () => {
+  // Bob's app is open. The admin backs the server up; the owner then files a task whose key is
+  // said aloud; the server is restored from the backup, which lacks it.
+  const ownerDir = path.join(tmp, 'owner');
+  const owner = (...args) => execFileSync(path.join(BIN, 'callsign'), ['--data-dir', ownerDir, ...args]).toString();
+  const admin = (...args) => JSON.parse(execFileSync(path.join(BIN, 'callsign-server'), [...args, '--data-dir', serverDir]).toString());
+  if (!server) await startServer();
+  await click('[data-testid="sidebar-all"]');
+  await eventually('All', 5000, async () => (await rows()).length > 0);
+  owner('sync', '--timeout', '10');
+  const backup = path.join(tmp, 'backup');
+  admin('backup', '--to', backup);
+  const said = JSON.parse(owner('--json', 'add', '--project', 'PFX', 'Said aloud after the backup'));
+  owner('sync', '--timeout', '10');
+  const saidKey = JSON.parse(owner('--json', 'show', said.uuid)).key;
+  const n = Number(saidKey.split('-')[1]);
+  await eventually('the said-aloud task in bob\'s app', 10000, async () => (await rows()).find((r) => r.uuid === said.uuid)?.key === saidKey);
+  await stopServer();
+  admin('restore', '--from', backup);
+  await startServer();
+
+  // Bob captures: the task waits, and says why in plain words; bob's app brings back its keys.
+  await capture('Captured after the restore #PFX');
+  const waiting = await eventually('the recovering marker', 20000, async () => {
+    const r = await rowByText('Captured after the restore');
+    return r?.marker === 'server recovering' ? r : null;
+  });
+  assert.equal(waiting.key, null, 'no key while the server recovers');
+  await selectRow('Captured after the restore');
+  await browser.keys('o');
+  const why = await eventually('the reason in the detail', 5000, () => textOf('detail-sync'));
+  assert.match(why, /^waiting for its key: the server is recovering from a backup; your task keeps its place and gets its key when the team's devices have checked in/);
+  const status = admin('recovery', 'status');
+  assert.ok(status.recovering.some((r) => r.prefix === 'PFX'), JSON.stringify(status));
+  assert.deepEqual(status.waiting_for.map((d) => d.member), ['owner'], 'bob has checked in; the owner has not');
+  assert.equal(status.recovering.find((r) => r.prefix === 'PFX').last, n, 'bob brought back the key said aloud');
+  await shot('65-recovering');
+
+  // The owner's device syncs: recovery ends, and bob's capture gets the next number in place.
+  owner('sync', '--timeout', '10');
+  const keyed = await eventually('its key in place', 20000, async () => {
+    const r = await rowByText('Captured after the restore');
+    return r?.key ? r : null;
+  });
+  assert.equal(keyed.key, `PFX-${n + 1}`, `the next number after ${saidKey}, never ${saidKey} again`);
+  assert.deepEqual(admin('recovery', 'status').recovering, []);
+  await eventually('the detail without the reason', 5000, async () => (await textOf('detail-sync')) === null || !/recovering/.test(await textOf('detail-sync')));
+  await shot('66-recovered');
+  await browser.keys('Escape');
+});

@@ -17,6 +17,7 @@ describe('markerFor', () => {
     ['in the local inbox, status unknown', task({ project: 'INBOX', local: true }), null, 'Inbox · this device', 'local'],
     ['offline', task(), status({ online: false }), 'offline', 'offline'],
     ['offline and backing off', task({ waiting: { state: 'pending', next_attempt_at: inS(12) } }), status({ online: false }), 'offline, retrying in 12 s', 'offline'],
+    ['kept by a server recovering from a backup', task({ error_code: 'recovering', waiting: { state: 'pending', next_attempt_at: inS(50) } }), status(), 'server recovering', 'sending'],
     ['online, backing off (rounds up)', task({ waiting: { state: 'pending', next_attempt_at: inS(19.001) } }), status(), 'retrying in 20 s', 'sending'],
     ['offline, the loop retries in 4 s (no per-task time)', task(), status({ online: false, pending: 3, next_attempt_at: inS(3.2) }), 'offline, retrying in 4 s', 'offline'],
     ["the task's own time wins over the loop's", task({ waiting: { state: 'pending', next_attempt_at: inS(9) } }), status({ online: false, next_attempt_at: inS(2) }), 'offline, retrying in 9 s', 'offline'],
@@ -52,6 +53,14 @@ describe('markerFor', () => {
       'waiting for ~1a2b3c4d, a task above it that the server refused: fix, send again or discard that one',
     ],
     ['held, no reason sent', task({ held_by: '~1a2b3c4d', waiting: null }), 'waiting for ~1a2b3c4d, a task above it that the server refused'],
+    [
+      'kept by a recovering server: the whole reason',
+      task({
+        error_code: 'recovering',
+        waiting: { state: 'pending', next_attempt_at: null, reason: 'waiting for its key: the server is recovering from a backup; your task keeps its place' },
+      }),
+      'waiting for its key: the server is recovering from a backup; your task keeps its place',
+    ],
   ] as const)('syncLine: %s', (_n, t, want) => {
     expect(syncLine(t, status(), NOW)).toBe(want);
   });

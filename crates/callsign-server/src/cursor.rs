@@ -10,6 +10,12 @@
 //! 32-bit tag of the same inputs: `c` and 24 hex digits. A cursor that does not decode with
 //! the tag intact (another account's, another server's, an integer from before) is
 //! `invalid_cursor`, and clients then read the feed from its start.
+//!
+//! The tag also covers the *rollback epoch*: when the database was last rolled back (a
+//! restore, a declared or detected rollback; 0 for never, which leaves the tag as it was). A
+//! rollback takes feed positions back, so a position given out before it may name an entry
+//! that is not the same, or not there yet: every cursor from before the rollback is then
+//! `invalid_cursor`, and each device reads the feed from its start again.
 use sha2::{Digest, Sha256};
 
 use callsign_storage::AccountId;
@@ -37,24 +43,34 @@ impl CursorKey {
         u32::from_le_bytes([h[0], h[1], h[2], h[3]])
     }
 
-    fn tag(&self, account: AccountId, seq: u64) -> u32 {
-        let h = self.hash(account, b't', seq);
+    fn tag(&self, account: AccountId, seq: u64, epoch: i64) -> u32 {
+        let h = match epoch {
+            0 => self.hash(account, b't', seq),
+            _ => {
+                let mut h = Sha256::new();
+                h.update(self.hash(account, b't', seq));
+                h.update(epoch.to_le_bytes());
+                h.finalize().into()
+            }
+        };
         u32::from_le_bytes([h[0], h[1], h[2], h[3]])
     }
 
-    /// The cursor a client of `account` sees for the feed position `seq` (≥ 0).
-    pub fn encode(&self, account: AccountId, seq: i64) -> String {
+    /// The cursor a client of `account` sees for the feed position `seq` (≥ 0), in the
+    /// rollback epoch `epoch`.
+    pub fn encode(&self, account: AccountId, seq: i64, epoch: i64) -> String {
         let seq = seq.max(0) as u64;
         let (mut l, mut r) = ((seq >> 32) as u32, seq as u32);
         for i in 0..4 {
             (l, r) = (r, l ^ self.round(account, i, r));
         }
         let enciphered = (u64::from(l) << 32) | u64::from(r);
-        format!("c{enciphered:016x}{:08x}", self.tag(account, seq))
+        format!("c{enciphered:016x}{:08x}", self.tag(account, seq, epoch))
     }
 
-    /// The feed position of a cursor this server gave `account`; `None` for anything else.
-    pub fn decode(&self, account: AccountId, cursor: &str) -> Option<i64> {
+    /// The feed position of a cursor this server gave `account` in the rollback epoch
+    /// `epoch`; `None` for anything else.
+    pub fn decode(&self, account: AccountId, cursor: &str, epoch: i64) -> Option<i64> {
         let hex = cursor.strip_prefix('c')?;
         if hex.len() != 24 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return None;
@@ -66,7 +82,7 @@ impl CursorKey {
             (l, r) = (r ^ self.round(account, i, l), l);
         }
         let seq = (u64::from(l) << 32) | u64::from(r);
-        (self.tag(account, seq) == tag)
+        (self.tag(account, seq, epoch) == tag)
             .then_some(seq)
             .and_then(|s| i64::try_from(s).ok())
     }
@@ -83,20 +99,35 @@ mod tests {
     #[test]
     fn a_cursor_is_opaque_and_only_its_accounts() {
         let k = key();
-        let c = k.encode(1, 42);
+        let c = k.encode(1, 42, 0);
         assert_eq!(c.len(), 25);
         assert!(!c.contains("42"), "{c}");
-        assert_eq!(k.decode(1, &c), Some(42));
-        assert_eq!(k.decode(2, &c), None, "another account's cursor");
+        assert_eq!(k.decode(1, &c, 0), Some(42));
+        assert_eq!(k.decode(2, &c, 0), None, "another account's cursor");
         assert_eq!(
-            CursorKey::new(vec![8; 32]).decode(1, &c),
+            CursorKey::new(vec![8; 32]).decode(1, &c, 0),
             None,
             "another server's"
         );
-        assert_eq!(k.decode(1, "42"), None, "a cursor from before");
-        assert_eq!(k.decode(1, "c"), None);
-        assert_ne!(k.encode(1, 43), c);
-        assert_ne!(k.encode(2, 42), c);
+        assert_eq!(k.decode(1, "42", 0), None, "a cursor from before");
+        assert_eq!(k.decode(1, "c", 0), None);
+        assert_ne!(k.encode(1, 43, 0), c);
+        assert_ne!(k.encode(2, 42, 0), c);
+    }
+
+    #[test]
+    fn a_rollback_retires_every_earlier_cursor() {
+        let k = key();
+        let before = k.encode(1, 42, 0);
+        assert_eq!(k.decode(1, &before, 1_764_000_000_000), None);
+        let after = k.encode(1, 42, 1_764_000_000_000);
+        assert_ne!(after, before);
+        assert_eq!(k.decode(1, &after, 1_764_000_000_000), Some(42));
+        assert_eq!(
+            k.decode(1, &after, 1_765_000_000_000),
+            None,
+            "and the next one"
+        );
     }
 
     #[test]
@@ -105,13 +136,14 @@ mod tests {
         let seqs = (0..2000i64).chain([i64::MAX, u32::MAX.into(), 1 << 40]);
         for (n, seq) in seqs.enumerate() {
             let account = 1 + (n as i64 % 7);
-            let c = k.encode(account, seq);
-            assert_eq!(k.decode(account, &c), Some(seq));
+            let epoch = if n % 2 == 0 { 0 } else { 1_764_000_000_000 };
+            let c = k.encode(account, seq, epoch);
+            assert_eq!(k.decode(account, &c, epoch), Some(seq));
             let at = 1 + n % 24;
             let mut bytes = c.into_bytes();
             bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
             let changed = String::from_utf8(bytes).unwrap();
-            assert_eq!(k.decode(account, &changed), None, "{changed}");
+            assert_eq!(k.decode(account, &changed, epoch), None, "{changed}");
         }
     }
 }

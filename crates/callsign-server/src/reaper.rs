@@ -70,6 +70,17 @@ pub fn spawn(state: AppState) -> tokio::task::JoinHandle<()> {
 
 /// One pass.
 pub async fn run_once(state: &AppState) -> ApiResult<Report> {
+    pass(state, GRACE_MS).await
+}
+
+/// A pass that also settles the pending slots younger than [`GRACE_MS`]: right after a
+/// recovery ends, the creates it held back are numbered now rather than at their devices'
+/// next retry (a request still working on one holds its claim, and the pass leaves it).
+pub async fn run_after_recovery(state: &AppState) -> ApiResult<Report> {
+    pass(state, 0).await
+}
+
+async fn pass(state: &AppState, grace_ms: i64) -> ApiResult<Report> {
     let mut report = Report::default();
     let now = now_ms();
     let window = update_window(state, now).await?.ms;
@@ -90,7 +101,7 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
              status`, docs/RECOVERY.md)"
         );
     }
-    let pending = state.alloc.pending_slots(now - GRACE_MS, BATCH).await?;
+    let pending = state.alloc.pending_slots(now - grace_ms, BATCH).await?;
     for slot in pending {
         let expired = slot.created_at < now.saturating_sub(window);
         match settle(state, slot, expired).await? {

@@ -17,6 +17,7 @@
 //!   reaper pass: a PostgreSQL node after a failover to a standby that was behind), means the
 //!   database was rolled back: the account enters recovery at once ([`detected`]).
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,9 @@ pub struct Checkins {
     notice: Mutex<Option<(Instant, Option<i64>)>>,
     /// The furthest feed position this node has given out, per account.
     reached: Mutex<HashMap<AccountId, i64>>,
+    /// When the database was last rolled back (0: never): the epoch of the cursors it gives
+    /// out (`crate::cursor`).
+    epoch: AtomicI64,
 }
 
 impl Checkins {
@@ -91,7 +95,11 @@ impl Checkins {
             }
         }
         let at = match alloc.last_rollback().await {
-            Ok(r) => r.map(|r| r.at).filter(|&at| now - at < NOTICE_MS),
+            Ok(r) => {
+                self.epoch
+                    .fetch_max(r.map_or(0, |r| r.at), Ordering::Relaxed);
+                r.map(|r| r.at).filter(|&at| now - at < NOTICE_MS)
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the latest rollback");
                 return None;
@@ -101,9 +109,17 @@ impl Checkins {
         at
     }
 
-    /// Forgets the notice read, so the next answer reads it again.
-    pub fn rollback_changed(&self) {
+    /// A rollback at `at`: the notice is read again, and cursors from before it are retired.
+    pub fn rollback_changed(&self, at: i64) {
+        self.epoch.fetch_max(at, Ordering::Relaxed);
         *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The rollback epoch of the cursors given out now (see `crate::cursor`): when the
+    /// database was last rolled back, as this node last read it (at most [`NOTICE_TTL`] ago on
+    /// a request that reads a cursor).
+    pub fn epoch(&self) -> i64 {
+        self.epoch.load(Ordering::Relaxed)
     }
 
     /// Records that the feed of `account` reached `seq` (a page this node served).
@@ -183,11 +199,12 @@ pub async fn detected(
     account: AccountId,
     why: &str,
 ) -> callsign_storage::Result<()> {
+    let now = now_ms();
     let rows = state
         .alloc
-        .start_recovery(Some(account), RecoveryReason::Detected, now_ms())
+        .start_recovery(Some(account), RecoveryReason::Detected, now)
         .await?;
-    state.checkins.rollback_changed();
+    state.checkins.rollback_changed(now);
     let prefixes: Vec<&str> = rows
         .iter()
         .filter(|r| r.account == account)

@@ -269,6 +269,12 @@ impl State {
         let until = |at: i64| Instant::now() + Duration::from_millis((at - now_ms).max(0) as u64);
         match syncer.run(force).await {
             Ok(report) => {
+                // Back after failures (an outage): hold a change request again at once; the
+                // pause is for a server that answers held requests at once, not for one that
+                // was gone.
+                if self.failures > 0 {
+                    self.watch_paused_until = None;
+                }
                 self.failures = 0;
                 self.probe_at = None;
                 self.online = true;

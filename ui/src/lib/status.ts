@@ -33,8 +33,9 @@ function secondsUntil(iso: string | null | undefined, now: number): number | nul
  *
  * failed → `failed`; held by a refused ancestor → `waiting for ~1a2b3c4d` (`heldReason` says
  * why); in the local inbox → `Inbox · this device`; status not known yet → `waiting`; no server
- * → `local only`; on the wire → `sending`; backing off → `retrying in N s` (`offline, retrying
- * in N s` offline); offline → `offline`; otherwise (queued) → `sending`.
+ * → `local only`; on the wire → `sending`; kept by a server recovering from a backup (online)
+ * → `server recovering`; backing off → `retrying in N s` (`offline, retrying in N s` offline);
+ * offline → `offline`; otherwise (queued) → `sending`.
  *
  * A numbered task on its way to another project (`movingTo`) shows `moving to OPS` in its
  * key's place until the server's answer brings the new key (`moving to OPS · offline`, `·
@@ -58,6 +59,8 @@ function waitMarker(task: LocalTask, status: SyncStatus | null, now: number): Ma
   if (status === null) return { text: 'waiting', tone: 'sending' };
   if (!status.configured) return { text: 'local only', tone: 'local' };
   if (task.waiting?.state === 'in_progress') return { text: 'sending', tone: 'sending' };
+  // Kept by a server restored from a backup: no key until the team's devices have checked in.
+  if (status.online && task.error_code === 'recovering') return { text: 'server recovering', tone: 'sending' };
   // The task's own retry time, else the sync loop's next attempt (which sends every waiting task).
   const wait = secondsUntil(task.waiting?.next_attempt_at ?? status.next_attempt_at, now);
   if (wait !== null) {
@@ -84,6 +87,8 @@ export function heldReason(task: LocalTask): string | null {
  */
 export function syncLine(task: LocalTask, status: SyncStatus | null, now: number): string | null {
   if (task.failure !== null) return 'failed';
+  // Kept by a server recovering from a backup: the engine's whole sentence says why and when.
+  if (task.key === null && task.error_code === 'recovering' && task.waiting?.reason) return task.waiting.reason;
   return heldReason(task) ?? markerFor(task, status, now)?.text ?? null;
 }
 

@@ -104,6 +104,9 @@ export interface LocalTask {
   modified_at: string;
   sync_state: SyncState;
   last_error: string | null;
+  /** The server's stable code for `last_error` (`recovering`: the server is recovering from a
+   * backup and numbers nothing yet). */
+  error_code?: string | null;
   waiting: Waiting | null;
   /** In the local inbox (project INBOX): stays on this device until sent to a server project. */
   local: boolean;

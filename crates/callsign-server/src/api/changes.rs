@@ -82,6 +82,11 @@ pub async fn cursor_after(
     account: AccountId,
     since: Option<&str>,
 ) -> ApiResult<i64> {
+    // Learns of a rollback another node or the admin recorded (read at most every few seconds).
+    state
+        .checkins
+        .rollback_at(&*state.alloc, callsign_storage::now_ms())
+        .await;
     let after = parse_cursor(state, account, since)?;
     if after > 0 {
         crate::recovery::check_cursor(state, account, after).await?;
@@ -92,12 +97,15 @@ pub async fn cursor_after(
 pub fn parse_cursor(state: &AppState, account: AccountId, since: Option<&str>) -> ApiResult<i64> {
     match since.map(str::trim) {
         None | Some("") | Some("0") => Ok(0),
-        Some(s) => state.cursors.decode(account, s).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidCursor,
-                format!("{s:?} is not a cursor this server gave out"),
-            )
-        }),
+        Some(s) => state
+            .cursors
+            .decode(account, s, state.checkins.epoch())
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidCursor,
+                    format!("{s:?} is not a cursor this server gave out"),
+                )
+            }),
     }
 }
 
@@ -122,7 +130,9 @@ pub async fn page(
     let tasks = load_tasks(state, account, uuids).await?;
     Ok(ChangesPage {
         changes: tasks.into_iter().flatten().collect(),
-        cursor: state.cursors.encode(account, cursor),
+        cursor: state
+            .cursors
+            .encode(account, cursor, state.checkins.epoch()),
         has_more,
         rollback_at: None,
     })

@@ -109,7 +109,7 @@ pub async fn witness(
         if !ended.is_empty() {
             let again = state.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::reaper::run_once(&again).await {
+                if let Err(e) = crate::reaper::run_after_recovery(&again).await {
                     tracing::warn!(error = %e, "reaper pass after a recovery failed");
                 }
             });
