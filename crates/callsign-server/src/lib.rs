@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod checkins;
 pub mod crash;
 pub mod cursor;
 pub mod error;

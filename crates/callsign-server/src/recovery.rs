@@ -3,137 +3,26 @@
 //! carries so that devices bring back their keys.
 //!
 //! - **Check-ins.** Every authenticated request records when its token was seen, at most once
-//!   an hour per token ([`Checkins::seen`]); `POST /v1/recovery/witness` records that its
+//!   an hour per token ([`Checkins::seen`](crate::checkins::Checkins::seen)); `POST /v1/recovery/witness` records that its
 //!   device brought back its keys.
 //! - **Ending.** Each reaper pass ([`end_when_due`]) ends an account's recovery once every
-//!   device active in the [`Settings::active`] period before the backup has checked in since
-//!   the rollback, or once it has lasted [`Settings::grace`]. Ending it logs what the recovery
+//!   device active in the [`Settings::active`](crate::checkins::Settings::active) period before the backup has checked in since
+//!   the rollback, or once it has lasted [`Settings::grace`](crate::checkins::Settings::grace). Ending it logs what the recovery
 //!   could not bring back ([`callsign_storage::RecoveryReport`]) and publishes it on `/metrics`.
 //! - **Notice.** `GET /v1/changes` answers carry `rollback_at` for 90 days after a rollback
-//!   ([`Checkins::rollback_at`], read at most every few seconds).
+//!   ([`Checkins::rollback_at`](crate::checkins::Checkins::rollback_at), read at most every few seconds).
 //! - **Rollbacks nobody declared.** A feed position this server has given out is a witness:
 //!   the feed never moves back. A device's cursor past the feed's end ([`check_cursor`]), or
 //!   a position this node served that the database no longer reaches ([`check_reached`], each
 //!   reaper pass: a PostgreSQL node after a failover to a standby that was behind), means the
 //!   database was rolled back: the account enters recovery at once ([`detected`]).
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
 
 use callsign_core::ErrorCode;
-use callsign_storage::{now_ms, AccountId, AllocStore, RecoveringRow, RecoveryReason};
+use callsign_storage::{now_ms, AccountId, RecoveringRow, RecoveryReason};
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-/// How long a recovery waits, and for whom.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settings {
-    /// A recovery ends at the latest this long after it began, whoever has checked in.
-    pub grace: Duration,
-    /// The devices waited for: those seen in this period before the backup was taken.
-    pub active: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            grace: Duration::from_secs(72 * 3600),
-            active: Duration::from_secs(30 * 24 * 3600),
-        }
-    }
-}
-
-/// How long after a rollback devices are told of it.
-pub const NOTICE_MS: i64 = 90 * 24 * 3600 * 1000;
-/// How often a token's last sighting is written.
-const SEEN_EVERY_MS: i64 = 3600 * 1000;
-/// How long a read of the latest rollback serves the sync answers.
-const NOTICE_TTL: Duration = Duration::from_secs(5);
-
-/// The check-ins this process records, the rollback notice it serves, and how far it has
-/// seen each account's feed reach.
-#[derive(Default)]
-pub struct Checkins {
-    /// When each token's sighting was last written, by token hash.
-    written: Mutex<HashMap<Vec<u8>, i64>>,
-    notice: Mutex<Option<(Instant, Option<i64>)>>,
-    /// The furthest feed position this node has given out, per account.
-    reached: Mutex<HashMap<AccountId, i64>>,
-    /// When the database was last rolled back (0: never): the epoch of the cursors it gives
-    /// out (`crate::cursor`).
-    epoch: AtomicI64,
-}
-
-impl Checkins {
-    /// Records that the token hashing to `hash` was used at `now`, if its last sighting
-    /// written here is an hour old (a failed write is tried again on its next request).
-    pub async fn seen(&self, alloc: &dyn AllocStore, hash: &[u8], now: i64) {
-        {
-            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            if w.get(hash).is_some_and(|&at| now - at < SEEN_EVERY_MS) {
-                return;
-            }
-            w.insert(hash.to_vec(), now);
-        }
-        if let Err(e) = alloc.token_seen(hash, now).await {
-            tracing::warn!(error = %e, "could not record a token's use");
-            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            w.remove(hash);
-        }
-    }
-
-    /// When the database was last rolled back, within the notice period.
-    pub async fn rollback_at(&self, alloc: &dyn AllocStore, now: i64) -> Option<i64> {
-        {
-            let n = self.notice.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((read, at)) = *n {
-                if read.elapsed() < NOTICE_TTL {
-                    return at;
-                }
-            }
-        }
-        let at = match alloc.last_rollback().await {
-            Ok(r) => {
-                self.epoch
-                    .fetch_max(r.map_or(0, |r| r.at), Ordering::Relaxed);
-                r.map(|r| r.at).filter(|&at| now - at < NOTICE_MS)
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the latest rollback");
-                return None;
-            }
-        };
-        *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), at));
-        at
-    }
-
-    /// A rollback at `at`: the notice is read again, and cursors from before it are retired.
-    pub fn rollback_changed(&self, at: i64) {
-        self.epoch.fetch_max(at, Ordering::Relaxed);
-        *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// The rollback epoch of the cursors given out now (see `crate::cursor`): when the
-    /// database was last rolled back, as this node last read it (at most [`NOTICE_TTL`] ago on
-    /// a request that reads a cursor).
-    pub fn epoch(&self) -> i64 {
-        self.epoch.load(Ordering::Relaxed)
-    }
-
-    /// Records that the feed of `account` reached `seq` (a page this node served).
-    pub fn reached(&self, account: AccountId, seq: i64) {
-        let mut r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
-        let at = r.entry(account).or_insert(seq);
-        *at = (*at).max(seq);
-    }
-
-    fn reached_of(&self, account: AccountId) -> Option<i64> {
-        let r = self.reached.lock().unwrap_or_else(|p| p.into_inner());
-        r.get(&account).copied()
-    }
-}
 
 /// Checks a device's feed position against the feed: past its end, the database was rolled
 /// back since this server gave the cursor out. The account enters recovery, and the answer is
@@ -165,15 +54,7 @@ pub async fn check_cursor(state: &AppState, account: AccountId, seq: i64) -> Api
 /// Each reaper pass: a feed position this node gave out that the database no longer reaches
 /// means the database was rolled back under it (a failover to a standby that was behind).
 pub async fn check_reached(state: &AppState) -> callsign_storage::Result<()> {
-    let seen: Vec<(AccountId, i64)> = {
-        let r = state
-            .checkins
-            .reached
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        r.iter().map(|(a, s)| (*a, *s)).collect()
-    };
-    for (account, seq) in seen {
+    for (account, seq) in state.checkins.reached_all() {
         let end = state.alloc.feed_end(account).await?;
         if end < seq {
             detected(
@@ -182,12 +63,7 @@ pub async fn check_reached(state: &AppState) -> callsign_storage::Result<()> {
                 &format!("this node served feed position {seq}; the feed now ends at {end}"),
             )
             .await?;
-            let mut r = state
-                .checkins
-                .reached
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            r.insert(account, end);
+            state.checkins.reset_reached(account, end);
         }
     }
     Ok(())

@@ -53,7 +53,7 @@ pub struct Config {
     /// Bounds on held `GET /v1/changes?wait=` requests ([`feed`]).
     pub held_changes: feed::Limits,
     /// How long a recovery after a rollback waits, and for which devices.
-    pub recovery: crate::recovery::Settings,
+    pub recovery: crate::checkins::Settings,
 }
 
 /// Batches of one account's coalesced requests in flight at once on a node, by default.
@@ -83,7 +83,7 @@ impl Config {
             coalesce_batches: usize::from(DEFAULT_COALESCE_BATCHES),
             taskwarrior_key: None,
             held_changes: feed::Limits::default(),
-            recovery: crate::recovery::Settings::default(),
+            recovery: crate::checkins::Settings::default(),
         }
     }
 
@@ -124,8 +124,8 @@ pub struct Inner {
     pub(crate) key_writes: protocol::keys::KeyWrites,
     /// Taskwarrior sync ([`taskwarrior`]): on SQLite with a server key.
     pub taskwarrior: Option<Arc<taskwarrior::Taskwarrior>>,
-    /// Devices' check-ins and the rollback notice ([`crate::recovery`]).
-    pub checkins: crate::recovery::Checkins,
+    /// Devices' check-ins and the rollback notice ([`crate::checkins`]).
+    pub checkins: crate::checkins::Checkins,
 }
 
 /// The allocation store alone, for the admin commands (migrated, no worker threads).
@@ -298,7 +298,7 @@ impl AppState {
             window: std::sync::Mutex::new(window),
             key_writes: protocol::keys::KeyWrites::default(),
             taskwarrior: taskwarrior.map(Arc::new),
-            checkins: crate::recovery::Checkins::default(),
+            checkins: crate::checkins::Checkins::default(),
             config,
         })))
     }

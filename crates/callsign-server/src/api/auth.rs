@@ -176,7 +176,7 @@ impl FromRequestParts<AppState> for Caller {
         let Some(caller) = state.alloc.caller_by_token_hash(&hash).await? else {
             let plain = failed();
             return Err(match state.alloc.last_rollback().await {
-                Ok(Some(r)) if now_ms() - r.at < crate::recovery::NOTICE_MS => after_rollback(&r),
+                Ok(Some(r)) if now_ms() - r.at < crate::checkins::NOTICE_MS => after_rollback(&r),
                 _ => plain,
             });
         };

@@ -186,7 +186,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             },
             max_connections,
         ),
-        recovery: callsign_server::recovery::Settings {
+        recovery: callsign_server::checkins::Settings {
             grace: recovery_grace,
             active: recovery_active,
         },
