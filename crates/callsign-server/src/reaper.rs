@@ -73,7 +73,7 @@ pub async fn run_once(state: &AppState) -> ApiResult<Report> {
     pass(state, GRACE_MS).await
 }
 
-/// A pass that also settles the pending slots younger than [`GRACE_MS`]: right after a
+/// A pass that also settles the pending slots younger than `GRACE_MS`: right after a
 /// recovery ends, the creates it held back are numbered now rather than at their devices'
 /// next retry (a request still working on one holds its claim, and the pass leaves it).
 pub async fn run_after_recovery(state: &AppState) -> ApiResult<Report> {
