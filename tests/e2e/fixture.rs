@@ -74,6 +74,21 @@ impl TestServer {
     pub fn prepare(prefix: &str) -> Result<(TestServer, Account)> {
         let dir = tempfile::tempdir()?;
         let store = store_for(dir.path(), prefix)?;
+        Self::prepare_in(dir, store, prefix)
+    }
+
+    /// As [`Self::prepare`], on the PostgreSQL at `database` (`postgres://…`, e.g. a schema of
+    /// a cluster the test started itself), whatever `CALLSIGN_E2E_DATABASE` says.
+    pub fn prepare_on(database: &str, prefix: &str) -> Result<(TestServer, Account)> {
+        let store = ["--database".into(), database.to_owned()];
+        Self::prepare_in(tempfile::tempdir()?, store, prefix)
+    }
+
+    fn prepare_in(
+        dir: tempfile::TempDir,
+        store: [String; 2],
+        prefix: &str,
+    ) -> Result<(TestServer, Account)> {
         let v = run_json(
             Command::new(server_bin())
                 .args(["account", "create"])
@@ -264,6 +279,17 @@ impl TestServer {
         };
         s.serve(0)?;
         Ok(s)
+    }
+
+    /// Points this server at another PostgreSQL (`postgres://…`): a failover, as an admin
+    /// repoints the nodes at the promoted standby. Takes effect at the next [`Self::serve`]
+    /// (and for the admin commands at once); the running process, if any, is not touched.
+    pub fn use_database(&mut self, database: &str) -> Result<()> {
+        if self.is_sqlite() {
+            bail!("use_database: this server keeps its data in a SQLite data dir");
+        }
+        self.store[1] = database.to_owned();
+        Ok(())
     }
 
     /// The port the server listens on.

@@ -21,6 +21,7 @@ mod devices;
 mod distrust;
 mod edits;
 mod engine_loop;
+mod failover;
 mod fake;
 mod fields;
 mod fixture;

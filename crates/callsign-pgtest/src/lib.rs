@@ -4,7 +4,8 @@
 //!   a free port, `trust` authentication, `fsync` off). Dropping it stops it and removes the
 //!   dir. As root it runs as the `postgres` user (`initdb` refuses root); otherwise as the
 //!   current user. Benchmarks start one with `Options::benchmark()`, `fsync` on as a production
-//!   server runs.
+//!   server runs. [`Cluster::standby_of`] makes a streaming hot standby of a cluster started
+//!   with `Options::primary()`, for failover tests (`stop`, `kill`, `start_again`, `promote`).
 //! - [`shared`]: one server per test process, for every test in it: the one named by
 //!   `CALLSIGN_TEST_PG_URL` if that is set, else a [`Cluster`] started on first use and stopped
 //!   when the process ends (statics are never dropped, so a watchdog process does it).
@@ -55,6 +56,9 @@ pub enum Error {
         status: std::process::ExitStatus,
         output: String,
     },
+    /// A wait ran out (e.g. a standby that did not catch up).
+    #[error("timed out: {0}")]
+    Timeout(String),
     /// The server refused a statement or a connection.
     #[error("postgres: {0}")]
     Postgres(#[from] tokio_postgres::Error),

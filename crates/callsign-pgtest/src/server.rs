@@ -158,7 +158,9 @@ fn percent_encode(value: &str) -> String {
 }
 
 /// Runs `future` on a current-thread runtime on a thread of its own.
-fn block_on<T: Send>(future: impl std::future::Future<Output = Result<T>> + Send) -> Result<T> {
+pub(crate) fn block_on<T: Send>(
+    future: impl std::future::Future<Output = Result<T>> + Send,
+) -> Result<T> {
     std::thread::scope(|scope| {
         let thread = scope.spawn(|| {
             tokio::runtime::Builder::new_current_thread()

@@ -2,7 +2,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use super::*;
-use crate::testing::{start_or_skip, text};
+use crate::testing::{connect, start_or_skip, text};
 
 #[tokio::test]
 async fn test_settings_reach_the_server_and_drop_stops_it() {
@@ -58,4 +58,53 @@ fn settings_quote_the_socket_dir() {
     assert!(written.contains("unix_socket_directories = '/tmp/it''s'\n"));
     assert!(written.contains("max_connections = 200\n"));
     assert!(!written.contains("fsync"), "fsync=off only when asked");
+}
+
+#[tokio::test]
+async fn a_standby_replays_stops_behind_and_is_promoted() {
+    let Some(primary) = start_or_skip(Options::primary()) else {
+        return;
+    };
+    let standby = Cluster::standby_of(&primary, Options::default()).expect("standby");
+    assert_ne!(standby.port(), primary.port());
+    assert_eq!(
+        text(standby.url(), "SELECT pg_is_in_recovery()::text").await,
+        "true"
+    );
+    let c = connect(primary.url()).await;
+    c.batch_execute("CREATE TABLE t (n int); INSERT INTO t VALUES (1)")
+        .await
+        .unwrap();
+    standby
+        .wait_replayed(&primary, Duration::from_secs(20))
+        .expect("replayed");
+    assert_eq!(
+        text(standby.url(), "SELECT count(*)::text FROM t").await,
+        "1"
+    );
+
+    // Behind: a row the standby never sees, then the primary dies and the standby takes over.
+    standby.stop().unwrap();
+    c.batch_execute("INSERT INTO t VALUES (2)").await.unwrap();
+    drop(c);
+    primary.kill().unwrap();
+    standby.start_again().unwrap();
+    standby.promote().unwrap();
+    assert_eq!(
+        text(standby.url(), "SELECT pg_is_in_recovery()::text").await,
+        "false"
+    );
+    let c = connect(standby.url()).await;
+    c.batch_execute("INSERT INTO t VALUES (3)").await.unwrap();
+    assert_eq!(
+        text(
+            standby.url(),
+            "SELECT string_agg(n::text, ',' ORDER BY n) FROM t"
+        )
+        .await,
+        "1,3"
+    );
+    let dirs = (primary.dir().to_owned(), standby.dir().to_owned());
+    drop((primary, standby));
+    assert!(!dirs.0.exists() && !dirs.1.exists(), "dirs left after drop");
 }
