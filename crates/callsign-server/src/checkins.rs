@@ -1,13 +1,13 @@
-//! What the server keeps in memory for recovery after a rollback (docs/RECOVERY.md): the
-//! settings a recovery waits by, the tokens' sightings written, the rollback notice and the
-//! cursors' rollback epoch, and how far this node has seen each account's feed reach. The
-//! steps that use them are in [`crate::recovery`].
+//! What the server keeps for recovery after a rollback (docs/RECOVERY.md): the settings a
+//! recovery waits by, the tokens' sightings ([`seen`]), and in memory the rollback notice, the
+//! cursors' rollback epoch and how far this node has seen each account's feed reach. The steps
+//! that use them are in [`crate::recovery`].
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use callsign_storage::{AccountId, AllocStore};
+use callsign_storage::{AccountId, AllocStore, Caller};
 
 /// How long a recovery waits, and for whom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,12 +34,10 @@ const SEEN_EVERY_MS: i64 = 3600 * 1000;
 /// How long a read of the latest rollback serves the sync answers.
 const NOTICE_TTL: Duration = Duration::from_secs(5);
 
-/// The check-ins this process records, the rollback notice it serves, and how far it has
-/// seen each account's feed reach.
+/// The rollback notice this process serves, the cursors' epoch, and how far it has seen each
+/// account's feed reach.
 #[derive(Default)]
 pub struct Checkins {
-    /// When each token's sighting was last written, by token hash.
-    written: Mutex<HashMap<Vec<u8>, i64>>,
     notice: Mutex<Option<(Instant, Option<i64>)>>,
     /// The furthest feed position this node has given out, per account.
     reached: Mutex<HashMap<AccountId, i64>>,
@@ -48,47 +46,42 @@ pub struct Checkins {
     epoch: AtomicI64,
 }
 
-impl Checkins {
-    /// Records that the token hashing to `hash` was used at `now`, if its last sighting
-    /// written here is an hour old (a failed write is tried again on its next request).
-    pub async fn seen(&self, alloc: &dyn AllocStore, hash: &[u8], now: i64) {
-        {
-            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            if w.get(hash).is_some_and(|&at| now - at < SEEN_EVERY_MS) {
-                return;
-            }
-            w.insert(hash.to_vec(), now);
-        }
-        if let Err(e) = alloc.token_seen(hash, now).await {
-            tracing::warn!(error = %e, "could not record a token's use");
-            let mut w = self.written.lock().unwrap_or_else(|p| p.into_inner());
-            w.remove(hash);
-        }
+/// Records that the token hashing to `hash`, just read from the database as `caller`, was
+/// used at `now`, if its recorded sighting is an hour old. Called where the token is read (at
+/// most once a minute per token: the token cache answers in between), so it costs a request
+/// nothing else; a failed write is tried again at the next read.
+pub async fn seen(alloc: &dyn AllocStore, caller: &Caller, hash: &[u8], now: i64) {
+    if caller
+        .last_seen_at
+        .is_some_and(|at| now - at < SEEN_EVERY_MS)
+    {
+        return;
     }
+    if let Err(e) = alloc.token_seen(hash, now).await {
+        tracing::warn!(error = %e, "could not record a token's use");
+    }
+}
 
+impl Checkins {
     /// When the database was last rolled back, within the notice period.
-    pub async fn rollback_at(&self, alloc: &dyn AllocStore, now: i64) -> Option<i64> {
+    pub async fn rollback_at(
+        &self,
+        alloc: &dyn AllocStore,
+        now: i64,
+    ) -> callsign_storage::Result<Option<i64>> {
         {
             let n = self.notice.lock().unwrap_or_else(|p| p.into_inner());
             if let Some((read, at)) = *n {
                 if read.elapsed() < NOTICE_TTL {
-                    return at;
+                    return Ok(at);
                 }
             }
         }
-        let at = match alloc.last_rollback().await {
-            Ok(r) => {
-                self.epoch
-                    .fetch_max(r.map_or(0, |r| r.at), Ordering::Relaxed);
-                r.map(|r| r.at).filter(|&at| now - at < NOTICE_MS)
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the latest rollback");
-                return None;
-            }
-        };
+        let last = alloc.last_rollback().await?.map(|r| r.at);
+        self.epoch.fetch_max(last.unwrap_or(0), Ordering::Relaxed);
+        let at = last.filter(|&at| now - at < NOTICE_MS);
         *self.notice.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), at));
-        at
+        Ok(at)
     }
 
     /// A rollback at `at`: the notice is read again, and cursors from before it are retired.

@@ -2,15 +2,16 @@
 //! have checked in, when a project's recovery ends by itself, and the notice every sync answer
 //! carries so that devices bring back their keys.
 //!
-//! - **Check-ins.** Every authenticated request records when its token was seen, at most once
-//!   an hour per token ([`Checkins::seen`](crate::checkins::Checkins::seen)); `POST /v1/recovery/witness` records that its
+//! - **Check-ins.** A token read from the database records when it was used, at most once an
+//!   hour ([`seen`](crate::checkins::seen)); `POST /v1/recovery/witness` records that its
 //!   device brought back its keys.
 //! - **Ending.** Each reaper pass ([`end_when_due`]) ends an account's recovery once every
-//!   device active in the [`Settings::active`](crate::checkins::Settings::active) period before the backup has checked in since
-//!   the rollback, or once it has lasted [`Settings::grace`](crate::checkins::Settings::grace). Ending it logs what the recovery
-//!   could not bring back ([`callsign_storage::RecoveryReport`]) and publishes it on `/metrics`.
+//!   device active in the [`active`](crate::checkins::Settings::active) period before the
+//!   backup has checked in since the rollback, or once it has lasted
+//!   [`grace`](crate::checkins::Settings::grace). Ending it logs what the recovery could not
+//!   bring back ([`callsign_storage::RecoveryReport`]) and publishes it on `/metrics`.
 //! - **Notice.** `GET /v1/changes` answers carry `rollback_at` for 90 days after a rollback
-//!   ([`Checkins::rollback_at`](crate::checkins::Checkins::rollback_at), read at most every few seconds).
+//!   ([`rollback_at`](crate::checkins::Checkins::rollback_at), read at most every few seconds).
 //! - **Rollbacks nobody declared.** A feed position this server has given out is a witness:
 //!   the feed never moves back. A device's cursor past the feed's end ([`check_cursor`]), or
 //!   a position this node served that the database no longer reaches ([`check_reached`], each
@@ -53,7 +54,12 @@ pub async fn check_cursor(state: &AppState, account: AccountId, seq: i64) -> Api
 
 /// Each reaper pass: a feed position this node gave out that the database no longer reaches
 /// means the database was rolled back under it (a failover to a standby that was behind).
+/// Nothing to check on SQLite: its data dir is this process's alone (`datadir::lock`), and a
+/// restore needs the server stopped.
 pub async fn check_reached(state: &AppState) -> callsign_storage::Result<()> {
+    if state.config.database.data_dir().is_some() {
+        return Ok(());
+    }
     for (account, seq) in state.checkins.reached_all() {
         let end = state.alloc.feed_end(account).await?;
         if end < seq {

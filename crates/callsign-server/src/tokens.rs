@@ -105,6 +105,7 @@ mod tests {
             member: n,
             name: callsign_core::MemberName::parse("bob").unwrap(),
             role: Role::Member,
+            last_seen_at: None,
         }
     }
 

@@ -145,12 +145,25 @@ async fn create(
     uuid: Uuid,
     body: &NewTask,
 ) -> Outcome {
-    let m = mutation(idem, uuid, body);
+    run_create(b, account, mutation(idem, uuid, body), body)
+        .await
+        .unwrap()
+}
+
+/// The create protocol for the mutation `m` of `body`: phase 1's refusal or replay, else the
+/// commit's own outcome (the batch itself must succeed).
+async fn run_create(
+    b: &Backend,
+    account: AccountId,
+    m: Mutation,
+    body: &NewTask,
+) -> callsign_storage::Result<Outcome> {
+    let (idem, uuid) = (m.idem.clone(), m.uuid);
     let mut p1 = b.alloc.phase1(account, Op::Create, &[m], now_ms()).await;
     let (at, claim) = match p1.pop().unwrap() {
         Err(e) => panic!("phase 1 failed: {e}"),
-        Ok(Phase1::Refused(why)) => return Outcome::Refused(why),
-        Ok(Phase1::Replay(r)) => return Outcome::Answered(r),
+        Ok(Phase1::Refused(why)) => return Ok(Outcome::Refused(why)),
+        Ok(Phase1::Replay(r)) => return Ok(Outcome::Answered(r)),
         Ok(Phase1::Proceed(at, claim)) => (at, claim),
     };
     let snapshot = b
@@ -160,9 +173,9 @@ async fn create(
         .unwrap()
         .pop()
         .unwrap();
-    let r = commit(b, account, Op::Create, idem, at, snapshot).await;
+    let r = try_commit(b, account, Op::Create, &idem, at, snapshot).await;
     drop(claim);
-    Outcome::Answered(r)
+    r.map(Outcome::Answered)
 }
 
 async fn commit(
@@ -1844,20 +1857,7 @@ async fn witness(
         fp: fingerprint("witness", uuid, &request),
         request: request.to_json(),
     };
-    let (at, claim) = match b
-        .alloc
-        .phase1(account, Op::Create, &[m], now_ms())
-        .await
-        .pop()
-    {
-        Some(Ok(Phase1::Proceed(at, claim))) => (at, claim),
-        Some(Ok(Phase1::Replay(r))) => return Ok(r),
-        other => panic!("phase 1 of a witness: {other:?}"),
-    };
-    let snapshot = b.tasks.create(account, vec![(uuid, body)]).await.unwrap()[0].clone();
-    let out = try_commit(b, account, Op::Create, idem, at, snapshot).await;
-    drop(claim);
-    out
+    run_create(b, account, m, &body).await.map(Outcome::reply)
 }
 
 async fn resolves(b: &Backend, account: AccountId, key: &str) -> Option<Uuid> {

@@ -36,6 +36,7 @@ use uuid::Uuid;
 
 pub use error::{Error, Result};
 pub use model::Snapshot;
+pub use protocol::witness_in;
 pub use protocol::{
     fingerprint, Claim, Commit, CreateRequest, KeyLookup, Meta, Mutation, Op, Phase1, Refusal,
     Renamed, Render, Reply, Reserved, Settled, TaskMeta, Witness,

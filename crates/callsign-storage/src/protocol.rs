@@ -92,12 +92,6 @@ impl CreateRequest {
         serde_json::from_str(request)
     }
 
-    pub fn task(&self) -> &NewTask {
-        match self {
-            CreateRequest::Witnessed { task, .. } | CreateRequest::Plain(task) => task,
-        }
-    }
-
     pub fn into_task(self) -> NewTask {
         match self {
             CreateRequest::Witnessed { task, .. } | CreateRequest::Plain(task) => task,
@@ -114,6 +108,23 @@ impl CreateRequest {
     /// What the slot stores.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// How a stored witnessed create begins (`{"task":…,"witness":…}`, its fields in declaration
+/// order); a plain create's task begins `{"project":`. Backends match on it to skip parsing the
+/// request of every create but the rare witness (PostgreSQL reads such requests only).
+pub const WITNESSED_PREFIX: &str = "{\"task\":";
+
+/// The witness a stored create request carries, if any; a plain create's request is not
+/// parsed.
+pub fn witness_in(request: &str) -> Option<Witness> {
+    if !request.starts_with(WITNESSED_PREFIX) {
+        return None;
+    }
+    match CreateRequest::parse(request).ok()? {
+        CreateRequest::Witnessed { witness, .. } => Some(witness),
+        CreateRequest::Plain(_) => None,
     }
 }
 
@@ -303,4 +314,29 @@ pub enum Renamed {
     /// The new prefix is, or was, another project's (named by its prefix now): its keys name
     /// that project's tasks forever.
     Taken(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_witnessed_create_is_stored_with_the_witness_prefix() {
+        let task = NewTask::new("SYN", "brought back");
+        let plain = CreateRequest::new(task.clone(), None).to_json();
+        assert!(!plain.starts_with(WITNESSED_PREFIX), "{plain}");
+        assert_eq!(
+            plain,
+            serde_json::to_string(&task).unwrap(),
+            "as before witnesses"
+        );
+        assert_eq!(witness_in(&plain), None);
+        let witness = Witness {
+            key: "SYN-12".into(),
+            previous_keys: vec!["OPS-3".into()],
+        };
+        let stored = CreateRequest::new(task, Some(witness.clone())).to_json();
+        assert!(stored.starts_with(WITNESSED_PREFIX), "{stored}");
+        assert_eq!(witness_in(&stored), Some(witness));
+    }
 }

@@ -48,6 +48,8 @@ pub struct Caller {
     pub member: MemberId,
     pub name: MemberName,
     pub role: Role,
+    /// When the token was last recorded as used (hour grain; `None`: not since it was made).
+    pub last_seen_at: Option<i64>,
 }
 
 /// What `member add` made: the plain token is shown once and never stored.

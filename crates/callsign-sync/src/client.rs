@@ -211,7 +211,6 @@ impl Client {
             .await
     }
 
-    /// An invite code (owners): `POST /v1/invites`.
     /// `POST /v1/recovery/witness`: keyed tasks this device holds, after a rollback.
     pub async fn witness(&self, req: &WitnessRequest) -> Result<WitnessResponse, CallError> {
         let rb = self
@@ -221,6 +220,7 @@ impl Client {
         self.send(rb).await
     }
 
+    /// An invite code (owners): `POST /v1/invites`.
     pub async fn invite(&self, req: &NewInvite) -> Result<Invite, CallError> {
         let rb = self
             .http

@@ -152,22 +152,12 @@ impl FromRequestParts<AppState> for Caller {
             }
             unauthorized()
         };
-        let token = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty());
-        let hash = token.as_deref().map(hash_token);
+        let hash = bearer(parts).map(hash_token);
         // Read before the database: a removal that lands after the read below leaves the entry
         // with a stamp that is already old.
         let stamp = state.revocations.stamp();
-        if let Some(h) = hash.as_deref() {
-            if let Some(c) = state.tokens.get(h, stamp) {
-                state.checkins.seen(&*state.alloc, h, now_ms()).await;
-                return Ok(c);
-            }
+        if let Some(c) = hash.as_deref().and_then(|h| state.tokens.get(h, stamp)) {
+            return Ok(c);
         }
         if present {
             not_blocked(state, ip)?;
@@ -180,7 +170,7 @@ impl FromRequestParts<AppState> for Caller {
                 _ => plain,
             });
         };
-        state.checkins.seen(&*state.alloc, &hash, now_ms()).await;
+        crate::checkins::seen(&*state.alloc, &caller, &hash, now_ms()).await;
         state.tokens.put(hash, caller.clone(), stamp);
         Ok(caller)
     }
@@ -194,12 +184,19 @@ impl FromRequestParts<AppState> for TokenHash {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
-        parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(|t| TokenHash(hash_token(t.trim())))
+        bearer(parts)
+            .map(|t| TokenHash(hash_token(t)))
             .ok_or_else(unauthorized)
     }
+}
+
+/// The request's bearer token, if it sent one.
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
 }

@@ -74,7 +74,6 @@ pub fn parse_limit(limit: Option<&str>) -> ApiResult<usize> {
     }
 }
 
-/// The feed position of `since` (none, empty or `0`: the start).
 /// The feed position of `since` ([`parse_cursor`]), checked against the feed: a position past
 /// its end reveals a rollback ([`crate::recovery::check_cursor`]).
 pub async fn cursor_after(
@@ -86,7 +85,7 @@ pub async fn cursor_after(
     state
         .checkins
         .rollback_at(&*state.alloc, callsign_storage::now_ms())
-        .await;
+        .await?;
     let after = parse_cursor(state, account, since)?;
     if after > 0 {
         crate::recovery::check_cursor(state, account, after).await?;
@@ -94,6 +93,7 @@ pub async fn cursor_after(
     Ok(after)
 }
 
+/// The feed position of `since` (none, empty or `0`: the start).
 pub fn parse_cursor(state: &AppState, account: AccountId, since: Option<&str>) -> ApiResult<i64> {
     match since.map(str::trim) {
         None | Some("") | Some("0") => Ok(0),
@@ -158,7 +158,7 @@ pub async fn list(
     answer.rollback_at = state
         .checkins
         .rollback_at(&*state.alloc, callsign_storage::now_ms())
-        .await;
+        .await?;
     Ok(Json(answer))
 }
 

@@ -48,7 +48,7 @@ pub async fn witness(
     if state
         .checkins
         .rollback_at(&*state.alloc, now_ms())
-        .await
+        .await?
         .is_none()
     {
         return Err(ApiError::new(
@@ -142,9 +142,6 @@ fn prepare(
         .collect::<ApiResult<Vec<_>>>()?;
     let mut fields = t.fields;
     fields.project = key.prefix.to_string();
-    if team.check(fields.assignee.as_deref()).is_err() {
-        fields.assignee = None;
-    }
     let mut r = prepare_create(t.idempotency_key, t.uuid, fields, &caller.name)?;
     if team.check(r.body.assignee.as_deref()).is_err() {
         r.body.assignee = None;

@@ -30,11 +30,13 @@ use callsign_storage::rows::child_scope;
 use callsign_storage::{AccountId, CreateRequest, KeyRow, Witness};
 use callsign_storage::{Commit, Mutation, Op, Refusal, Render, Reply, Reserved, Settled};
 
-/// The columns [`PgAlloc::existing_slot`] reads, by position; phase 2 reads the request too
-/// (an update's move, a create's witness).
+/// The columns [`PgAlloc::existing_slot`] reads, by position; phase 2 reads the request too,
+/// only where it matters: an update's (a move), a witnessed create's
+/// ([`callsign_storage::protocol::WITNESSED_PREFIX`]).
 pub(super) const SLOT_ROW: &str =
     "SELECT id, idem_key, fingerprint, state, response_status, response_body, created_at,
-            task_uuid, request
+            task_uuid,
+            CASE WHEN op = 'update' OR starts_with(request, '{\"task\":') THEN request END
      FROM slots WHERE account_id = $1 AND idem_key = ANY($2) ORDER BY idem_key FOR UPDATE";
 
 /// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
@@ -335,10 +337,7 @@ impl PgAlloc {
             }
             let request = row.get::<_, Option<String>>(8);
             let witness = match op {
-                Op::Create => request
-                    .as_deref()
-                    .and_then(|r| CreateRequest::parse(r).ok())
-                    .and_then(|r| r.witness().cloned()),
+                Op::Create => request.as_deref().and_then(callsign_storage::witness_in),
                 Op::Update => None,
             };
             let mut bound = None;

@@ -102,7 +102,7 @@ pub(super) async fn caller_by_token_hash(
 ) -> Result<Option<Caller>> {
     let st = c
         .prepare_cached(
-            "SELECT t.account_id, m.id, m.name, m.role FROM tokens t
+            "SELECT t.account_id, m.id, m.name, m.role, t.last_seen_at FROM tokens t
              JOIN members m ON m.id = t.member_id
              WHERE t.token_hash = $1 AND m.removed_at IS NULL",
         )
@@ -114,6 +114,7 @@ pub(super) async fn caller_by_token_hash(
             member: r.get(1),
             name: stored(name_of(r.get(2)))?,
             role: stored(role_of(r.get(3)))?,
+            last_seen_at: r.get(4),
         })
     })
     .transpose()

@@ -80,7 +80,7 @@ pub fn current_member(
 pub fn caller_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<Caller>> {
     Ok(conn
         .prepare_cached(
-            "SELECT t.account_id, m.id, m.name, m.role FROM tokens t
+            "SELECT t.account_id, m.id, m.name, m.role, t.last_seen_at FROM tokens t
              JOIN members m ON m.id = t.member_id
              WHERE t.token_hash = ?1 AND m.removed_at IS NULL",
         )?
@@ -90,6 +90,7 @@ pub fn caller_by_token_hash(conn: &Connection, hash: &[u8]) -> Result<Option<Cal
                 member: r.get(1)?,
                 name: convert(2, name_of(&r.get::<_, String>(2)?))?,
                 role: convert(3, role_of(&r.get::<_, String>(3)?))?,
+                last_seen_at: r.get(4)?,
             })
         })
         .optional()?)

@@ -202,9 +202,7 @@ pub fn commit_create(
         }
     };
     let parent = slots::parent_of(conn, account, uuid)?;
-    let witness = CreateRequest::parse(&slot.request)
-        .ok()
-        .and_then(|r| r.witness().cloned());
+    let witness = callsign_storage::witness_in(&slot.request);
     // (status, number, key) when the task has its key: it kept one (200), or a witness bound
     // the one a device holds (201).
     let keyed = match (&witness, slots::current_key(conn, account, uuid)?) {

@@ -67,7 +67,6 @@ fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     Ok(task)
 }
 
-/// The [`TASK_COLUMNS`] of a row, as a task with nothing open in the outbox.
 impl Store {
     /// Every task that has a key here, parents before their subtasks: what this device brings
     /// back after the server was rolled back (docs/RECOVERY.md).
@@ -82,6 +81,7 @@ impl Store {
     }
 }
 
+/// The [`TASK_COLUMNS`] of a row, as a task with nothing open in the outbox.
 pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
     let text = |i: usize| r.get::<_, String>(i);
     let bad = |i: usize, e: String| {
