@@ -11,18 +11,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
 export CARGO_TERM_COLOR=never
+# Each stage is announced with the seconds this run has taken so far (where CI time goes).
+stage() { echo "== [${SECONDS} s] $*"; }
 
-echo "== ui: npm ci, check, unit tests, build (the app embeds ui/dist)"
+stage "ui: npm ci, check, unit tests, build (the app embeds ui/dist)"
 (cd ui && npm ci --no-audit --no-fund && npm run check && npm test && npm run build)
 
-echo "== cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all --check
-echo "== cargo clippy"
+stage "cargo clippy"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
-echo "== the workspace's shape: crates depend one way, no import circle of over two files"
+stage "the workspace's shape: crates depend one way, no import circle of over two files"
 python3 scripts/check-layers.py --self-test
 python3 scripts/check-layers.py
-echo "== Taskwarrior 3.5 for the real-Taskwarrior test (tests/e2e/task3.rs)"
+stage "Taskwarrior 3.5 for the real-Taskwarrior test (tests/e2e/task3.rs)"
 # Fetched from Debian sid when it can be; without it that one test is skipped, not failed.
 task3_log="$(mktemp)"
 if task3="$(bash scripts/taskwarrior3.sh 2>"$task3_log")"; then
@@ -33,19 +35,20 @@ else
     echo "== the real-Taskwarrior test will be skipped: $(tail -n 1 "$task3_log")"
 fi
 rm -f "$task3_log"
-echo "== cargo test"
+stage "cargo test"
 cargo test --workspace --all-features --locked
-echo "== engine and CLI end to end again, against a PostgreSQL-backed server"
+stage "engine and CLI end to end again, against a PostgreSQL-backed server"
 # The same scenarios, unchanged; each server on a fresh schema of a throwaway cluster. The
 # fault campaign is left out here: it has a three-node PostgreSQL run of its own above.
 CALLSIGN_E2E_DATABASE=postgres cargo test --workspace --all-features --locked --test e2e -- --skip chaos
 
-echo "== API fuzzing: schemathesis against the real server (bounded)"
+stage "API fuzzing: schemathesis against the real server (bounded)"
 bash scripts/fuzz-api.sh
 
-echo "== desktop end to end"
+stage "desktop end to end"
 bash scripts/test-desktop.sh
 
-echo "== Debian packages of the server, the CLI and the desktop app: build, then install into a temp root"
+stage "Debian packages of the server, the CLI and the desktop app: build, then install into a temp root"
 bash scripts/package.sh --debug
 bash scripts/check-packages.sh
+stage "all passed"

@@ -70,6 +70,13 @@ async function eventually(what, ms, f) {
 }
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'callsign-desktop-e2e-'));
+const APP_LOG = path.join(tmp, 'app.log');
+
+/** The last `n` lines of the app's log, for a failure's message. */
+function appLogTail(n) {
+  const lines = fs.readFileSync(APP_LOG, 'utf8').trimEnd().split('\n');
+  return lines.slice(-n).join('\n');
+}
 const serverDir = path.join(tmp, 'server');
 const clientDir = path.join(tmp, 'client');
 let port;
@@ -161,8 +168,11 @@ async function capture(text) {
  * density) under the temp dir too, so every run starts from the defaults.
  */
 async function openApp(dataDir, xdg) {
+  // The app's log (its sync engine's passes too) goes to a file; a failure quotes its end.
+  const log = fs.openSync(APP_LOG, 'a');
   driver = spawn('tauri-driver', ['--port', String(DRIVER_PORT), '--native-port', '4445'],
-    { stdio: 'inherit', env: { ...process.env, CALLSIGN_DATA_DIR: dataDir, XDG_DATA_HOME: xdg, RUST_LOG: 'warn' } });
+    { stdio: ['ignore', 'inherit', log], env: { ...process.env, CALLSIGN_DATA_DIR: dataDir, XDG_DATA_HOME: xdg, RUST_LOG: 'warn,callsign_sync=info', NO_COLOR: '1' } });
+  fs.closeSync(log);
   await waitForPort(DRIVER_PORT, 15000);
   browser = await remote({
     hostname: '127.0.0.1',
@@ -1350,9 +1360,14 @@ test('a restored server: a capture waits in plain words, and gets the next key o
 
   // Bob captures: the task waits, and says why in plain words; bob's app brings back its keys.
   await capture('Captured after the restore #PFX');
+  // On a timeout, what the app and the server showed instead.
+  let seen;
   const waiting = await eventually('the recovering marker', 20000, async () => {
     const r = await rowByText('Captured after the restore');
+    seen = { row: r, header: await textOf('sync-text') };
     return r?.marker === 'server recovering' ? r : null;
+  }).catch((e) => {
+    throw new Error(`${e.message}; the app showed ${JSON.stringify(seen)}; the server: ${JSON.stringify(admin('recovery', 'status'))}; the app's log ends:\n${appLogTail(40)}`);
   });
   assert.equal(waiting.key, null, 'no key while the server recovers');
   await selectRow('Captured after the restore');
