@@ -273,6 +273,7 @@ impl Script {
                 uuid: uuid.parse()?,
                 key: key.clone(),
                 previous_keys: Vec::new(),
+                created_by: None,
                 fields: NewTask::new("SYN", "filed by the CI script"),
             }],
             complete: true,

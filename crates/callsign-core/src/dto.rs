@@ -497,6 +497,11 @@ pub struct WitnessedTask {
     /// The keys it had before, oldest first.
     #[serde(default)]
     pub previous_keys: Vec<String>,
+    /// Who created it, as the server told the device. A server that lost the task makes it
+    /// with this creator when the name is one of the team's members (removed ones included),
+    /// not with the member whose device happens to bring it back first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
     /// Its fields, as a create's (the server makes the task from them if it lost it).
     pub fields: NewTask,
 }

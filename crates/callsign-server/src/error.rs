@@ -101,6 +101,22 @@ pub fn recovering(prefix: &str) -> ApiError {
     }
 }
 
+/// `503 recovering` for a subtask whose parent the server lacks while the account recovers: a
+/// device may yet bring the parent back, so the subtask is not refused (its slot is failed, and
+/// the same request is decided anew later; after recovery a parent still missing is
+/// `422 invalid_parent`).
+pub fn recovering_parent(parent: &str) -> ApiError {
+    ApiError {
+        code: ErrorCode::Recovering,
+        detail: format!(
+            "the server is recovering from a backup and does not have the parent {parent} yet: \
+             the team's devices may bring it back; your task keeps its place (retry later with \
+             the same idempotency key)"
+        ),
+        retry_after: ErrorCode::Recovering.retry_hint().map(|d| d.as_secs()),
+    }
+}
+
 /// `422 idempotency_key_reused`: the key came before with another request.
 pub fn refused_reuse(op: Op) -> ApiError {
     ApiError::new(

@@ -48,6 +48,7 @@ fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
         uuid: t.uuid,
         key,
         previous_keys: t.previous_keys,
+        created_by: t.created_by,
         fields: NewTask {
             project: t.project,
             description: t.description,

@@ -7,10 +7,12 @@
 //! A device counts as checked in once it sends its last batch (`complete`) and every task in
 //! it is answered (a key another task holds waits for the project's recovery to end: that
 //! counts as answered). A device's check-in may end its account's recovery at once.
+use std::collections::HashSet;
+
 use axum::extract::State;
 use axum::Json;
 use callsign_core::dto::{MutationResult, WitnessRequest, WitnessResponse, MAX_BATCH};
-use callsign_core::{validate, ErrorCode, TaskKey};
+use callsign_core::{validate, ErrorCode, MemberName, TaskKey};
 use callsign_storage::{now_ms, Caller, Witness};
 
 use super::auth::TokenHash;
@@ -58,6 +60,15 @@ pub async fn witness(
         ));
     }
     let team = Team::read(&state, account, true).await?;
+    // Creators are kept as the devices hold them: anyone who was ever on the team.
+    let ever: HashSet<String> = state
+        .alloc
+        .list_members(account)
+        .await?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.name.to_string())
+        .collect();
     let n = req.tasks.len();
     let keys: Vec<String> = req
         .tasks
@@ -68,7 +79,7 @@ pub async fn witness(
     // By depth: a subtask's parent is answered before it.
     let mut rounds: Vec<Vec<(usize, CreateReq)>> = Vec::new();
     for (i, t) in req.tasks.into_iter().enumerate() {
-        match prepare(t, &caller, &team) {
+        match prepare(t, &caller, &team, &ever) {
             Ok((depth, r)) => {
                 if rounds.len() <= depth {
                     rounds.resize_with(depth + 1, Vec::new);
@@ -123,11 +134,13 @@ pub async fn witness(
 
 /// Checks one witnessed task and makes its create: its fields as a create's (an assignee who
 /// is no longer a member is dropped, not refused: the task is brought back all the same), its
-/// project the one its key names. Returns its key's depth too.
+/// project the one its key names, its creator the one the device holds when that name was
+/// ever on the team (`ever`), else the caller. Returns its key's depth too.
 fn prepare(
     t: callsign_core::dto::WitnessedTask,
     caller: &Caller,
     team: &Team,
+    ever: &HashSet<String>,
 ) -> ApiResult<(usize, CreateReq)> {
     validate::idempotency_key(&t.idempotency_key)
         .map_err(|e| ApiError::new(ErrorCode::IdempotencyKeyInvalid, e.0))?;
@@ -145,6 +158,14 @@ fn prepare(
     let mut r = prepare_create(t.idempotency_key, t.uuid, fields, &caller.name)?;
     if team.check(r.body.assignee.as_deref()).is_err() {
         r.body.assignee = None;
+    }
+    if let Some(by) = t
+        .created_by
+        .and_then(|b| MemberName::parse(&b).ok())
+        .map(|b| b.to_string())
+        .filter(|b| ever.contains(b))
+    {
+        r.body.created_by = Some(by);
     }
     r.witness = Some(Witness {
         key: key.to_string(),

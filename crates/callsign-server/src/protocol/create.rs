@@ -7,7 +7,9 @@
 //! (`check_parents`): it is this account's task, it has its key (else `409 task_not_committed`,
 //! which the client retries once the parent's create is answered, also when the parent is in
 //! the same batch), and its key has fewer than `MAX_DEPTH` (8) numbers; anything else is
-//! `422 invalid_parent`. A refusal fails the slot (`Batch::refuse`), so nothing is numbered.
+//! `422 invalid_parent`; while the account recovers from a rollback, a parent it lacks is
+//! `503 recovering` instead, since a device may yet bring it back (docs/RECOVERY.md). A
+//! refusal fails the slot (`Batch::refuse`), so nothing is numbered.
 //!
 //! Phase 2 numbers a subtask from the counter whose scope is its parent's key path
 //! (`counters (project, '42')` for `SYN-42.1`, `'42.1'` for `SYN-42.1.1`), in the parent's
@@ -24,7 +26,7 @@ use uuid::Uuid;
 
 use super::{fingerprint, render, write_keys_later, Batch, CreateReq, Item, Reply};
 use crate::crash;
-use crate::error::not_committed;
+use crate::error::{not_committed, recovering_parent};
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Stage;
 use crate::state::AppState;
@@ -147,6 +149,13 @@ fn invalid_parent(detail: String) -> ApiError {
     ApiError::new(ErrorCode::InvalidParent, detail)
 }
 
+/// Whether `account` recovers from a rollback: a parent it lacks may yet be brought back by a
+/// device (docs/RECOVERY.md). Read only when a parent is missing.
+async fn recovering(state: &AppState, account: AccountId) -> ApiResult<bool> {
+    let rows = state.alloc.recovering().await?;
+    Ok(rows.iter().any(|r| r.account == account))
+}
+
 /// The parent a create names, as a UUID: a UUID as given, a key looked up (a key names its
 /// task forever, so the answer never changes). Nothing else is checked here.
 async fn parent_ref(
@@ -165,7 +174,13 @@ async fn parent_ref(
                 .alloc
                 .uuid_for_key(account, k.prefix.as_str(), &k.scope(), number)
                 .await?;
-            found.map_err(|_| invalid_parent(format!("parent {k}: no such task")))?
+            match found {
+                Ok(u) => u,
+                Err(_) if recovering(state, account).await? => {
+                    return Err(recovering_parent(&k.to_string()))
+                }
+                Err(_) => return Err(invalid_parent(format!("parent {k}: no such task"))),
+            }
         }
     };
     if parent == r.uuid {
@@ -191,13 +206,17 @@ async fn check_parents(
     }
     let meta = state.alloc.task_meta(account, parents).await?;
     let in_batch: HashSet<Uuid> = go.iter().map(|(it, _)| it.m.uuid).collect();
+    let missing = |p: &Uuid| !meta.contains_key(p) && !in_batch.contains(p);
+    let lacking = go
+        .iter()
+        .any(|(it, _)| it.m.parent.as_ref().is_some_and(missing));
+    let recovering = lacking && recovering(state, account).await?;
     let mut refused = HashMap::new();
     for (it, _) in go {
         let Some(p) = it.m.parent else { continue };
         let refusal = match meta.get(&p).map(|m| m.key.as_ref()) {
-            None if !in_batch.contains(&p) => {
-                Some(invalid_parent(format!("parent {p}: no such task")))
-            }
+            None if missing(&p) && recovering => Some(recovering_parent(&p.to_string())),
+            None if missing(&p) => Some(invalid_parent(format!("parent {p}: no such task"))),
             None | Some(None) => Some(not_committed(format!(
                 "the parent {p} has no key yet; send the subtask after the parent's create is \
                  answered"

@@ -206,6 +206,41 @@ async fn subtasks_take_their_parents_key_and_block_its_completion() {
 /// Two devices edit one task offline, each with the base it saw: different fields both land; the
 /// same field keeps the later `PATCH` and the task answers the replaced value in `conflicts`,
 /// also to a replay and a `GET`; `resolve` settles it; a base of the wrong shape is `422`.
+/// After a rollback the server may lack a parent a device still holds; until recovery ends a
+/// device may bring it back, so its subtask waits (`503 recovering`) instead of being refused.
+/// Once recovery has ended, the same request is decided anew: a parent still missing is
+/// `422 invalid_parent`.
+#[tokio::test]
+async fn a_subtask_of_a_parent_the_server_lacks_waits_while_it_recovers() {
+    use callsign_storage::RecoveryReason;
+    let app = TestApp::new("SYN").await;
+    let account = app.account.account_id;
+    let alloc = &app.state.alloc;
+    alloc
+        .start_recovery(Some(account), RecoveryReason::Restore, now_ms())
+        .await
+        .unwrap();
+    let child = |parent: &str| json!({"project": "SYN", "description": "Sub", "parent": parent});
+    let lost = Uuid::new_v4().to_string();
+    let (by_uuid, by_key) = (Uuid::new_v4(), Uuid::new_v4());
+    for (uuid, idem, parent) in [(by_uuid, "u", lost.as_str()), (by_key, "k", "SYN-7")] {
+        let a = app.put(uuid, idem, child(parent)).await;
+        assert_eq!(a.status, StatusCode::SERVICE_UNAVAILABLE, "{}", a.body);
+        assert_eq!(code(&a), "recovering", "{}", a.body);
+        assert!(
+            a.body["detail"].as_str().unwrap().contains(parent),
+            "{}",
+            a.body
+        );
+    }
+    alloc.end_recovery(Some(account), None).await.unwrap();
+    for (uuid, idem, parent) in [(by_uuid, "u", lost.as_str()), (by_key, "k", "SYN-7")] {
+        let a = app.put(uuid, idem, child(parent)).await;
+        assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.body);
+        assert_eq!(code(&a), "invalid_parent", "{}", a.body);
+    }
+}
+
 #[tokio::test]
 async fn concurrent_edits_merge_and_the_replaced_value_is_a_conflict() {
     let app = TestApp::new("SYN").await;
