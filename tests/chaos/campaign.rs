@@ -16,6 +16,13 @@
 //! same proxy; the nodes' crash points then include the Taskwarrior sync's own. It syncs until
 //! it succeeds, twice, before and after the reaper's wait, and the checker holds its replica
 //! against the server's keys.
+//!
+//! With `Config::restore` (SQLite), the admin's worst day happens mid-run: a `backup` a third
+//! of the way in, and at two thirds the server is killed and the backup put back with
+//! `restore`, so the keys handed out since are gone from the server while devices hold them.
+//! The devices bring them back as the run goes on (docs/RECOVERY.md); healing waits for the
+//! recovery to end, and the checker holds the keys to G1 and G2 with exactly the lost numbers
+//! `recovery status` reports ([`checker::after_restore`]).
 mod ops;
 mod tw;
 
@@ -103,6 +110,8 @@ pub struct Config {
     /// A Taskwarrior replica takes part (the account is linked and the server started with
     /// `--taskwarrior-key-file`): about one step in five is its.
     pub taskwarrior: bool,
+    /// The restore fault (see the module doc).
+    pub restore: bool,
 }
 
 impl Config {
@@ -121,6 +130,18 @@ impl Config {
             max_pause: Duration::from_millis(40),
             rates: FaultRates::default(),
             taskwarrior: true,
+            restore: false,
+        }
+    }
+
+    /// The short campaign with the restore fault. No Taskwarrior: its replica is no witness
+    /// (it brings back nothing, docs/RECOVERY.md), and its checks compare content a restore
+    /// takes back.
+    pub fn short_with_restore(seed: u64) -> Config {
+        Config {
+            restore: true,
+            taskwarrior: false,
+            ..Config::short(seed)
         }
     }
 
@@ -158,6 +179,8 @@ pub struct Outcome {
     pub violations: Vec<Violation>,
     /// The checker's report when there are violations (seed, invariant, evidence).
     pub report: String,
+    /// With the restore fault, the numbers `recovery status` reported lost.
+    pub lost: Vec<String>,
     /// The run's directory, kept when there are violations.
     pub kept: Option<PathBuf>,
 }
@@ -193,6 +216,10 @@ struct Run {
     /// Its own tasks still pending (the ones it edits and completes).
     tw_open: Vec<String>,
     s: Summary,
+    /// The run's directory (the restore fault's backup goes there).
+    root: PathBuf,
+    /// The restore fault's backup, once taken.
+    backup: Option<PathBuf>,
 }
 
 impl Run {
@@ -255,6 +282,7 @@ impl Run {
     fn step(&mut self) -> Result<()> {
         self.s.steps += 1;
         self.reap_nodes(true)?;
+        self.restore_step()?;
         self.tw_events();
         // Drawn only with a Taskwarrior, so a run without one keeps its schedule.
         if self.tw.is_some() && self.rng.gen_bool(tw::SHARE) {
@@ -266,6 +294,37 @@ impl Run {
             .rng
             .gen_range(0..=self.cfg.max_pause.as_millis() as u64);
         std::thread::sleep(Duration::from_millis(pause));
+        Ok(())
+    }
+
+    /// The restore fault (see the module doc): the backup a third of the way in (by time or by
+    /// creates), the restore at two thirds.
+    fn restore_step(&mut self) -> Result<()> {
+        if !self.cfg.restore || self.s.restores > 0 {
+            return Ok(());
+        }
+        let done = (self.started.elapsed().as_secs_f64() / self.cfg.duration.as_secs_f64())
+            .max(self.s.creates as f64 / self.cfg.max_creates as f64);
+        match self.backup.clone() {
+            None if done >= 1.0 / 3.0 => {
+                let dir = self.root.join("backup");
+                let b = self.server.backup(&dir)?;
+                self.event(format!("backup taken at {}", b["taken_at"]));
+                self.s.creates_at_backup = self.s.creates;
+                self.backup = Some(dir);
+            }
+            Some(dir) if done >= 2.0 / 3.0 => {
+                let r = self.server.restore(&dir)?;
+                self.s.restores += 1;
+                self.s.creates_rolled_back = self.s.creates - self.s.creates_at_backup;
+                self.event(format!(
+                    "server killed and the backup restored: recovering {}",
+                    r["recovering"]
+                ));
+                self.start_node(0)?;
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -348,6 +407,9 @@ impl Run {
             clean_rounds = if all_ok { clean_rounds + 1 } else { 0 };
         }
         self.event("healed: two clean sync rounds".into());
+        if self.s.restores > 0 {
+            self.recovery_ended()?;
+        }
         // Taskwarrior pushes what it has left (numbered in its sync), before the reaper's
         // wait, and pulls the keys the reaper wrote after it; the devices then pull its
         // tasks and edits.
@@ -371,6 +433,26 @@ impl Run {
         self.resolved = Some(asked);
         self.server.kill_all();
         Ok(())
+    }
+}
+
+impl Run {
+    /// After a restore, every device has synced: each brought back its keys and checked in,
+    /// so the recovery has ended by itself (none was ended by hand).
+    fn recovery_ended(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let status = self.server.recovery_status()?;
+            let recovering = status["recovering"].as_array().map_or(0, Vec::len);
+            if recovering == 0 {
+                self.event("recovery ended: every device checked in".into());
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("every device synced after the restore, and still recovering: {status}");
+            }
+            std::thread::sleep(self.server.reaper_interval);
+        }
     }
 }
 
@@ -466,6 +548,8 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         armed: vec![None; nodes],
         tw,
         tw_open: Vec::new(),
+        root: root.to_path_buf(),
+        backup: None,
         s: Summary {
             seed: cfg.seed,
             nodes,
@@ -522,7 +606,25 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         .values()
         .map(|t| t.conflicts.len() as u64)
         .sum();
-    let violations = checker::violations(&snapshot, &world.expected);
+    let (violations, lost) = if r.s.restores > 0 {
+        let status = r.server.recovery_status()?;
+        let lost: Vec<String> = status["lost"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|k| k["key"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        r.s.lost_keys = lost.len() as u64;
+        r.s.clashes = status["clashes"].as_array().map_or(0, Vec::len) as u64;
+        (
+            checker::after_restore(&snapshot, &world.expected, &lost),
+            lost,
+        )
+    } else {
+        (checker::violations(&snapshot, &world.expected), Vec::new())
+    };
     r.s.violations = violations.len();
     let mut events = r.proxy.log();
     events.append(&mut r.events);
@@ -536,6 +638,7 @@ pub fn run_kept(cfg: Config, root: &Path) -> Result<(Outcome, World)> {
         summary: r.s,
         violations,
         report,
+        lost,
         kept: None,
     };
     Ok((outcome, world))

@@ -32,16 +32,44 @@ pub fn check(world: &World) -> Result<Vec<Violation>> {
 
 /// Checks every invariant over a snapshot against what was acknowledged.
 pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec<Violation> {
+    checks(snap, expected, None)
+}
+
+/// After a backup was put back mid-run, the keys' invariants: G1 and the keys resolving
+/// everywhere as before; G2 with exactly the numbers `recovery status` reported `lost`
+/// (handed out before the restore, brought back by no device, never handed out again), no
+/// lost number in use; every acknowledged task on the server once, by its creator; devices
+/// agreeing. What a restore takes back is not held against it: the edits and moves
+/// acknowledged between the backup and the restore (devices bring back keys and the tasks
+/// the server lost, not later changes to tasks it kept), so a task's content is not compared,
+/// and a subtask numbered under its parent's key from such a lost move counts as under its
+/// parent (that key is the parent's old key now).
+pub fn after_restore(
+    snap: &Snapshot,
+    expected: &BTreeMap<String, Expected>,
+    lost: &[String],
+) -> Vec<Violation> {
+    checks(snap, expected, Some(lost))
+}
+
+/// Every check; `restored` with the lost numbers after a restore (see [`after_restore`]).
+fn checks(
+    snap: &Snapshot,
+    expected: &BTreeMap<String, Expected>,
+    restored: Option<&[String]>,
+) -> Vec<Violation> {
     let mut f = Found::default();
     let keys = Keys::of(&snap.server.keys);
-    acknowledged(&mut f, snap, expected);
+    acknowledged(&mut f, snap, expected, restored.is_none());
     one_key(&mut f, snap, &keys, expected);
-    no_gaps(&mut f, &snap.server.keys);
-    structure::subtask_keys(&mut f, snap, &keys);
+    no_gaps(&mut f, &snap.server.keys, restored.unwrap_or_default());
+    structure::subtask_keys(&mut f, snap, &keys, restored.is_some());
     structure::resolves(&mut f, snap, &keys);
     settled(&mut f, snap, &keys);
     devices_agree(&mut f, snap, &keys);
-    edits::kept(&mut f, snap);
+    if restored.is_none() {
+        edits::kept(&mut f, snap);
+    }
     edits::agree(&mut f, snap);
     taskwarrior::agrees(&mut f, snap, &keys, expected);
     members::created_by(&mut f, snap, &keys, expected);
@@ -49,8 +77,14 @@ pub fn violations(snap: &Snapshot, expected: &BTreeMap<String, Expected>) -> Vec
 }
 
 /// G3: every acknowledged task is on the server once, with its latest content, in its project
-/// under its parent, and the server has no task nobody acknowledged.
-fn acknowledged(f: &mut Found, snap: &Snapshot, expected: &BTreeMap<String, Expected>) {
+/// under its parent (`content`: not after a restore), and the server has no task nobody
+/// acknowledged.
+fn acknowledged(
+    f: &mut Found,
+    snap: &Snapshot,
+    expected: &BTreeMap<String, Expected>,
+    content: bool,
+) {
     let (reserved, replica) = (&snap.server.reserved, &snap.server.store);
     for (uuid, e) in expected {
         match (reserved.get(uuid), replica.get(uuid)) {
@@ -65,7 +99,7 @@ fn acknowledged(f: &mut Found, snap: &Snapshot, expected: &BTreeMap<String, Expe
                 ),
                 vec![uuid.clone()],
             ),
-            (Some(r), Some(t)) => {
+            (Some(r), Some(t)) if content => {
                 let server = (&r.prefix, &r.parent, &t.description, &t.status);
                 if server != (&e.project, &e.parent, &e.description, &e.status) {
                     f.bad(
@@ -75,6 +109,18 @@ fn acknowledged(f: &mut Found, snap: &Snapshot, expected: &BTreeMap<String, Expe
                              device {} acknowledged {:?}",
                             e.device,
                             (&e.project, &e.parent, &e.description, &e.status)
+                        ),
+                        vec![uuid.clone()],
+                    );
+                }
+            }
+            (Some(r), Some(_)) => {
+                if r.parent != e.parent {
+                    f.bad(
+                        ACKED_ON_SERVER,
+                        format!(
+                            "{uuid}: server has the parent {:?}, device {} acknowledged {:?}",
+                            r.parent, e.device, e.parent
                         ),
                         vec![uuid.clone()],
                     );
@@ -166,14 +212,39 @@ fn moves_with_ancestors(expected: &BTreeMap<String, Expected>, uuid: &str) -> u3
 }
 
 /// G2: per project and scope (a project's tasks, or one parent's subtasks), the numbers ever
-/// assigned, old keys included, are exactly 1..N.
-fn no_gaps(f: &mut Found, rows: &[KeyRow]) {
+/// assigned, old keys included, with the `lost` ones (`SYN-7`, `SYN-3.2`), are exactly 1..N;
+/// a lost number in use is a number handed out twice.
+fn no_gaps(f: &mut Found, rows: &[KeyRow], lost: &[String]) {
     let mut numbers: BTreeMap<(&str, &str), Vec<i64>> = BTreeMap::new();
     for k in rows {
         numbers
             .entry((&k.prefix, &k.scope))
             .or_default()
             .push(k.number);
+    }
+    let in_use: BTreeSet<String> = rows.iter().map(KeyRow::key).collect();
+    for key in lost {
+        let parsed = key.split_once('-').and_then(|(prefix, path)| {
+            let (scope, n) = path.rsplit_once('.').unwrap_or(("", path));
+            Some((prefix, scope, n.parse::<i64>().ok()?))
+        });
+        let Some((prefix, scope, n)) = parsed else {
+            f.bad(
+                NO_GAPS,
+                format!("lost key {key:?} is not a key"),
+                Vec::new(),
+            );
+            continue;
+        };
+        if in_use.contains(key) {
+            f.bad(
+                NO_GAPS,
+                format!("{key} is reported lost and names a task"),
+                Vec::new(),
+            );
+            continue;
+        }
+        numbers.entry((prefix, scope)).or_default().push(n);
     }
     for ((prefix, scope), mut ns) in numbers {
         ns.sort_unstable();

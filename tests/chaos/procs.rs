@@ -253,6 +253,52 @@ impl Server {
         Ok(child)
     }
 
+    /// `backup --to DIR`: a consistent copy of the server's data, taken while it runs (or
+    /// while it is down after a crash). SQLite only: a PostgreSQL rollback is a failover,
+    /// tested on its own (`tests/e2e/failover.rs`).
+    pub fn backup(&self, to: &Path) -> Result<Value> {
+        self.sqlite_only("backup")?;
+        run_json(
+            Command::new(server_bin())
+                .arg("backup")
+                .arg("--to")
+                .arg(to)
+                .args(self.database_args()),
+        )
+    }
+
+    /// Stops every node (SIGKILL, like an admin's data dir lost) and puts `from` back with
+    /// `restore --from`: the server starts again recovering (nothing started here).
+    pub fn restore(&mut self, from: &Path) -> Result<Value> {
+        self.sqlite_only("restore")?;
+        self.kill_all();
+        run_json(
+            Command::new(server_bin())
+                .arg("restore")
+                .arg("--from")
+                .arg(from)
+                .args(self.database_args()),
+        )
+    }
+
+    /// `recovery status`: what still recovers, whom it waits for, the lost numbers.
+    pub fn recovery_status(&self) -> Result<Value> {
+        run_json(
+            Command::new(server_bin())
+                .args(["recovery", "status"])
+                .args(self.database_args()),
+        )
+    }
+
+    fn sqlite_only(&self, what: &str) -> Result<()> {
+        match self.store {
+            ServerStore::Sqlite(_) => Ok(()),
+            ServerStore::Postgres(_) => {
+                bail!("{what}: the campaign restores SQLite data dirs only")
+            }
+        }
+    }
+
     /// SIGKILLs node `node` (no-op when it is not running).
     pub fn kill(&mut self, node: usize) {
         if let Some(mut c) = self.nodes[node].child.take() {

@@ -58,6 +58,15 @@ pub struct Summary {
     /// Conflicts the server recorded (a later edit replaced a value its device had not seen).
     pub conflicts: u64,
     pub violations: usize,
+    /// Backups put back mid-run (the restore fault), the numbers they lost (handed out,
+    /// brought back by no device) and the keys two tasks claimed.
+    pub restores: u64,
+    /// Creates acknowledged when the backup was taken, and between it and the restore (their
+    /// keys gone from the server until the devices brought them back).
+    pub creates_at_backup: u64,
+    pub creates_rolled_back: u64,
+    pub lost_keys: u64,
+    pub clashes: u64,
 }
 
 impl Summary {
@@ -70,6 +79,10 @@ impl Summary {
         self.devices = self.devices.max(o.devices);
         add_each(&mut self.by_member, &o.by_member);
         self.steps += o.steps;
+        self.restores += o.restores;
+        self.creates_rolled_back += o.creates_rolled_back;
+        self.lost_keys += o.lost_keys;
+        self.clashes += o.clashes;
         self.creates += o.creates;
         self.edits += o.edits;
         self.completions += o.completions;
@@ -177,6 +190,15 @@ impl fmt::Display for Summary {
         row("  moved on to the next node", self.failovers.to_string())?;
         let answered: Vec<String> = self.answered.iter().map(u64::to_string).collect();
         row("  answered by each node", answered.join(" / "))?;
+        row("backups restored mid-run", self.restores.to_string())?;
+        row(
+            "  creates acknowledged in between",
+            self.creates_rolled_back.to_string(),
+        )?;
+        row(
+            "  numbers lost / keys clashed",
+            format!("{} / {}", self.lost_keys, self.clashes),
+        )?;
         row("keys assigned", self.keys.to_string())?;
         row("  subtask keys", self.subtask_keys.to_string())?;
         row("  old keys (replaced by a move)", self.old_keys.to_string())?;

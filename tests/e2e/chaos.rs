@@ -23,6 +23,7 @@ use rusqlite::Connection;
 
 const SEEDS: [u64; 3] = [11, 22, 33];
 const PG_SEEDS: [u64; 2] = [44, 55];
+const RESTORE_SEED: u64 = 66;
 
 #[test]
 fn short_campaign_holds_g1_to_g5() -> Result<()> {
@@ -67,6 +68,61 @@ fn short_campaign_holds_g1_to_g5() -> Result<()> {
     assert!(
         total.by_member.len() > 1 && total.by_member.iter().all(|n| *n > 0),
         "every member of the team created tasks from their devices:\n{total}"
+    );
+    Ok(())
+}
+
+/// The admin's worst day in the middle of the campaign (issue 41): a backup taken a third of
+/// the way in is put back at two thirds, while devices hold the keys handed out since. Every
+/// invariant holds, G2 with exactly the numbers `recovery status` reports lost.
+#[test]
+fn short_campaign_with_a_restored_backup_keeps_every_key() -> Result<()> {
+    let seed = match std::env::var("CALLSIGN_CHAOS_SEED") {
+        Ok(_) => campaign::seed_from_env(),
+        Err(_) => RESTORE_SEED,
+    };
+    println!("CALLSIGN_CHAOS_SEED={seed}");
+    let dir = tempfile::Builder::new()
+        .prefix("callsign-chaos-")
+        .tempdir()?;
+    let (out, world) = campaign::run_kept(Config::short_with_restore(seed), dir.path())?;
+    println!("{}", out.summary);
+    println!("lost: {:?}", out.lost);
+    if !out.violations.is_empty() {
+        panic!("{}\nkept in {}", out.report, dir.keep().display());
+    }
+    assert_eq!(out.summary.restores, 1, "the backup was put back");
+    assert!(
+        out.summary.creates_rolled_back > 0,
+        "tasks were keyed between the backup and the restore:\n{}",
+        out.summary
+    );
+    // G2 takes exactly the reported numbers: one fewer is a gap, a key in use is a reuse.
+    let snap = world.snapshot()?;
+    let g2 = |lost: &[String]| -> Vec<String> {
+        checker::after_restore(&snap, &world.expected, lost)
+            .into_iter()
+            .filter(|v| v.invariant == checker::NO_GAPS)
+            .map(|v| v.message)
+            .collect()
+    };
+    assert_eq!(g2(&out.lost), Vec::<String>::new());
+    if let Some((first, rest)) = out.lost.split_first() {
+        let found = g2(rest);
+        assert!(
+            found.iter().any(|m| m.contains("missing")),
+            "{first} left out of the lost numbers is a gap: {found:?}"
+        );
+    }
+    let in_use = snap.server.keys[0].key();
+    let mut claimed = out.lost.clone();
+    claimed.push(in_use.clone());
+    let found = g2(&claimed);
+    assert!(
+        found
+            .iter()
+            .any(|m| m.contains(&format!("{in_use} is reported lost"))),
+        "a key in use reported lost: {found:?}"
     );
     Ok(())
 }

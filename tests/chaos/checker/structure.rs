@@ -10,7 +10,7 @@ fn under(child: &KeyRow, parent: &KeyRow) -> bool {
 
 /// A subtask's current key is its parent's current key and its own number, and each key it
 /// had lay under a key its parent had; a task with no parent has only top-level keys.
-pub(super) fn subtask_keys(f: &mut Found, snap: &Snapshot, keys: &Keys) {
+pub(super) fn subtask_keys(f: &mut Found, snap: &Snapshot, keys: &Keys, restored: bool) {
     for (uuid, r) in &snap.server.reserved {
         let rows = keys.rows(uuid);
         let Some(parent) = &r.parent else {
@@ -25,7 +25,10 @@ pub(super) fn subtask_keys(f: &mut Found, snap: &Snapshot, keys: &Keys) {
         };
         let (mine, theirs) = (keys.current(uuid), keys.current(parent));
         if let (Some(k), Some(p)) = (mine, theirs) {
-            if !under(k, p) {
+            // After a restore, a subtask may be under a key of its parent's from a move the
+            // backup lost (its old key now).
+            let under_old = || restored && keys.rows(parent).iter().any(|p| under(k, p));
+            if !under(k, p) && !under_old() {
                 f.bad(
                     SUBTASK_KEYS,
                     format!(
