@@ -62,6 +62,8 @@ pub struct UiStatus {
     pub in_flight: u64,
     /// Tasks in the local inbox.
     pub local: u64,
+    /// Of the pending, those a server recovering from a rollback keeps unnumbered.
+    pub recovering: u64,
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// The technical detail of the last sync error.
     pub last_error: Option<String>,
@@ -80,6 +82,7 @@ impl UiStatus {
             failed: s.failed,
             in_flight: s.in_flight,
             local: s.local,
+            recovering: s.recovering,
             next_attempt_at: s.next_attempt_at,
             last_error: s.last_error,
             problem: s.problem,

@@ -1370,6 +1370,7 @@ test('a restored server: a capture waits in plain words, and gets the next key o
     throw new Error(`${e.message}; the app showed ${JSON.stringify(seen)}; the server: ${JSON.stringify(admin('recovery', 'status'))}; the app's log ends:\n${appLogTail(40)}`);
   });
   assert.equal(waiting.key, null, 'no key while the server recovers');
+  await eventually('the header saying so', 5000, async () => /^Sending 1 · server recovering$/.test((await textOf('sync-text')) ?? ''));
   await selectRow('Captured after the restore');
   await browser.keys('o');
   const why = await eventually('the reason in the detail', 5000, () => textOf('detail-sync'));
@@ -1388,6 +1389,8 @@ test('a restored server: a capture waits in plain words, and gets the next key o
   });
   assert.equal(keyed.key, `PFX-${n + 1}`, `the next number after ${saidKey}, never ${saidKey} again`);
   assert.deepEqual(admin('recovery', 'status').recovering, []);
+  // Nothing is left to send: the held create is done once its key has come (no 60 s retry).
+  await eventually('all synced', 5000, async () => (await textOf('sync-text')) === 'All synced');
   await eventually('the detail without the reason', 5000, async () => (await textOf('detail-sync')) === null || !/recovering/.test(await textOf('detail-sync')));
   await shot('66-recovered');
   await browser.keys('Escape');

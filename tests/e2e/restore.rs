@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use crate::cli::{keyed, wait_for, Cli};
-use crate::fixture::{get_text, server_tasks, Account, TestServer};
+use crate::fixture::{create_project, get_text, server_tasks, Account, TestServer};
 
 #[test]
 fn after_a_restore_nothing_is_numbered_until_recovery_ends() -> Result<()> {
@@ -180,6 +180,7 @@ fn devices_bring_back_the_keys_a_restore_lost() -> Result<()> {
     let port = server.port();
     let team = Team::log_in(&server, &account)?;
     let (a, b, c) = (&team.a, &team.b, &team.c);
+    create_project(&server.url, &account.token, "OPS")?;
     for i in 1..=10 {
         a.add(&format!("before the backup {i}"), &[])?;
     }
@@ -196,6 +197,11 @@ fn devices_bring_back_the_keys_a_restore_lost() -> Result<()> {
     c.ok(&["sync"])?;
     let held = keyed(&a.list()?)?;
     assert_eq!(held.len(), 15, "{held:?}");
+    // C moves SYN-3 to OPS, where it is OPS-1, said aloud; the backup knows only SYN-3.
+    let moved = c.json(&["show", "SYN-3"])?["uuid"].clone();
+    c.ok(&["move", "SYN-3", "OPS"])?;
+    c.ok(&["sync"])?;
+    assert_eq!(c.json(&["show", "OPS-1"])?["uuid"], moved);
 
     server.stop();
     server.run(&["restore", "--from", &backup.display().to_string()])?;
@@ -246,6 +252,29 @@ fn devices_bring_back_the_keys_a_restore_lost() -> Result<()> {
     let status = server.run(&["recovery", "status"])?;
     assert_eq!(status["lost"], serde_json::json!([]), "{status}");
     assert_eq!(status["clashes"], serde_json::json!([]), "{status}");
+
+    // The move is gone with the backup, its key is not: C brought OPS-1 back before it read
+    // the restored feed (which says SYN-3), so OPS-1 still names the task everywhere, and the
+    // next task in OPS is OPS-2.
+    let t = on_server
+        .iter()
+        .find(|t| serde_json::json!(t.uuid.to_string()) == moved)
+        .ok_or_else(|| anyhow!("the moved task is not on the server"))?;
+    assert_eq!(t.previous_keys, vec!["OPS-1".to_owned()], "{t:?}");
+    for (name, dev) in [("A", a), ("B", b), ("C", c)] {
+        assert_eq!(
+            dev.json(&["show", "OPS-1"])?["uuid"],
+            moved,
+            "device {name}"
+        );
+    }
+    let next = b.add("the next in OPS", &["--project", "OPS"])?;
+    b.ok(&["sync"])?;
+    assert_eq!(
+        b.json(&["show", &next])?["key"],
+        "OPS-2",
+        "OPS-1 is never handed out again"
+    );
     Ok(())
 }
 

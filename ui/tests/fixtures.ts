@@ -40,6 +40,7 @@ export function status(over: Partial<SyncStatus> = {}): SyncStatus {
     failed: 0,
     in_flight: 0,
     local: 0,
+    recovering: 0,
     next_attempt_at: null,
     last_error: null,
     last_sync_at: null,

@@ -82,6 +82,8 @@ describe('syncSummary', () => {
     ['local inbox while configured: not "all synced"', status({ local: 4 }), '4 on this device', 0, 'online'],
     ['offline, waiting and inbox', status({ online: false, pending: 2, local: 1 }), 'Offline · 2 waiting · 1 on this device', 0, 'offline'],
     ['large counts are grouped', status({ pending: 50000 }), 'Sending 50,000', 0, 'sending'],
+    ['kept by a recovering server: it says so', status({ pending: 2, recovering: 1 }), 'Sending 2 · server recovering', 0, 'sending'],
+    ['offline, the recovery is not news', status({ online: false, pending: 1, recovering: 1 }), 'Offline · 1 waiting', 0, 'offline'],
   ] as const)('%s', (_n, s, text, failed, tone) => {
     expect(syncSummary(s)).toEqual({ text, failed, tone });
   });

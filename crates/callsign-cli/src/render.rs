@@ -541,7 +541,16 @@ impl Out {
             None => "unknown (never synced)",
         };
         println!("connection: {online}");
-        println!("pending:    {}", s.pending + s.in_flight);
+        if s.recovering > 0 {
+            println!(
+                "pending:    {} ({} kept by the server while it recovers from a backup: \
+                 docs/RECOVERY.md)",
+                s.pending + s.in_flight,
+                s.recovering
+            );
+        } else {
+            println!("pending:    {}", s.pending + s.in_flight);
+        }
         println!("failed:     {}", s.failed);
         println!(
             "local:      {} (in {LOCAL_PROJECT}, kept on this device)",

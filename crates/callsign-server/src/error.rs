@@ -101,17 +101,17 @@ pub fn recovering(prefix: &str) -> ApiError {
     }
 }
 
-/// `503 recovering` for a subtask whose parent the server lacks while the account recovers: a
-/// device may yet bring the parent back, so the subtask is not refused (its slot is failed, and
-/// the same request is decided anew later; after recovery a parent still missing is
-/// `422 invalid_parent`).
-pub fn recovering_parent(parent: &str) -> ApiError {
+/// `503 recovering` for a change that needs a task the server lacks while the account
+/// recovers (`what`: a subtask's parent, an updated task): a device may yet bring it back, so
+/// the change is not refused; the same request is decided anew later (after recovery, a task
+/// still missing is refused as ever: `422 invalid_parent`, `404 task_not_found`).
+pub fn recovering_without(what: &str) -> ApiError {
     ApiError {
         code: ErrorCode::Recovering,
         detail: format!(
-            "the server is recovering from a backup and does not have the parent {parent} yet: \
-             the team's devices may bring it back; your task keeps its place (retry later with \
-             the same idempotency key)"
+            "the server is recovering from a backup and does not have {what} yet: the team's \
+             devices may bring it back; your change keeps its place (retry later with the same \
+             idempotency key)"
         ),
         retry_after: ErrorCode::Recovering.retry_hint().map(|d| d.as_secs()),
     }

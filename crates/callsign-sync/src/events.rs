@@ -36,6 +36,9 @@ pub struct SyncStatus {
     pub failed: u64,
     /// Tasks in the local inbox, kept on this device until sent to a server project.
     pub local: u64,
+    /// Of the pending, those a server recovering from a rollback keeps unnumbered for now
+    /// (docs/RECOVERY.md).
+    pub recovering: u64,
     /// When the loop will try again, if it is waiting.
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// The last pass's error, as the engine worded it (the technical detail).

@@ -508,6 +508,7 @@ impl Syncer {
     ) -> Result<PassReport, CallError> {
         let mut limit = PULL_LIMIT;
         let mut pages = 0;
+        let mut witnessed = false;
         loop {
             let since = lock(&self.store).get(CURSOR).map_err(local)?;
             let page = match self.client.changes(since.as_deref(), limit).await {
@@ -529,6 +530,16 @@ impl Syncer {
             }
             if page.rollback_at.is_some() {
                 report.rollback_at = page.rollback_at;
+                // The server was rolled back: its feed may carry older keys of tasks this
+                // device holds (a move the backup lost), and applying it would replace them
+                // here. The keys go back first; then this page is read again, with what the
+                // server bound.
+                if !witnessed {
+                    witnessed = true;
+                    if self.bring_back_keys(page.rollback_at).await? {
+                        continue;
+                    }
+                }
             }
             let changes = checked(&page, untrusted);
             self.learn_projects(&changes, listed).await;

@@ -55,6 +55,7 @@ pub fn read(store: &Store) -> Result<SyncStatus> {
         in_flight: counts.in_flight,
         failed: counts.failed,
         local: counts.local,
+        recovering: counts.recovering,
         next_attempt_at: store.next_attempt_at()?.map(from_ms),
         ..read_connection(store)?
     })

@@ -2,10 +2,13 @@
 //! the keys it holds (docs/RECOVERY.md). `GET /v1/changes` tells when the server was last
 //! rolled back; once per rollback the pass sends every keyed task here to
 //! `POST /v1/recovery/witness`, in batches, the last one marked complete, and remembers the
-//! rollback once the server counts the device as checked in. The server re-binds each key to
+//! rollback once the server counts the device as checked in. It does so before it applies the
+//! first page that tells of the rollback: that page may carry a task's key from before a move
+//! the backup lost, which would replace the newer key this device holds. The server re-binds each key to
 //! its task (making the task from this copy if it lost it) and moves its counters past them;
 //! what it changed comes back through the change feed like any other change.
 use callsign_core::dto::{NewTask, WitnessRequest, WitnessedTask};
+use sha2::{Digest, Sha256};
 
 use crate::client::{CallError, Client};
 use crate::error::Error;
@@ -37,14 +40,8 @@ pub fn witnesses(store: &Store, at: i64) -> Result<Vec<WitnessedTask>, Error> {
 
 fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
     let key = t.key?;
-    Some(WitnessedTask {
-        // Stable while the task is unchanged, so a retry replays; a task edited meanwhile is
-        // sent under a new key, and the server answers it from the key it bound.
-        idempotency_key: format!(
-            "witness:{at}:{}:{}",
-            t.uuid,
-            t.modified_at.timestamp_millis()
-        ),
+    let mut w = WitnessedTask {
+        idempotency_key: String::new(),
         uuid: t.uuid,
         key,
         previous_keys: t.previous_keys,
@@ -62,7 +59,15 @@ fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
             assignee: t.assignee,
             created_by: None,
         },
-    })
+    };
+    // Named by what it says: a retry of the same witness replays, and devices that hold the
+    // task alike share one. A device that holds it otherwise (a move the others never saw,
+    // made in the same millisecond as their copy) sends another request, not a reuse of
+    // theirs refused as `422 idempotency_key_reused`.
+    let digest = Sha256::digest(serde_json::to_vec(&w).unwrap_or_default());
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    w.idempotency_key = format!("witness:{at}:{}:{hex}", t.uuid);
+    Some(w)
 }
 
 /// Sends `tasks` in batches, the last marked complete; whether the server counts the device

@@ -411,6 +411,7 @@ export class FakeBackend {
       failed: count((t) => t.failure !== null),
       in_flight: count((t) => t.failure === null && t.waiting?.state === 'in_progress'),
       local: count((t) => t.local),
+      recovering: count((t) => t.failure === null && t.waiting?.state === 'pending' && t.error_code === 'recovering'),
       next_attempt_at: null,
       last_error: this.lastError,
       last_sync_at: online ? new Date().toISOString() : null,

@@ -102,8 +102,9 @@ export interface SyncSummary {
 /**
  * The header's summary. Not configured: `Local only` (`· N tasks on this device` when some have
  * not reached a server). Configured: `Sending N` online / `Offline · N waiting` offline, where N
- * is pending + in flight; `N on this device` for the local inbox; `All synced` only when nothing
- * is pending, in flight, failed or local.
+ * is pending + in flight, then `server recovering` online while a server recovering from a
+ * backup keeps some unnumbered; `N on this device` for the local inbox; `All synced` only when
+ * nothing is pending, in flight, failed or local.
  */
 export function syncSummary(s: SyncStatus | null): SyncSummary {
   if (s === null) return { tone: 'local', text: 'Starting…', failed: 0 };
@@ -116,6 +117,7 @@ export function syncSummary(s: SyncStatus | null): SyncSummary {
   const parts: string[] = [];
   if (unsent > 0) parts.push(s.online ? `Sending ${fmt(unsent)}` : `Offline · ${fmt(unsent)} waiting`);
   else if (!s.online) parts.push('Offline');
+  if (s.online && s.recovering > 0) parts.push('server recovering');
   if (s.local > 0) parts.push(`${fmt(s.local)} on this device`);
   if (parts.length === 0) parts.push(s.failed > 0 ? 'Online' : 'All synced');
   const tone = s.failed > 0 ? 'failed' : !s.online ? 'offline' : unsent > 0 ? 'sending' : 'online';

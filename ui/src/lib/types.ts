@@ -131,6 +131,8 @@ export interface SyncStatus {
   in_flight: number;
   /** Tasks held in the local inbox. */
   local: number;
+  /** Of the pending, those a server recovering from a backup keeps unnumbered for now. */
+  recovering: number;
   next_attempt_at: string | null;
   last_error: string | null;
   last_sync_at: string | null;

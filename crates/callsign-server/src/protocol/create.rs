@@ -24,9 +24,10 @@ use callsign_core::dto::Task;
 use callsign_core::{ErrorCode, TaskRef, MAX_DEPTH};
 use uuid::Uuid;
 
+use super::recovering;
 use super::{fingerprint, render, write_keys_later, Batch, CreateReq, Item, Reply};
 use crate::crash;
-use crate::error::{not_committed, recovering_parent};
+use crate::error::{not_committed, recovering_without};
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Stage;
 use crate::state::AppState;
@@ -149,13 +150,6 @@ fn invalid_parent(detail: String) -> ApiError {
     ApiError::new(ErrorCode::InvalidParent, detail)
 }
 
-/// Whether `account` recovers from a rollback: a parent it lacks may yet be brought back by a
-/// device (docs/RECOVERY.md). Read only when a parent is missing.
-async fn recovering(state: &AppState, account: AccountId) -> ApiResult<bool> {
-    let rows = state.alloc.recovering().await?;
-    Ok(rows.iter().any(|r| r.account == account))
-}
-
 /// The parent a create names, as a UUID: a UUID as given, a key looked up (a key names its
 /// task forever, so the answer never changes). Nothing else is checked here.
 async fn parent_ref(
@@ -177,7 +171,7 @@ async fn parent_ref(
             match found {
                 Ok(u) => u,
                 Err(_) if recovering(state, account).await? => {
-                    return Err(recovering_parent(&k.to_string()))
+                    return Err(recovering_without(&format!("the parent {k}")))
                 }
                 Err(_) => return Err(invalid_parent(format!("parent {k}: no such task"))),
             }
@@ -215,7 +209,9 @@ async fn check_parents(
     for (it, _) in go {
         let Some(p) = it.m.parent else { continue };
         let refusal = match meta.get(&p).map(|m| m.key.as_ref()) {
-            None if missing(&p) && recovering => Some(recovering_parent(&p.to_string())),
+            None if missing(&p) && recovering => {
+                Some(recovering_without(&format!("the parent {p}")))
+            }
             None if missing(&p) => Some(invalid_parent(format!("parent {p}: no such task"))),
             None | Some(None) => Some(not_committed(format!(
                 "the parent {p} has no key yet; send the subtask after the parent's create is \

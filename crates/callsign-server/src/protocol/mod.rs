@@ -55,11 +55,11 @@ use std::collections::HashMap;
 
 use uuid::Uuid;
 
-use crate::error::{refused_reuse, ApiError, ApiResult};
+use crate::error::{not_updatable, recovering_without, refused_reuse, ApiError, ApiResult};
 use crate::state::AppState;
 pub use callsign_storage::{fingerprint, Reply};
 use callsign_storage::{now_ms, AccountId};
-use callsign_storage::{Claim, Mutation, Op, Phase1, Render, Reserved};
+use callsign_storage::{Claim, Mutation, Op, Phase1, Refusal, Render, Reserved};
 
 /// One create (`PUT /v1/tasks/{uuid}`): with a coalescer, in a batch with the account's other
 /// creates waiting on this node; else a batch of one.
@@ -198,6 +198,7 @@ impl Batch {
         let list: Vec<Mutation> = items.iter().map(|it| it.m.clone()).collect();
         let decided = state.alloc.phase1(account, op, &list, now).await;
         let mut go = Vec::new();
+        let mut unknown = Vec::new();
         for (it, r) in items.into_iter().zip(decided) {
             match r {
                 Ok(Phase1::Proceed(at, claim)) => {
@@ -205,8 +206,25 @@ impl Batch {
                     go.push((it, at));
                 }
                 Ok(Phase1::Replay(answer)) => batch.set(it.pos, Ok(answer)),
+                Ok(Phase1::Refused(Refusal::NotUpdatable {
+                    uuid,
+                    reserved: false,
+                })) => unknown.push((it.pos, uuid)),
                 Ok(Phase1::Refused(why)) => batch.set(it.pos, Err(why.into())),
                 Err(e) => batch.set(it.pos, Err(e.into())),
+            }
+        }
+        // An update of a task the server does not know waits while the account recovers: a
+        // device may yet bring the task back.
+        if !unknown.is_empty() {
+            let recovering = recovering(state, account).await;
+            for (pos, uuid) in unknown {
+                let e = match &recovering {
+                    Ok(true) => recovering_without(&format!("task {uuid}")),
+                    Ok(false) => not_updatable(uuid, false),
+                    Err(e) => e.clone(),
+                };
+                batch.set(pos, Err(e));
             }
         }
         (batch, go)
@@ -322,6 +340,13 @@ pub(crate) async fn rewrite_keys(
 
 /// Keys written onto tasks in one task-store commit by [`rewrite_keys`].
 pub const KEY_WRITE_CHUNK: usize = 1000;
+
+/// Whether `account` recovers from a rollback: a task or parent it lacks may yet be brought
+/// back by a device (docs/RECOVERY.md). Read only when one is missing.
+pub(crate) async fn recovering(state: &AppState, account: AccountId) -> ApiResult<bool> {
+    let rows = state.alloc.recovering().await?;
+    Ok(rows.iter().any(|r| r.account == account))
+}
 
 #[cfg(test)]
 mod tests {

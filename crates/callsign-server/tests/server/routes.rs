@@ -206,12 +206,12 @@ async fn subtasks_take_their_parents_key_and_block_its_completion() {
 /// Two devices edit one task offline, each with the base it saw: different fields both land; the
 /// same field keeps the later `PATCH` and the task answers the replaced value in `conflicts`,
 /// also to a replay and a `GET`; `resolve` settles it; a base of the wrong shape is `422`.
-/// After a rollback the server may lack a parent a device still holds; until recovery ends a
-/// device may bring it back, so its subtask waits (`503 recovering`) instead of being refused.
-/// Once recovery has ended, the same request is decided anew: a parent still missing is
-/// `422 invalid_parent`.
+/// After a rollback the server may lack a parent or a task a device still holds; until
+/// recovery ends a device may bring it back, so a subtask or an update waits
+/// (`503 recovering`) instead of being refused. Once recovery has ended, the same request is
+/// decided anew: a task still missing is `422 invalid_parent`, `404 task_not_found`.
 #[tokio::test]
-async fn a_subtask_of_a_parent_the_server_lacks_waits_while_it_recovers() {
+async fn changes_needing_a_task_the_server_lacks_wait_while_it_recovers() {
     use callsign_storage::RecoveryReason;
     let app = TestApp::new("SYN").await;
     let account = app.account.account_id;
@@ -233,12 +233,34 @@ async fn a_subtask_of_a_parent_the_server_lacks_waits_while_it_recovers() {
             a.body
         );
     }
+    let token = app.account.token.clone();
+    let update = || {
+        json!({"mutations": [{"idempotency_key": "upd", "op": "update", "uuid": lost,
+            "fields": {"status": "completed"}}]})
+    };
+    let sync = |body: Value| app.call(&token, "POST", "/v1/sync", None, Some(body));
+    let a = sync(update()).await;
+    let r = &a.body["results"][0];
+    assert_eq!(
+        (r["status"].as_u64(), r["error"]["code"].as_str()),
+        (Some(503), Some("recovering")),
+        "{}",
+        a.body
+    );
     alloc.end_recovery(Some(account), None).await.unwrap();
     for (uuid, idem, parent) in [(by_uuid, "u", lost.as_str()), (by_key, "k", "SYN-7")] {
         let a = app.put(uuid, idem, child(parent)).await;
         assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", a.body);
         assert_eq!(code(&a), "invalid_parent", "{}", a.body);
     }
+    let a = sync(update()).await;
+    let r = &a.body["results"][0];
+    assert_eq!(
+        (r["status"].as_u64(), r["error"]["code"].as_str()),
+        (Some(404), Some("task_not_found")),
+        "{}",
+        a.body
+    );
 }
 
 #[tokio::test]

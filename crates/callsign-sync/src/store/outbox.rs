@@ -227,7 +227,9 @@ impl Store {
                 (SELECT COUNT(*) FROM (SELECT uuid FROM outbox WHERE state = 'failed'
                     GROUP BY uuid)),
                 (SELECT COUNT(*) FROM tasks INDEXED BY tasks_by_project
-                    WHERE project = 'INBOX' AND key IS NULL AND status <> 'deleted')"
+                    WHERE project = 'INBOX' AND key IS NULL AND status <> 'deleted'),
+                (SELECT COUNT(*) FROM (SELECT uuid FROM outbox WHERE state = 'pending'
+                    AND error_code = 'recovering' GROUP BY uuid))"
         );
         Ok(self.conn.prepare_cached(&sql)?.query_row([], |r| {
             let n = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
@@ -236,6 +238,7 @@ impl Store {
                 in_flight: n(1)?,
                 failed: n(2)?,
                 local: n(3)?,
+                recovering: n(4)?,
             })
         })?)
     }

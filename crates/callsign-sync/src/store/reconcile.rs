@@ -10,6 +10,10 @@
 //!   them (a retried update carries the task's current values), so the server's older values
 //!   must not overwrite them.
 //! - Unknown UUIDs (created on another device) are inserted.
+//! - A task the server reports numbered has no create left to send: a create of it sent
+//!   before (so the server has its very body) and still queued or failed here is done (the server kept it while recovering from a rollback and
+//!   numbered it when recovery ended, or its answer was lost). Without this, the header said
+//!   "Sending 1 · next try in 60 s" for a task showing its key.
 use callsign_core::dto::Task;
 use rusqlite::{params, OptionalExtension, Transaction};
 
@@ -54,6 +58,16 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             .optional()?
             .flatten(),
     };
+    let mut closed = 0;
+    if t.key.is_some() {
+        closed = tx
+            .prepare_cached(
+                "UPDATE outbox SET state = 'done', last_error = NULL, error_code = NULL,
+             next_attempt_at = NULL
+             WHERE uuid = ?1 AND op = 'create' AND sent = 1 AND state IN ('pending', 'failed')",
+            )?
+            .execute([&u])?;
+    }
     let busy: bool = tx
         .prepare_cached(
             "SELECT EXISTS (SELECT 1 FROM outbox WHERE uuid = ?1
@@ -110,7 +124,7 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
                 t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string()),
                 previous, conflicts, t.created_by, t.assignee])?
         };
-    Ok(changed > 0)
+    Ok(changed > 0 || closed > 0)
 }
 
 impl Store {

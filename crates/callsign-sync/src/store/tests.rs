@@ -775,6 +775,56 @@ fn listing_50k_timing() {
 
 /// The indicator's counts are tasks, each counted once by what its open rows say; they agree
 /// with each task's own sync state (the rows' markers).
+/// A create the server kept while recovering (queued here with a long retry) or refused
+/// before a device brought its parent back (failed here) is done once the feed brings the task
+/// numbered: nothing is left to send, and the counts say so.
+#[test]
+fn a_sent_create_is_done_when_the_feed_brings_its_task_numbered() {
+    let mut s = Store::in_memory().unwrap();
+    let (kept, refused) = (Uuid::from_u128(1), Uuid::from_u128(2));
+    for (u, k) in [(kept, "c1"), (refused, "c2")] {
+        s.create_local(u, k, &body(&format!("task {k}")), now())
+            .unwrap();
+    }
+    let ids: Vec<i64> = [kept, refused]
+        .iter()
+        .map(|u| s.rows_for_test(*u)[0].id)
+        .collect();
+    let claimed = s.claim(&ids, 1).unwrap();
+    let recovering = Outcome::Retry(
+        "recovering".into(),
+        Some(callsign_core::ErrorCode::Recovering),
+    );
+    s.record_answers(
+        &[
+            (claimed[0].clone(), recovering),
+            (claimed[1].clone(), Outcome::Fail("no parent".into())),
+        ],
+        |_| 60_000,
+        2,
+    )
+    .unwrap();
+    let c = s.counts().unwrap();
+    assert_eq!((c.pending, c.failed), (1, 1), "{c:?}");
+    let changed = s
+        .apply_changes(
+            &[
+                server_task(kept, Some(("SYN-1", 1)), "task c1"),
+                server_task(refused, Some(("SYN-2", 2)), "task c2"),
+            ],
+            "1",
+        )
+        .unwrap();
+    assert_eq!(changed, vec![kept, refused]);
+    let c = s.counts().unwrap();
+    assert_eq!((c.pending, c.in_flight, c.failed), (0, 0, 0), "{c:?}");
+    for (u, key) in [(kept, "SYN-1"), (refused, "SYN-2")] {
+        let t = s.task(u).unwrap().unwrap();
+        assert_eq!(t.key.as_deref(), Some(key));
+        assert_eq!(t.sync_state, SyncState::Synced, "{t:?}");
+    }
+}
+
 #[test]
 fn counts_are_tasks_and_agree_with_each_tasks_state() {
     let mut s = Store::in_memory().unwrap();

@@ -35,6 +35,8 @@ pub struct Counts {
     pub failed: u64,
     /// Tasks in the local inbox (kept on this device until sent to a server project).
     pub local: u64,
+    /// Of the pending, those a server recovering from a rollback keeps unnumbered.
+    pub recovering: u64,
 }
 
 /// What [`Store::discard`](super::Store::discard) did.
