@@ -32,6 +32,7 @@ RANKS = {
     "callsign-storage-postgres": 2,
     "callsign-storage-conformance": 2,
     "callsign-sync": 2,
+    "callsign-import": 1,
     "callsign-server": 3,
     "callsign-cli": 3,
     "callsign-bench": 4,
