@@ -20,6 +20,7 @@ mod github;
 mod jira;
 mod linear;
 mod model;
+pub mod plan;
 mod taskwarrior;
 pub mod wiki;
 
@@ -78,6 +79,34 @@ mod tests {
         );
         assert_eq!(text(b"\xEF\xBB\xBFSummary").unwrap(), "Summary");
         assert_eq!(parse(Format::GitHub, b"  \n"), Err(ImportError::Empty));
+    }
+
+    /// The dry run of the Jira fixture with kept numbers: ENG-3 was deleted in Jira, and stays
+    /// unused; every sub-task's parent is in the file; nobody maps to an empty team.
+    #[test]
+    fn the_jira_fixture_planned_with_kept_numbers() {
+        let issues = parse(Format::Jira, include_bytes!("../fixtures/jira.csv")).unwrap();
+        let keep = plan::Options {
+            keep_numbers: true,
+            project: None,
+        };
+        let p = plan::plan(&issues, &keep, &[], &[]).unwrap();
+        let eng = &p.report.projects[0];
+        assert_eq!(
+            (
+                eng.prefix.as_str(),
+                eng.new,
+                eng.highest,
+                eng.unused.clone()
+            ),
+            ("ENG", true, Some(9), vec![3])
+        );
+        assert!(p.report.missing_parents.is_empty());
+        let unmapped: usize = p.report.unmapped_assignees.values().sum();
+        assert_eq!(
+            unmapped,
+            issues.iter().filter(|i| i.assignee.is_some()).count()
+        );
     }
 
     #[test]
