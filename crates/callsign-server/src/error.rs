@@ -93,7 +93,7 @@ pub fn recovering(prefix: &str) -> ApiError {
     ApiError {
         code: ErrorCode::Recovering,
         detail: format!(
-            "the server is recovering from a backup: your task keeps its place and gets its \
+            "your task keeps its place and gets its \
              {prefix} key when the team's devices have checked in (retry later with the same \
              idempotency key)"
         ),
@@ -109,9 +109,8 @@ pub fn recovering_without(what: &str) -> ApiError {
     ApiError {
         code: ErrorCode::Recovering,
         detail: format!(
-            "the server is recovering from a backup and does not have {what} yet: the team's \
-             devices may bring it back; your change keeps its place (retry later with the same \
-             idempotency key)"
+            "the server does not have {what} yet, and the team's devices may bring it back; \
+             your change keeps its place (retry later with the same idempotency key)"
         ),
         retry_after: ErrorCode::Recovering.retry_hint().map(|d| d.as_secs()),
     }
