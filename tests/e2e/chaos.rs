@@ -92,6 +92,9 @@ fn short_campaign_with_a_restored_backup_keeps_every_key() -> Result<()> {
         panic!("{}\nkept in {}", out.report, dir.keep().display());
     }
     assert_eq!(out.summary.restores, 1, "the backup was put back");
+    // `restore` puts the server in recovery before it serves: no key was ever given to two
+    // tasks.
+    assert_eq!(out.summary.clashes, 0, "{}", out.summary);
     assert!(
         out.summary.creates_rolled_back > 0,
         "tasks were keyed between the backup and the restore:\n{}",

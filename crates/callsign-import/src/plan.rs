@@ -53,10 +53,14 @@ pub struct ProjectPlan {
     pub new: bool,
     pub tasks: usize,
     /// Kept numbers: the highest (its counter continues after it) and those the source never
-    /// had, which stay unused.
+    /// had, which stay unused: how many, and the first [`UNUSED_LISTED`] of them.
     pub highest: Option<u64>,
+    pub unused_count: u64,
     pub unused: Vec<u64>,
 }
+
+/// How many unused numbers a report lists (it counts them all).
+pub const UNUSED_LISTED: usize = 1000;
 
 /// The dry run's report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,7 +71,8 @@ pub struct Report {
     pub projects: Vec<ProjectPlan>,
     /// Source assignees no member matches, with their task counts.
     pub unmapped_assignees: BTreeMap<String, usize>,
-    /// Children whose parent is not in the file (their source keys).
+    /// Children imported on their own: their parent is not in the file, or their parents lead
+    /// back to them (their source keys).
     pub missing_parents: Vec<String>,
 }
 
@@ -134,6 +139,19 @@ pub fn plan(
         places.push(place(i, opts, project.as_deref())?);
     }
     if opts.keep_numbers {
+        let mut taken = BTreeSet::new();
+        for (n, p) in places.iter().enumerate() {
+            if let Some(number) = p.1 {
+                if !taken.insert((p.0.as_str(), number)) {
+                    return Err(PlanError::Duplicate {
+                        key: issues[n]
+                            .key
+                            .clone()
+                            .unwrap_or_else(|| issues[n].id.clone()),
+                    });
+                }
+            }
+        }
         let kept: BTreeSet<&str> = places
             .iter()
             .filter(|p| p.1.is_some())
@@ -149,22 +167,33 @@ pub fn plan(
         .enumerate()
         .map(|(n, i)| (i.id.as_str(), n))
         .collect();
-    let parent_of = |n: usize| {
+    let named = |n: usize| {
         issues[n]
             .parent
             .as_deref()
             .and_then(|p| by_id.get(p).copied())
-            .filter(|p| *p != n)
     };
+    // A task whose parents lead back to it (a cycle in the file) is imported on its own.
+    let cyclic: Vec<bool> = (0..issues.len())
+        .map(|n| {
+            let mut at = named(n);
+            for _ in 0..issues.len() {
+                match at {
+                    Some(p) if p == n => return true,
+                    Some(p) => at = named(p),
+                    None => return false,
+                }
+            }
+            false
+        })
+        .collect();
+    let parent_of = |n: usize| named(n).filter(|_| !cyclic[n]);
     let depth = |n: usize| {
         let mut d = 0;
         let mut at = n;
         while let Some(p) = parent_of(at) {
             d += 1;
             at = p;
-            if d > issues.len() {
-                break;
-            }
         }
         d
     };
@@ -296,12 +325,14 @@ fn projects(items: &[Planned], existing: &BTreeSet<String>) -> Vec<ProjectPlan> 
             let highest = kept.iter().next_back().copied();
             let unused = (1..=highest.unwrap_or(0))
                 .filter(|n| !kept.contains(n))
+                .take(UNUSED_LISTED)
                 .collect();
             ProjectPlan {
                 prefix: prefix.to_owned(),
                 new: !existing.contains(prefix),
                 tasks: its.len(),
                 highest,
+                unused_count: highest.unwrap_or(0) - kept.len() as u64,
                 unused,
             }
         })
@@ -385,6 +416,7 @@ mod tests {
                 new: true,
                 tasks: 4,
                 highest: Some(7),
+                unused_count: 3,
                 unused: vec![3, 5, 6],
             }]
         );
@@ -435,6 +467,25 @@ mod tests {
         let mut tw = issue("x", None, None);
         tw.key = None;
         assert!(plan(&[tw], &keep_into, &[], &[]).is_err());
+        // A parent cycle in the file: its tasks come on their own, before their children.
+        let mut cycle = vec![
+            issue("ENG-1", Some("ENG-2"), None),
+            issue("ENG-2", Some("ENG-1"), None),
+            issue("ENG-3", Some("ENG-2"), None),
+        ];
+        let p = plan(&cycle, &into, &[], &[]).unwrap();
+        let parents: Vec<Option<usize>> = p.items.iter().map(|i| i.parent).collect();
+        assert_eq!(parents, vec![None, None, Some(1)]);
+        assert_eq!(p.report.missing_parents, vec!["ENG-1", "ENG-2"]);
+        // Far numbers are counted, not all listed.
+        cycle.truncate(1);
+        cycle[0].key = Some("ENG-4000000000".into());
+        let p = plan(&cycle, &keep, &[], &[]).unwrap();
+        let eng = &p.report.projects[0];
+        assert_eq!(
+            (eng.unused_count, eng.unused.len()),
+            (3_999_999_999, UNUSED_LISTED)
+        );
         let twice = vec![issue("ENG-1", None, None), issue("ENG-1", None, None)];
         assert_eq!(
             plan(&twice, &into, &[], &[]).unwrap_err(),

@@ -274,14 +274,18 @@ impl Syncer {
                         if p.status == 413 || (p.code == ErrorCode::InvalidBody && p.status == 422));
                     let now = self.clock.now_ms();
                     if is_invalid_cursor(&e) && since_was_set {
-                        // The server does not know our cursor (its data was reset): start the
-                        // feed over; the same rows go again at once, under the same keys.
+                        // The server does not know our cursor (its data was reset or rolled
+                        // back): start the feed over. The pull goes first, so that after a
+                        // rollback this device brings back its keys before it applies any of
+                        // the feed (an answer here carries the feed from its start); the same
+                        // rows go again right after, under the same keys.
                         let mut store = lock(&self.store);
                         store.set(CURSOR, None).map_err(local)?;
                         store
                             .release(&ids, now, &e.error.to_string(), now)
                             .map_err(local)?;
-                        continue;
+                        report.more = true;
+                        break;
                     }
                     if too_big && claimed.len() > 1 {
                         // Split the batch until the culprit stands alone.

@@ -60,15 +60,20 @@ pub async fn witness(
         ));
     }
     let team = Team::read(&state, account, true).await?;
-    // Creators are kept as the devices hold them: anyone who was ever on the team.
-    let ever: HashSet<String> = state
-        .alloc
-        .list_members(account)
-        .await?
-        .unwrap_or_default()
-        .into_iter()
-        .map(|m| m.name.to_string())
-        .collect();
+    // Creators are kept as the devices hold them (anyone who was ever on the team), while the
+    // account recovers; afterwards a witness makes tasks as its caller's, like any create.
+    let ever: HashSet<String> = if crate::protocol::recovering(&state, account).await? {
+        state
+            .alloc
+            .list_members(account)
+            .await?
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| m.name.to_string())
+            .collect()
+    } else {
+        HashSet::new()
+    };
     let n = req.tasks.len();
     let keys: Vec<String> = req
         .tasks

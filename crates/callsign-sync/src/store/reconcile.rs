@@ -11,9 +11,10 @@
 //!   must not overwrite them.
 //! - Unknown UUIDs (created on another device) are inserted.
 //! - A task the server reports numbered has no create left to send: a create of it sent
-//!   before (so the server has its very body) and still queued or failed here is done (the server kept it while recovering from a rollback and
-//!   numbered it when recovery ended, or its answer was lost). Without this, the header said
-//!   "Sending 1 · next try in 60 s" for a task showing its key.
+//!   before (so the server has its very body) and still queued here is done (the server kept it
+//!   while recovering from a rollback and numbered it when recovery ended, or its answer was
+//!   lost). Without this, the header said "Sending 1 · next try in 60 s" for a task showing its
+//!   key. A failed create stays failed: the user's later edits are folded into it.
 use callsign_core::dto::Task;
 use rusqlite::{params, OptionalExtension, Transaction};
 
@@ -64,7 +65,7 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             .prepare_cached(
                 "UPDATE outbox SET state = 'done', last_error = NULL, error_code = NULL,
              next_attempt_at = NULL
-             WHERE uuid = ?1 AND op = 'create' AND sent = 1 AND state IN ('pending', 'failed')",
+             WHERE uuid = ?1 AND op = 'create' AND sent = 1 AND state = 'pending'",
             )?
             .execute([&u])?;
     }

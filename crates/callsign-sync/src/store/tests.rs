@@ -775,9 +775,9 @@ fn listing_50k_timing() {
 
 /// The indicator's counts are tasks, each counted once by what its open rows say; they agree
 /// with each task's own sync state (the rows' markers).
-/// A create the server kept while recovering (queued here with a long retry) or refused
-/// before a device brought its parent back (failed here) is done once the feed brings the task
-/// numbered: nothing is left to send, and the counts say so.
+/// A create the server kept while recovering (queued here with a long retry) is done once the
+/// feed brings the task numbered: nothing is left to send, and the counts say so. A refused one
+/// stays failed (the user's later edits are folded into it, and only a retry sends them).
 #[test]
 fn a_sent_create_is_done_when_the_feed_brings_its_task_numbered() {
     let mut s = Store::in_memory().unwrap();
@@ -817,12 +817,12 @@ fn a_sent_create_is_done_when_the_feed_brings_its_task_numbered() {
         .unwrap();
     assert_eq!(changed, vec![kept, refused]);
     let c = s.counts().unwrap();
-    assert_eq!((c.pending, c.in_flight, c.failed), (0, 0, 0), "{c:?}");
-    for (u, key) in [(kept, "SYN-1"), (refused, "SYN-2")] {
-        let t = s.task(u).unwrap().unwrap();
-        assert_eq!(t.key.as_deref(), Some(key));
-        assert_eq!(t.sync_state, SyncState::Synced, "{t:?}");
-    }
+    assert_eq!((c.pending, c.in_flight, c.failed), (0, 0, 1), "{c:?}");
+    let t = s.task(kept).unwrap().unwrap();
+    assert_eq!(t.key.as_deref(), Some("SYN-1"));
+    assert_eq!(t.sync_state, SyncState::Synced, "{t:?}");
+    let t = s.task(refused).unwrap().unwrap();
+    assert_eq!(t.sync_state, SyncState::Failed, "{t:?}");
 }
 
 #[test]
