@@ -292,6 +292,7 @@ mod tests {
             next_attempt_at: None,
             assignee: None,
             created_by: None,
+            origin: None,
         }
     }
 

@@ -97,6 +97,7 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         assignee: None,
         created_at: now,
         modified_at: now,
+        origin: None,
     }
 }
 

@@ -27,6 +27,7 @@ mod fields;
 mod fixture;
 mod grammar;
 mod hardening;
+mod imports;
 mod local;
 mod measure;
 mod moves;

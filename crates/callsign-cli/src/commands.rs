@@ -160,7 +160,26 @@ pub async fn run(cli: Cli) -> Result<()> {
                 many => out.list(&engine, many, &[]),
             }
         }
-        Command::Import { jsonl, project } => {
+        Command::Import {
+            from: Some(format),
+            file: Some(file),
+            project,
+            keep_numbers,
+            dry_run,
+            timeout,
+            ..
+        } => {
+            let args = crate::import_from::Args {
+                format,
+                file,
+                keep_numbers,
+                project,
+                dry_run,
+                timeout: Duration::from_secs(timeout),
+            };
+            crate::import_from::run(&engine, &out, args).await
+        }
+        Command::Import { jsonl, project, .. } => {
             let mut input = String::new();
             std::io::stdin()
                 .read_to_string(&mut input)

@@ -7,6 +7,7 @@
 //! the foreground, as the desktop app does.
 mod commands;
 mod import;
+mod import_from;
 mod render;
 mod report;
 mod table;
@@ -210,13 +211,35 @@ pub enum Command {
     Show { task: String },
     /// Capture many tasks at once from stdin: one description per line, or with `--jsonl` one
     /// JSON object per line (description, and optionally project, notes, tags). All or nothing.
+    /// With `--from FORMAT FILE`: another tracker's export (jira, linear, github, taskwarrior),
+    /// every key kept (owners only; docs/CLI.md "Import").
     Import {
         /// Read JSON lines instead of plain descriptions.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "from")]
         jsonl: bool,
         /// Project prefix of every line that names none (default: the one saved at login).
+        /// With `--from`: the project to import into (each task takes its next number there,
+        /// its old key still finds it), or with `--keep-numbers` the prefix for GitHub's `#N`.
         #[arg(long)]
         project: Option<String>,
+        /// Import another tracker's export: jira (CSV), linear (CSV), github (`gh issue list
+        /// --json`), taskwarrior (`task export`).
+        #[arg(long, value_name = "FORMAT", value_parser = crate::import_from::format_arg, requires = "file")]
+        from: Option<callsign_import::Format>,
+        /// The export to read (with `--from`).
+        #[arg(value_name = "FILE", requires = "from")]
+        file: Option<std::path::PathBuf>,
+        /// Each task keeps its very number (`ENG-42` stays `ENG-42`) in a project made for it;
+        /// the project's counter goes on after the highest.
+        #[arg(long, requires = "from")]
+        keep_numbers: bool,
+        /// Print what the import would do, and make nothing (works offline).
+        #[arg(long, requires = "from")]
+        dry_run: bool,
+        /// How long to wait, in seconds, for the server to key the imported tasks (they stay
+        /// queued after it).
+        #[arg(long, default_value_t = 300, requires = "from")]
+        timeout: u64,
     },
     /// Mark a task completed (refused while it has open subtasks).
     Done { task: String },

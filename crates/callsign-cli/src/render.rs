@@ -105,7 +105,7 @@ pub(crate) mod paint {
     pub const DONE: Style = Style::new().dimmed();
 }
 
-fn print_json(v: &Value) -> Result<()> {
+pub fn print_json(v: &Value) -> Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, v)?;
     writeln!(out)?;
@@ -166,6 +166,14 @@ impl Out {
         }
         if !t.previous_keys.is_empty() {
             println!("  was:      {}", safe(&t.previous_keys.join(", ")));
+        }
+        if let Some(o) = &t.origin {
+            let key = o
+                .key
+                .as_deref()
+                .map(|k| format!(" {k}"))
+                .unwrap_or_default();
+            println!("  imported: from {}{}", safe(&o.tracker), safe(&key));
         }
         if let Some(p) = t.parent {
             let parent = engine.get(&p.to_string());

@@ -90,8 +90,38 @@ pub struct Task {
     /// The member it is assigned to, or null.
     #[serde(default)]
     pub assignee: Option<String>,
+    /// Where it was imported from (`callsign import`): the tracker and the key it had there,
+    /// which still names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
+}
+
+/// Where an imported task came from: its tracker, and the key it had there (`ENG-42`, `#12`),
+/// which keeps naming it in this account (`GET /v1/tasks/ENG-42`, any case).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    /// `jira`, `linear`, `github` or `taskwarrior`.
+    pub tracker: String,
+    /// Its key there; none for a Taskwarrior task, which keeps its UUID instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl Origin {
+    /// The trackers a task may come from.
+    pub const TRACKERS: [&'static str; 4] = ["jira", "linear", "github", "taskwarrior"];
+
+    /// The origin key as the server indexes it: a key in Callsign's grammar written as Callsign
+    /// writes keys (`eng 42` is `ENG-42`), anything else trimmed and upper-cased (`#12`).
+    pub fn normal_key(text: &str) -> String {
+        match crate::TaskKey::parse(text) {
+            Ok(k) => k.to_string(),
+            Err(_) => text.trim().to_ascii_uppercase(),
+        }
+    }
 }
 
 /// Body of `PUT /v1/tasks/{uuid}` and of a `create` mutation.
@@ -128,6 +158,17 @@ pub struct NewTask {
     #[serde(skip)]
     #[schema(ignore)]
     pub created_by: Option<String>,
+    /// An imported task's tracker and key there (owners only: `403 forbidden` otherwise). The
+    /// key keeps naming the task; a key another task of the account has, or had, or that a
+    /// project's prefix would name, is `409 key_taken`; one imported already is `409
+    /// already_imported`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+    /// With `origin`: the task takes the origin key as its own key (`ENG-42` stays `ENG-42`,
+    /// `--keep-numbers`) instead of the project's next number. The key's prefix must be the
+    /// project's; the project's counter goes on after the highest number kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_number: bool,
 }
 
 impl NewTask {
@@ -145,6 +186,8 @@ impl NewTask {
             created_at: None,
             assignee: None,
             created_by: None,
+            origin: None,
+            keep_number: false,
         }
     }
 }
@@ -564,6 +607,8 @@ mod tests {
             created_at: None,
             assignee: None,
             created_by: None,
+            keep_number: false,
+            origin: None,
         };
         p.fold_into(&mut create);
         assert_eq!(create.description, "b");

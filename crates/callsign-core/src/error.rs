@@ -96,6 +96,11 @@ pub enum ErrorCode {
     InviteExpired,
     /// An assignee who is not a current member of the team.
     UnknownMember,
+    /// An import's key that names another task here, or that a project's prefix would name
+    /// (the message says which); nothing was numbered.
+    KeyTaken,
+    /// An import's key that was imported already: the message names the task it is.
+    AlreadyImported,
 }
 
 impl ErrorCode {
@@ -147,6 +152,8 @@ impl ErrorCode {
             ErrorCode::InviteUsed => "invite_used",
             ErrorCode::InviteExpired => "invite_expired",
             ErrorCode::UnknownMember => "unknown_member",
+            ErrorCode::KeyTaken => "key_taken",
+            ErrorCode::AlreadyImported => "already_imported",
         }
     }
 
@@ -184,7 +191,9 @@ impl ErrorCode {
             | ErrorCode::TaskBlocked
             | ErrorCode::MemberTaken
             | ErrorCode::LastOwner
-            | ErrorCode::NoRollback => 409,
+            | ErrorCode::NoRollback
+            | ErrorCode::KeyTaken
+            | ErrorCode::AlreadyImported => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
             ErrorCode::IdempotencyKeyReused
             | ErrorCode::InvalidPrefix
@@ -244,6 +253,8 @@ impl ErrorCode {
             ErrorCode::InviteUsed => "Invite code already used",
             ErrorCode::InviteExpired => "Invite code expired",
             ErrorCode::UnknownMember => "Not a member of the team",
+            ErrorCode::KeyTaken => "Key taken",
+            ErrorCode::AlreadyImported => "Already imported",
         }
     }
 

@@ -2,7 +2,7 @@
 //! user hears about a bad field at once, not after a sync).
 use chrono::{DateTime, Utc};
 
-use crate::dto::{NewTask, Task, TaskPatch};
+use crate::dto::{NewTask, Origin, Task, TaskPatch};
 use crate::{Prefix, TaskKey, MAX_NUMBER};
 
 pub const MAX_DESCRIPTION: usize = 1_000;
@@ -85,7 +85,71 @@ pub fn new_task(t: &NewTask) -> Result<(), FieldError> {
     notes(&t.notes)?;
     tags(&t.tags)?;
     member("assignee", t.assignee.as_deref())?;
+    if let Some(o) = &t.origin {
+        origin(o)?;
+    }
+    if t.keep_number {
+        kept_key(t)?;
+    }
     due(t.due)
+}
+
+/// The highest number an import keeps: the server records every number a kept one passes
+/// over, so a far one would cost a row for each.
+pub const MAX_KEPT_NUMBER: u64 = 1_000_000;
+
+/// The longest origin key taken.
+pub const MAX_ORIGIN_KEY: usize = 64;
+
+/// An imported task's origin: a known tracker, and a key of printable characters without
+/// spaces (`ENG-42`, `#12`).
+pub fn origin(o: &Origin) -> Result<(), FieldError> {
+    if !Origin::TRACKERS.contains(&o.tracker.as_str()) {
+        return Err(FieldError(format!(
+            "origin tracker {:?} is none of {}",
+            o.tracker,
+            Origin::TRACKERS.join(", ")
+        )));
+    }
+    if let Some(k) = &o.key {
+        if k.is_empty()
+            || k.chars().count() > MAX_ORIGIN_KEY
+            || k.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(FieldError(format!(
+                "origin key {k:?} must be 1 to {MAX_ORIGIN_KEY} characters with no spaces"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The key a create with `keep_number` takes: its origin key, a key of the create's own project
+/// with one number (`ENG-42`, not `ENG-42.1`), or GitHub's `#12` as that number in the
+/// create's project.
+pub fn kept_key(t: &NewTask) -> Result<TaskKey, FieldError> {
+    let Some(text) = t.origin.as_ref().and_then(|o| o.key.as_deref()) else {
+        return Err(FieldError("keep_number needs an origin with a key".into()));
+    };
+    // GitHub's `#12` keeps its number in the create's project.
+    let hash = text.strip_prefix('#').and_then(|n| n.parse::<u64>().ok());
+    let key = match (hash, Prefix::parse(t.project.trim())) {
+        (Some(n), Ok(p)) if n >= 1 => TaskKey::new(p, n),
+        _ => TaskKey::parse(text)
+            .map_err(|e| FieldError(format!("keep_number: origin key {text:?}: {e}")))?,
+    };
+    if key.number > MAX_KEPT_NUMBER {
+        return Err(FieldError(format!(
+            "keep_number: {key} is past the highest number an import keeps ({MAX_KEPT_NUMBER})"
+        )));
+    }
+    if !key.parents.is_empty() || !key.prefix.as_str().eq_ignore_ascii_case(t.project.trim()) {
+        return Err(FieldError(format!(
+            "keep_number: origin key {key} is not PROJECT-NUMBER in project {}",
+            t.project.trim()
+        )));
+    }
+    Ok(key)
 }
 
 /// A member's name where one is given (`assignee`, `created_by`).
@@ -133,6 +197,9 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
 /// that breaks these is broken or hostile; the client skips such a task instead of storing it.
 pub fn task(t: &Task) -> Result<(), FieldError> {
     member("created_by", t.created_by.as_deref())?;
+    if let Some(o) = &t.origin {
+        origin(o)?;
+    }
     member("assignee", t.assignee.as_deref())?;
     if t.conflicts.len() > crate::merge::MAX_CONFLICTS {
         return Err(FieldError(format!(
@@ -166,9 +233,15 @@ pub fn task(t: &Task) -> Result<(), FieldError> {
                      {want}'s parent path)"
                 )));
             }
-            // A subtask's key has its parent's path, a task's has none.
+            // A subtask's key has its parent's path, a task's has none; but an imported
+            // subtask keeps the key its tracker gave it (`ENG-8` under `ENG-2`).
             let is_subtask = parsed.is_some_and(|k| k.depth() > 0);
-            if is_subtask != t.parent.is_some() {
+            let kept = t
+                .origin
+                .as_ref()
+                .and_then(|o| o.key.as_deref())
+                .is_some_and(|o| Origin::normal_key(o) == *key);
+            if is_subtask != t.parent.is_some() && (!kept || is_subtask) {
                 return Err(FieldError(format!(
                     "key {key:?} and parent {:?} disagree: a subtask, and only a subtask, has a \
                      parent and a dotted key",
@@ -298,6 +371,7 @@ mod tests {
             assignee: None,
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
+            origin: None,
         }
     }
 
@@ -353,9 +427,52 @@ mod tests {
         let mut t = server_task(Some("SYN-42"), Some(42));
         t.parent = Some(uuid::Uuid::from_u128(7));
         assert!(task(&t).is_err(), "a parent without a dotted key");
+        // Unless it is the key its tracker gave it, kept by an import.
+        t.origin = Some(crate::dto::Origin {
+            tracker: "jira".into(),
+            key: Some("syn-42".into()),
+        });
+        assert!(task(&t).is_ok(), "an imported subtask keeps its key");
+        t.origin.as_mut().unwrap().key = Some("SYN-41".into());
+        assert!(task(&t).is_err(), "another origin key is no excuse");
         let mut t = server_task(None, None);
         t.parent = Some(uuid::Uuid::from_u128(7));
         assert!(task(&t).is_ok(), "a provisional subtask");
+    }
+
+    #[test]
+    fn an_import_names_a_known_tracker_and_keeps_a_key_of_its_own_project() {
+        let mut t = NewTask::new("ENG", "imported");
+        t.origin = Some(Origin {
+            tracker: "jira".into(),
+            key: Some("ENG-42".into()),
+        });
+        assert!(new_task(&t).is_ok());
+        t.keep_number = true;
+        assert_eq!(kept_key(&t).unwrap().to_string(), "ENG-42");
+        for (tracker, key, keep_ok) in [
+            ("trello", "ENG-42", false),
+            ("jira", "ENG-42.1", false),
+            ("jira", "OPS-42", false),
+            ("jira", "ENG-1000001", false),
+            ("jira", "has space", false),
+            ("github", "#12", true),
+            ("github", "#0", false),
+            ("linear", "eng-7", true),
+        ] {
+            t.origin = Some(Origin {
+                tracker: tracker.into(),
+                key: Some(key.into()),
+            });
+            assert_eq!(new_task(&t).is_ok(), keep_ok, "{tracker} {key}");
+        }
+        t.keep_number = false;
+        t.origin.as_mut().unwrap().key = Some("#12".into());
+        assert!(new_task(&t).is_ok(), "any key when the number is not kept");
+        t.origin.as_mut().unwrap().key = Some("x".repeat(MAX_ORIGIN_KEY + 1));
+        assert!(new_task(&t).is_err());
+        assert_eq!(Origin::normal_key(" eng 7"), "ENG-7");
+        assert_eq!(Origin::normal_key("#12 "), "#12");
     }
 
     #[test]

@@ -75,6 +75,7 @@ fn issue(row: &Row<'_>) -> Result<SourceIssue, ImportError> {
     };
     let source_status = match resolution {
         "" => status.to_owned(),
+        r if r.eq_ignore_ascii_case(status) => status.to_owned(),
         r => format!("{status} ({r})"),
     };
     // The numeric parent id (`Parent`, `Parent id`), else its key (`Parent key`, an epic link).

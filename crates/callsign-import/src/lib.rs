@@ -15,6 +15,7 @@
 //! What real exports look like, with where each fact comes from, is in `fixtures/*.md`; the
 //! fixtures are shaped after them. Files that are not UTF-8 are refused with the encoding they
 //! look like; a UTF-8 byte-order mark is skipped.
+pub mod build;
 mod csvtable;
 mod github;
 mod jira;
@@ -90,7 +91,7 @@ mod tests {
             keep_numbers: true,
             project: None,
         };
-        let p = plan::plan(&issues, &keep, &[], &[]).unwrap();
+        let p = plan::plan(&issues, &keep, &[], &[], &[]).unwrap();
         let eng = &p.report.projects[0];
         assert_eq!(
             (

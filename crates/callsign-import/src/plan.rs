@@ -59,6 +59,10 @@ pub struct ProjectPlan {
     pub unused: Vec<u64>,
 }
 
+/// The highest number an import keeps (`callsign_core::validate::MAX_KEPT_NUMBER`): the
+/// server records each number a kept one passes over.
+pub const MAX_KEPT_NUMBER: u64 = callsign_core::validate::MAX_KEPT_NUMBER;
+
 /// How many unused numbers a report lists (it counts them all).
 pub const UNUSED_LISTED: usize = 1000;
 
@@ -97,6 +101,16 @@ pub enum PlanError {
     Duplicate { key: String },
     #[error("{0:?} is not a project prefix (2-10 letters and digits, starting with a letter)")]
     BadPrefix(String),
+    #[error(
+        "{key} would name two tasks: {prefix} is a project here, whose keys name its own tasks; \
+         import into {prefix} with --keep-numbers only if it holds nothing else, or rename it"
+    )]
+    SourcePrefixHere { key: String, prefix: String },
+    #[error(
+        "{key} is past the highest number kept ({max}): keeping it would leave most numbers \
+         below it unused; import without --keep-numbers"
+    )]
+    TooFar { key: String, max: u64 },
 }
 
 /// A member as the plan matches assignees against them.
@@ -106,14 +120,18 @@ pub struct Member {
     pub email: Option<String>,
 }
 
-/// Plans importing `issues`.
+/// Plans importing `issues`. `prefixes` are every prefix the account's projects have or had;
+/// `resumable` those of projects that hold tasks imported from this very file (an import run
+/// before, perhaps cut short): kept numbers may go on there.
 pub fn plan(
     issues: &[SourceIssue],
     opts: &Options,
     team: &[Member],
     prefixes: &[String],
+    resumable: &[String],
 ) -> Result<Plan, PlanError> {
     let existing: BTreeSet<String> = prefixes.iter().map(|p| p.to_uppercase()).collect();
+    let resumable: BTreeSet<String> = resumable.iter().map(|p| p.to_uppercase()).collect();
     let project = match &opts.project {
         Some(p) => Some(
             Prefix::parse(p.trim())
@@ -157,8 +175,30 @@ pub fn plan(
             .filter(|p| p.1.is_some())
             .map(|p| p.0.as_str())
             .collect();
-        if let Some(p) = kept.iter().find(|p| existing.contains(**p)) {
+        if let Some(p) = kept
+            .iter()
+            .find(|p| existing.contains(**p) && !resumable.contains(**p))
+        {
             return Err(PlanError::PrefixInUse((*p).to_owned()));
+        }
+        if let Some(n) = places
+            .iter()
+            .position(|p| p.1.is_some_and(|n| n > MAX_KEPT_NUMBER))
+        {
+            return Err(PlanError::TooFar {
+                key: issues[n].key.clone().unwrap_or_default(),
+                max: MAX_KEPT_NUMBER,
+            });
+        }
+    } else {
+        for (i, p) in issues.iter().zip(&places) {
+            let source = i.key.as_deref().and_then(split_key).and_then(|k| k.0);
+            if let Some(prefix) = source.filter(|s| existing.contains(s) || *s == p.0) {
+                return Err(PlanError::SourcePrefixHere {
+                    key: i.key.clone().unwrap_or_default(),
+                    prefix,
+                });
+            }
         }
     }
     // Parents before children: by depth in the file's tree, then in the file's order.
@@ -267,15 +307,15 @@ fn place(
             )),
         };
     }
-    let target = match (project, &source) {
-        (Some(p), _) => p.to_owned(),
-        (None, Some((Some(prefix), _))) => prefix.clone(),
-        (None, _) => {
-            return Err(PlanError::NoPrefix(
-                "this source's keys name no project: choose one with --project".into(),
-            ))
-        }
+    let Some(target) = project else {
+        return Err(PlanError::NoPrefix(
+            "choose the project to import into with --project (each task gets its next number \
+             there, and its old key still finds it), or keep the source's numbers with \
+             --keep-numbers"
+                .into(),
+        ));
     };
+    let target = target.to_owned();
     Ok((target, None, i.key.clone()))
 }
 
@@ -386,7 +426,7 @@ mod tests {
             keep_numbers: true,
             project: None,
         };
-        let p = plan(&issues, &keep, &team(), &["OPS".into()]).unwrap();
+        let p = plan(&issues, &keep, &team(), &["OPS".into()], &[]).unwrap();
         // Parents first: ENG-1, then ENG-4 (and ENG-2, whose parent is not in the file), then
         // ENG-7.
         let order: Vec<&str> = p
@@ -426,12 +466,15 @@ mod tests {
             BTreeMap::from([("Priya Nair".to_owned(), 1)])
         );
         // The prefix taken: refused in words, nothing planned.
-        let e = plan(&issues, &keep, &team(), &["eng".into()]).unwrap_err();
+        let e = plan(&issues, &keep, &team(), &["eng".into()], &[]).unwrap_err();
         assert!(
             e.to_string()
                 .starts_with("--keep-numbers needs a prefix free"),
             "{e}"
         );
+        // Unless all it holds came from this file (a run cut short goes on).
+        let p = plan(&issues, &keep, &team(), &["eng".into()], &["ENG".into()]).unwrap();
+        assert!(!p.report.projects[0].new);
     }
 
     #[test]
@@ -441,54 +484,68 @@ mod tests {
             keep_numbers: false,
             project: Some("ops".into()),
         };
-        let p = plan(&issues, &into, &[], &["OPS".into()]).unwrap();
+        let p = plan(&issues, &into, &[], &["OPS".into()], &[]).unwrap();
         assert!(p
             .items
             .iter()
             .all(|i| i.project == "OPS" && i.number.is_none()));
         assert_eq!(p.items[1].earlier_key.as_deref(), Some("#12"));
         assert!(!p.report.projects[0].new);
+        // The source's prefix a project here: its keys would name two tasks.
+        let e = plan(&issues, &into, &[], &["OPS".into(), "ENG".into()], &[]).unwrap_err();
+        assert!(matches!(e, PlanError::SourcePrefixHere { .. }), "{e}");
+        let own = Options {
+            keep_numbers: false,
+            project: Some("ENG".into()),
+        };
+        assert!(plan(&issues, &own, &[], &[], &[]).is_err());
+        let nowhere = Options::default();
+        let e = plan(&issues, &nowhere, &[], &[], &[]).unwrap_err();
+        assert!(e.to_string().contains("--project"), "{e}");
         // GitHub numbers kept need a prefix; a Taskwarrior export has none to keep.
         let keep = Options {
             keep_numbers: true,
             project: None,
         };
-        let e = plan(&issues[1..], &keep, &[], &[]).unwrap_err();
+        let e = plan(&issues[1..], &keep, &[], &[], &[]).unwrap_err();
         assert!(e.to_string().contains("--project"), "{e}");
         let keep_into = Options {
             keep_numbers: true,
             project: Some("GH".into()),
         };
-        let p = plan(&issues[1..], &keep_into, &[], &[]).unwrap();
+        let p = plan(&issues[1..], &keep_into, &[], &[], &[]).unwrap();
         assert_eq!(
             (p.items[0].project.as_str(), p.items[0].number),
             ("GH", Some(12))
         );
         let mut tw = issue("x", None, None);
         tw.key = None;
-        assert!(plan(&[tw], &keep_into, &[], &[]).is_err());
+        assert!(plan(&[tw], &keep_into, &[], &[], &[]).is_err());
         // A parent cycle in the file: its tasks come on their own, before their children.
         let mut cycle = vec![
             issue("ENG-1", Some("ENG-2"), None),
             issue("ENG-2", Some("ENG-1"), None),
             issue("ENG-3", Some("ENG-2"), None),
         ];
-        let p = plan(&cycle, &into, &[], &[]).unwrap();
+        let p = plan(&cycle, &into, &[], &[], &[]).unwrap();
         let parents: Vec<Option<usize>> = p.items.iter().map(|i| i.parent).collect();
         assert_eq!(parents, vec![None, None, Some(1)]);
         assert_eq!(p.report.missing_parents, vec!["ENG-1", "ENG-2"]);
-        // Far numbers are counted, not all listed.
+        // Far numbers are counted, not all listed; past the highest kept, refused.
         cycle.truncate(1);
-        cycle[0].key = Some("ENG-4000000000".into());
-        let p = plan(&cycle, &keep, &[], &[]).unwrap();
+        cycle[0].key = Some("ENG-900000".into());
+        let p = plan(&cycle, &keep, &[], &[], &[]).unwrap();
         let eng = &p.report.projects[0];
         assert_eq!(
             (eng.unused_count, eng.unused.len()),
-            (3_999_999_999, UNUSED_LISTED)
+            (899_999, UNUSED_LISTED)
         );
+        cycle[0].key = Some("ENG-4000000000".into());
+        let e = plan(&cycle, &keep, &[], &[], &[]).unwrap_err();
+        assert!(matches!(e, PlanError::TooFar { .. }), "{e}");
         let twice = vec![issue("ENG-1", None, None), issue("ENG-1", None, None)];
         assert_eq!(
-            plan(&twice, &into, &[], &[]).unwrap_err(),
+            plan(&twice, &into, &[], &[], &[]).unwrap_err(),
             PlanError::Duplicate {
                 key: "ENG-1".into()
             }

@@ -62,6 +62,7 @@ macro_rules! storage_conformance {
             a_recovering_project_numbers_nothing_until_recovery_ends,
             witnesses_bring_back_keys_and_never_double_a_number,
             devices_check_in_after_a_rollback,
+            imports_keep_numbers_and_their_tracker_keys,
         );
     };
     (@tests $make:path; $($name:ident),* $(,)?) => {
@@ -89,6 +90,8 @@ fn new_task(prefix: &str, description: &str) -> NewTask {
         created_at: None,
         assignee: None,
         created_by: None,
+        origin: None,
+        keep_number: false,
     }
 }
 
@@ -2042,5 +2045,135 @@ pub async fn devices_check_in_after_a_rollback(b: Backend) {
                 .unwrap()
         ),
         ["alice"]
+    );
+}
+
+/// An imported task (`origin`, `callsign import`) from `tracker` with its key there.
+fn imported(prefix: &str, tracker: &str, key: &str, keep: bool) -> NewTask {
+    NewTask {
+        origin: Some(callsign_core::dto::Origin {
+            tracker: tracker.to_owned(),
+            key: Some(key.to_owned()),
+        }),
+        keep_number: keep,
+        ..new_task(prefix, &format!("imported {key}"))
+    }
+}
+
+async fn origin_holder(b: &Backend, account: AccountId, key: &str) -> Option<Uuid> {
+    let key = callsign_core::dto::Origin::normal_key(key);
+    let mut found = b
+        .alloc
+        .origin_holders(account, vec![key.clone()])
+        .await
+        .unwrap();
+    found.remove(&key)
+}
+
+/// Imports: a kept number is bound as the task's key and the counter goes on after the
+/// highest (the numbers it passed over are skipped, not lost, and stay unused); a tracker's key
+/// keeps naming its task, any case; a prefix imported keys use is no new project's; a kept key
+/// another task holds (a race the server's check lost) is never doubled: the task is numbered
+/// from the counter and the clash reported.
+pub async fn imports_keep_numbers_and_their_tracker_keys(b: Backend) {
+    let a = account(&b, "SYN").await;
+    let eng = Prefix::parse("ENG").unwrap();
+    b.alloc
+        .create_project(a, "Engineering", &eng)
+        .await
+        .unwrap()
+        .unwrap();
+    let e5 = Uuid::new_v4();
+    let r = create(&b, a, "i5", e5, &imported("ENG", "jira", "ENG-5", true))
+        .await
+        .reply();
+    assert_eq!((r.status, key_of(&r)), (201, "ENG-5".to_owned()));
+    let origin = task_of(&r).origin.unwrap();
+    assert_eq!(
+        (origin.tracker.as_str(), origin.key.as_deref()),
+        ("jira", Some("ENG-5"))
+    );
+    let e2 = Uuid::new_v4();
+    let r = create(&b, a, "i2", e2, &imported("ENG", "jira", "ENG-2", true))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "ENG-2");
+    let replay = create(&b, a, "i2", e2, &imported("ENG", "jira", "ENG-2", true))
+        .await
+        .reply();
+    assert!(replay.replayed);
+
+    // The counter goes on after the highest kept number.
+    let plain = Uuid::new_v4();
+    let r = create(&b, a, "p1", plain, &new_task("ENG", "made here"))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "ENG-6");
+    let report = b.alloc.recovery_report(Some(a)).await.unwrap();
+    assert!(
+        report.lost.is_empty(),
+        "skipped numbers are not lost: {report:?}"
+    );
+    // A skipped number may still come (a later item of the same import), and is then bound.
+    let e3 = Uuid::new_v4();
+    let r = create(&b, a, "i3", e3, &imported("ENG", "jira", "ENG-3", true))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "ENG-3");
+    assert_eq!(resolves(&b, a, "eng-3").await, Some(e3));
+    assert_eq!(origin_holder(&b, a, "eng 5").await, Some(e5));
+    assert_eq!(origin_holder(&b, a, "ENG-4").await, None);
+
+    // A tracker's key in a prefix no project has: it names its task, and claims the prefix.
+    let l7 = Uuid::new_v4();
+    let r = create(&b, a, "l7", l7, &imported("SYN", "linear", "LIN-7", false))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "SYN-1");
+    assert_eq!(origin_holder(&b, a, "lin-7").await, Some(l7));
+    let lin = Prefix::parse("LIN").unwrap();
+    let made = b.alloc.create_project(a, "Linear", &lin).await.unwrap();
+    assert!(made.is_none(), "LIN names imported keys");
+    let renamed = b
+        .alloc
+        .update_project(
+            a,
+            &Prefix::parse("SYN").unwrap(),
+            Some(&lin),
+            None,
+            now_ms(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(renamed, callsign_storage::Renamed::Imported),
+        "{renamed:?}"
+    );
+    let gh = Uuid::new_v4();
+    create(&b, a, "gh12", gh, &imported("SYN", "github", "#12", false))
+        .await
+        .reply();
+    assert_eq!(origin_holder(&b, a, "#12").await, Some(gh));
+    let other = account(&b, "SYN").await;
+    assert_eq!(origin_holder(&b, other, "#12").await, None, "per account");
+
+    // A kept key another task holds: never doubled.
+    let late = Uuid::new_v4();
+    let r = create(&b, a, "i6", late, &imported("ENG", "jira", "ENG-6", true))
+        .await
+        .reply();
+    assert_eq!((r.status, key_of(&r)), (201, "ENG-7".to_owned()));
+    assert_eq!(resolves(&b, a, "ENG-6").await, Some(plain));
+    let report = b.alloc.recovery_report(Some(a)).await.unwrap();
+    let clashes: Vec<(&str, Uuid, Uuid)> = report
+        .clashes
+        .iter()
+        .map(|c| (c.key.as_str(), c.held_by, c.claimed_by))
+        .collect();
+    assert_eq!(clashes, [("ENG-6", plain, late)]);
+    let lost: Vec<&str> = report.lost.iter().map(|l| l.key.as_str()).collect();
+    assert!(
+        lost.is_empty(),
+        "ENG-1 and ENG-4 are skipped, not lost: {lost:?}"
     );
 }

@@ -41,6 +41,7 @@ use callsign_storage::{
 };
 
 mod batch;
+mod imports;
 mod members;
 mod moves;
 mod recovery;
@@ -862,6 +863,14 @@ impl AllocStore for PgAlloc {
         .await
     }
 
+    async fn origin_holders(
+        &self,
+        account: AccountId,
+        keys: Vec<String>,
+    ) -> callsign_storage::Result<HashMap<String, Uuid>> {
+        seam(async { imports::holders(&self.pool.get().await?, account, &keys).await }).await
+    }
+
     async fn children(
         &self,
         account: AccountId,
@@ -1165,8 +1174,9 @@ impl AllocStore for PgAlloc {
 }
 
 /// Inserts a project numbered next in its account (the account row is locked, so two
-/// projects made at once get different numbers, and no rename runs meanwhile); `None` if the
-/// prefix is one of the account's projects has or ever had.
+/// projects made at once get different numbers, and no rename or commit runs meanwhile);
+/// `None` if the prefix is one of the account's projects has or ever had, or one that keys of
+/// imported tasks have (`ENG-4` imported into OPS).
 async fn insert_project(
     tx: &Transaction<'_>,
     account: AccountId,
@@ -1185,6 +1195,7 @@ async fn insert_project(
              SELECT $1, (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = $1),
                     $2, $3, $4
              WHERE NOT EXISTS (SELECT 1 FROM prefixes WHERE account_id = $1 AND prefix = $3)
+               AND NOT EXISTS (SELECT 1 FROM origins WHERE account_id = $1 AND prefix = $3)
              ON CONFLICT (account_id, prefix) DO NOTHING
              RETURNING id, number",
             &[&account, &name, &prefix.as_str(), &now],

@@ -14,8 +14,8 @@
 //! (`alloc/batch.rs`): each statement covers the whole batch (`= ANY`, `UNNEST`), statements
 //! that need no answer from each other are pipelined, and a project's counter moves once per
 //! batch by the count it numbers, so a batch costs a few dozen statements whatever its size.
-//! Moves, renames, members, recovery and the keys devices bring back after a rollback
-//! (`alloc/witness.rs`) have modules of their own.
+//! Moves, renames, members, recovery, the keys devices bring back after a rollback
+//! (`alloc/witness.rs`) and imported tasks (`alloc/imports.rs`) have modules of their own.
 //!
 //! [`tasks`] writes each call in its own transaction under a per-account advisory lock, before
 //! phase 2's, as on SQLite, so the reaper still settles a slot whose task was written when a
@@ -74,6 +74,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0010_witnesses",
         include_str!("../migrations/0010_witnesses.sql"),
+    ),
+    (
+        "0011_imports",
+        include_str!("../migrations/0011_imports.sql"),
     ),
 ];
 

@@ -36,11 +36,11 @@ use uuid::Uuid;
 
 pub use error::{Error, Result};
 pub use model::Snapshot;
-pub use protocol::witness_in;
 pub use protocol::{
     fingerprint, Claim, Commit, CreateRequest, KeyLookup, Meta, Mutation, Op, Phase1, Refusal,
     Renamed, Render, Reply, Reserved, Settled, TaskMeta, Witness,
 };
+pub use protocol::{origin_in, witness_in, Imported};
 pub use rows::{
     now_ms, AccountId, AddMember, Caller, ChangeRow, Clash, DeviceRow, InstanceId, KeyRow, LostKey,
     MemberId, MemberRow, NewAccount, NewInvite, NewMember, RecoveringRow, RecoveryReason,
@@ -279,6 +279,13 @@ pub trait AllocStore: Send + Sync + 'static {
         scope: &str,
         number: i64,
     ) -> Result<KeyLookup>;
+    /// The tasks that hold these origin keys (each [`callsign_core::dto::Origin::normal_key`]):
+    /// an imported task's key in its tracker keeps naming it. A key no task holds is absent.
+    async fn origin_holders(
+        &self,
+        account: AccountId,
+        keys: Vec<String>,
+    ) -> Result<HashMap<String, Uuid>>;
     /// The subtasks reserved under each of `parents` (a parent with none is absent).
     async fn children(
         &self,

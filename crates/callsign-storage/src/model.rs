@@ -4,7 +4,7 @@
 //! same properties the same way. Properties written: `description`, `status`, `entry`,
 //! `modified`, `end`, `project` (the prefix), `tag_*`, `due` (Unix seconds), `priority` (`H`,
 //! `M`, `L`), as Taskwarrior writes them, and the user-defined attributes `notes`, `key`,
-//! `conflicts`, `created_by` and `assignee` (Taskwarrior 3 with `uda.key.type=string` shows the
+//! `conflicts`, `created_by`, `assignee`, `origin_tracker` and `origin_key` (Taskwarrior 3 with `uda.key.type=string` shows the
 //! key). [`set_keys`] also writes the project a key's prefix names, so a moved or renamed task
 //! follows in Taskwarrior's `project`.
 //!
@@ -18,7 +18,7 @@
 //! and removed, and a `resolve` by the conflicts being gone.
 use std::collections::HashMap;
 
-use callsign_core::dto::{NewTask, TaskPatch, TaskStatus};
+use callsign_core::dto::{NewTask, Origin, TaskPatch, TaskStatus};
 use callsign_core::merge::{self, Conflict, Fields};
 use callsign_core::Priority;
 use chrono::{DateTime, Utc};
@@ -52,6 +52,9 @@ pub struct Snapshot {
     /// The properties `created_by` (stamped from the creating token's member) and `assignee`.
     pub created_by: Option<String>,
     pub assignee: Option<String>,
+    /// An imported task's tracker and key there (the properties `origin_tracker`,
+    /// `origin_key`).
+    pub origin: Option<Origin>,
 }
 
 impl Snapshot {
@@ -91,6 +94,10 @@ impl Snapshot {
                 .unwrap_or_default(),
             created_by: task.get(CREATED_BY).map(str::to_owned),
             assignee: task.get(ASSIGNEE).map(str::to_owned),
+            origin: task.get(ORIGIN_TRACKER).map(|t| Origin {
+                tracker: t.to_owned(),
+                key: task.get(ORIGIN_KEY).map(str::to_owned),
+            }),
         }
     }
 
@@ -270,7 +277,15 @@ fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Ope
     if new.assignee.is_some() {
         task.update(ASSIGNEE, new.assignee, ops);
     }
+    if let Some(o) = new.origin {
+        task.update(ORIGIN_TRACKER, Some(o.tracker), ops);
+        task.update(ORIGIN_KEY, o.key, ops);
+    }
 }
+
+/// The task properties of an imported task's origin.
+const ORIGIN_TRACKER: &str = "origin_tracker";
+const ORIGIN_KEY: &str = "origin_key";
 
 /// The task properties that name members (Taskwarrior shows them as UDAs).
 const CREATED_BY: &str = "created_by";

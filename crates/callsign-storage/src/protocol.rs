@@ -128,6 +128,37 @@ pub fn witness_in(request: &str) -> Option<Witness> {
     }
 }
 
+/// What a stored create request says of an imported task: its origin key as the index holds it
+/// ([`callsign_core::dto::Origin::normal_key`]), that key's prefix when it is in Callsign's
+/// grammar, and the key it keeps as its own (`keep_number`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imported {
+    pub key: String,
+    pub prefix: Option<String>,
+    pub keep: Option<callsign_core::TaskKey>,
+}
+
+/// The origin a stored create request carries, if any (a witnessed create's task included).
+/// A request without the field `"origin"` is not parsed: a description holding that word has
+/// its quotes escaped.
+pub fn origin_in(request: &str) -> Option<Imported> {
+    if !request.contains("\"origin\"") {
+        return None;
+    }
+    let task = CreateRequest::parse(request).ok()?.into_task();
+    let text = task.origin.as_ref()?.key.as_deref()?;
+    let parsed = callsign_core::TaskKey::parse(text).ok();
+    let keep = task
+        .keep_number
+        .then(|| callsign_core::validate::kept_key(&task).ok())
+        .flatten();
+    Some(Imported {
+        key: callsign_core::dto::Origin::normal_key(text),
+        prefix: parsed.map(|k| k.prefix.to_string()),
+        keep,
+    })
+}
+
 /// SHA-256 over the operation, the UUID and the canonical JSON of the parsed body, so the same
 /// request with other whitespace or field order has the same fingerprint.
 pub fn fingerprint(op: &str, uuid: Uuid, body: &impl Serialize) -> Vec<u8> {
@@ -256,6 +287,7 @@ impl Settled<'_> {
             conflicts: s.conflicts.clone(),
             created_by: s.created_by.clone(),
             assignee: s.assignee.clone(),
+            origin: s.origin.clone(),
             created_at: s.created_at,
             modified_at: s.modified_at,
         }
@@ -314,6 +346,9 @@ pub enum Renamed {
     /// The new prefix is, or was, another project's (named by its prefix now): its keys name
     /// that project's tasks forever.
     Taken(String),
+    /// The new prefix is that of keys tasks imported from another tracker keep (`ENG-4`
+    /// imported into OPS): it names them, so no project can take it.
+    Imported,
 }
 
 #[cfg(test)]

@@ -55,5 +55,5 @@ pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, Sort, SyncState};
 pub use settings::{Settings, Token};
-pub use store::{TaskFilter, TaskQuery};
+pub use store::{ImportQueued, ImportTask, TaskFilter, TaskQuery};
 pub use undo::{UndoKind, Undone, UndoneChange};

@@ -1,5 +1,5 @@
 //! The engine's local view of tasks and outbox rows.
-use callsign_core::dto::{MutationOp, Task, TaskStatus};
+use callsign_core::dto::{MutationOp, Origin, Task, TaskStatus};
 use callsign_core::Priority;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -41,6 +41,9 @@ pub struct LocalTask {
     pub created_by: Option<String>,
     /// The member it is assigned to.
     pub assignee: Option<String>,
+    /// Where it was imported from, and the key it had there (`ENG-42`, `#12`): that key keeps
+    /// naming it here ([`crate::store::Store::find`]), before and after the server numbers it.
+    pub origin: Option<Origin>,
     /// How many subtasks it has.
     pub children: u32,
     /// How many of those are still pending: while any is, the task is blocked (it cannot be
@@ -115,6 +118,7 @@ impl LocalTask {
             conflicts: t.conflicts,
             created_by: t.created_by,
             assignee: t.assignee,
+            origin: t.origin,
             children: 0,
             open_children: 0,
             held_by: None,

@@ -235,6 +235,7 @@ mod tests {
             next_attempt_at: next,
             assignee: None,
             created_by: None,
+            origin: None,
         }
     }
 

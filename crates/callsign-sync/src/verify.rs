@@ -147,6 +147,7 @@ mod tests {
             modified_at: Default::default(),
             assignee: None,
             created_by: None,
+            origin: None,
         }
     }
 

@@ -58,6 +58,8 @@ fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
             created_at: Some(t.created_at),
             assignee: t.assignee,
             created_by: None,
+            origin: t.origin,
+            keep_number: false,
         },
     };
     // Named by what it says: a retry of the same witness replays, and devices that hold the

@@ -164,7 +164,8 @@ pub async fn create(
             ErrorCode::PrefixTaken,
             format!(
                 "{prefix} is taken: a project of this account has it, or had it before a rename \
-                 (its old keys still name that project's tasks)"
+                 (its old keys still name that project's tasks), or tasks imported from another \
+                 tracker keep keys with it"
             ),
         )
     })
@@ -243,5 +244,13 @@ pub async fn update(
             };
             Err(ApiError::new(ErrorCode::PrefixTaken, detail))
         }
+        Renamed::Imported => Err(ApiError::new(
+            ErrorCode::PrefixTaken,
+            format!(
+                "{} names keys that tasks imported from another tracker keep, so no project \
+                 can take it",
+                to.map(|p| p.to_string()).unwrap_or_default()
+            ),
+        )),
     }
 }

@@ -7,10 +7,13 @@
 //! `SYN-42.1`; neither is `invalid_ref`) and resolved in the caller's account before the
 //! handler runs. A key is looked up by (prefix, scope, number) through
 //! `AllocStore::uuid_for_key`, so a key a move or a rename retired still names its task, and
-//! the handler answers with the current key. An unknown prefix is `404 unknown_prefix`, an
-//! unknown number or UUID `404 task_not_found`.
+//! the handler answers with the current key. A key that names nothing so, or text that is no
+//! key (`#12`), may be the key an imported task had in its tracker (`AllocStore::
+//! origin_holders`). An unknown prefix is `404 unknown_prefix`, an unknown number or UUID
+//! `404 task_not_found`.
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use callsign_core::dto::Origin;
 use callsign_core::{ErrorCode, TaskRef};
 use uuid::Uuid;
 
@@ -33,9 +36,13 @@ impl FromRequestParts<AppState> for Resolved {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let Account(account) = Account::from_request_parts(parts, state).await?;
         let RawRef(raw) = RawRef::from_request_parts(parts, state).await?;
-        let r = TaskRef::parse(&raw)
-            .map_err(|e| ApiError::new(ErrorCode::InvalidRef, e.to_string()))?;
-        let uuid = resolve(state, account, r).await?;
+        let uuid = match TaskRef::parse(&raw) {
+            Ok(r) => resolve(state, account, r).await?,
+            // Not a UUID or a key here, but maybe a key another tracker gave (`#12`).
+            Err(e) => by_origin(state, account, &raw)
+                .await?
+                .ok_or_else(|| ApiError::new(ErrorCode::InvalidRef, e.to_string()))?,
+        };
         Ok(Resolved { account, uuid })
     }
 }
@@ -57,6 +64,13 @@ pub async fn resolve(state: &AppState, account: AccountId, r: TaskRef) -> ApiRes
                 .alloc
                 .uuid_for_key(account, &prefix, &k.scope(), number)
                 .await?;
+            if let Ok(u) = found {
+                return Ok(u);
+            }
+            // A key no task here has had may be the key an imported task had in its tracker.
+            if let Some(u) = by_origin(state, account, &k.to_string()).await? {
+                return Ok(u);
+            }
             match found {
                 Ok(u) => Ok(u),
                 Err(false) => Err(ApiError::new(
@@ -70,4 +84,14 @@ pub async fn resolve(state: &AppState, account: AccountId, r: TaskRef) -> ApiRes
             }
         }
     }
+}
+
+/// The imported task whose key in its tracker `text` is (`ENG-42`, `#12`, any case).
+async fn by_origin(state: &AppState, account: AccountId, text: &str) -> ApiResult<Option<Uuid>> {
+    let key = Origin::normal_key(text);
+    let mut found = state
+        .alloc
+        .origin_holders(account, vec![key.clone()])
+        .await?;
+    Ok(found.remove(&key))
 }

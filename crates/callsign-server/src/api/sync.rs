@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::changes::{cursor_after, page, DEFAULT_LIMIT};
 use super::extract::ApiJson;
-use super::tasks::{prepare_create, prepare_update, Team};
+use super::tasks::{check_import, prepare_create, prepare_update, Team};
 use crate::error::{ApiError, ApiResult};
 use crate::protocol::{self, Reply};
 use crate::state::AppState;
@@ -68,6 +68,7 @@ pub async fn sync(
         let prepared = prepared.and_then(|()| match m.op {
             MutationOp::Create => serde_json::from_value::<NewTask>(m.fields)
                 .map_err(|e| ApiError::new(ErrorCode::InvalidBody, format!("fields: {e}")))
+                .and_then(|b| check_import(&caller, &b).map(|()| b))
                 .and_then(|b| prepare_create(m.idempotency_key, m.uuid, b, &caller.name))
                 .and_then(|r| team.check(r.body.assignee.as_deref()).map(|()| r))
                 .map(|r| creates.1.push(r))

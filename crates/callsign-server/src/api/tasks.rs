@@ -44,6 +44,15 @@ pub(super) fn prepare_create(
     })
 }
 
+/// `403 forbidden` for an import (a create with `origin`) by anyone but an owner: it claims
+/// keys in the account (a kept number, a tracker's key that keeps naming the task).
+pub(super) fn check_import(caller: &Caller, body: &NewTask) -> ApiResult<()> {
+    if body.origin.is_some() || body.keep_number {
+        super::auth::owners_only(caller, "import tasks")?;
+    }
+    Ok(())
+}
+
 /// Checks an update's fields and normalises the prefix of a move, as [`prepare_create`] does.
 pub(super) fn prepare_update(
     idem: String,
@@ -118,8 +127,9 @@ pub(super) fn single(state: &AppState, answer: ApiResult<Reply>) -> ApiResult<Re
         (status = 400, body = callsign_core::Problem, description = "idempotency_key_missing, idempotency_key_invalid, invalid_ref"),
         (status = 408, body = callsign_core::Problem, description = "request_timeout"),
         (status = 413, body = callsign_core::Problem, description = "payload_too_large"),
+        (status = 403, body = callsign_core::Problem, description = "forbidden: an import (`origin`) by a member who is no owner"),
         (status = 404, body = callsign_core::Problem, description = "project_not_found"),
-        (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_exists"),
+        (status = 409, body = callsign_core::Problem, description = "request_in_progress, task_exists, key_taken, already_imported"),
         (status = 422, body = callsign_core::Problem, description = "idempotency_key_reused, invalid_body"),
         (status = 503, body = callsign_core::Problem, description = "nothing numbered; retry with the same key")))]
 pub async fn create(
@@ -138,6 +148,7 @@ pub async fn create(
             ),
         )
     })?;
+    check_import(&caller, &body)?;
     let req = prepare_create(idem, uuid, body, &caller.name)?;
     let team = Team::read(&state, account, req.body.assignee.is_some()).await?;
     team.check(req.body.assignee.as_deref())?;

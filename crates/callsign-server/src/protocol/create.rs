@@ -20,8 +20,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
+use callsign_core::dto::Origin;
 use callsign_core::dto::Task;
-use callsign_core::{ErrorCode, TaskRef, MAX_DEPTH};
+use callsign_core::{ErrorCode, TaskKey, TaskRef, MAX_DEPTH};
 use uuid::Uuid;
 
 use super::recovering;
@@ -43,6 +44,7 @@ pub async fn create_many(
     reqs: Vec<CreateReq>,
 ) -> Vec<ApiResult<Reply>> {
     let mut bodies = HashMap::new();
+    let mut witnessed = HashSet::new();
     let mut prepared = Vec::with_capacity(reqs.len());
     for r in reqs {
         let parent = match parent_ref(state, account, &r).await {
@@ -55,6 +57,7 @@ pub async fn create_many(
         // A plain create's stored request is its body, as it always was; a witness's also
         // carries the keys, and fingerprints as another operation.
         let op = if r.witness.is_some() {
+            witnessed.insert(r.idem.clone());
             "witness"
         } else {
             "create"
@@ -78,6 +81,11 @@ pub async fn create_many(
     let (mut batch, go) = Batch::phase1(state, account, Op::Create, prepared, now_ms()).await;
     let started = state.metrics.create_stage(Stage::Phase1, started);
     let refused = match check_parents(state, account, &go).await {
+        Ok(r) => r,
+        Err(e) => return batch.fail_all(&go, e),
+    };
+    let go = batch.refuse(state, account, go, refused).await;
+    let refused = match check_origins(state, account, &go, &bodies, &witnessed).await {
         Ok(r) => r,
         Err(e) => return batch.fail_all(&go, e),
     };
@@ -230,4 +238,103 @@ async fn check_parents(
         }
     }
     Ok(refused)
+}
+
+/// The imports among `go` that would claim a key that is not theirs to claim, each with its
+/// refusal (witnesses, which bring back what devices hold, are not checked):
+/// - an origin key another task was imported with: `409 already_imported`, naming that task;
+/// - a kept key (`keep_number`) another task holds: `409 key_taken`;
+/// - an origin key in a prefix a project of the account has or had, without `keep_number`:
+///   `409 key_taken`, since that prefix's keys name that project's tasks.
+///
+/// Two reads for the batch, plus one per kept key. A kept key taken in a race after this
+/// check is bound to nothing: the backend numbers the task from the counter and records a
+/// clash (G1 either way).
+async fn check_origins(
+    state: &AppState,
+    account: AccountId,
+    go: &[(Item, Reserved)],
+    bodies: &HashMap<String, callsign_core::dto::NewTask>,
+    witnessed: &HashSet<String>,
+) -> ApiResult<HashMap<String, ApiError>> {
+    let imports: Vec<(&Item, &callsign_core::dto::NewTask, String)> = go
+        .iter()
+        .filter(|(it, _)| !witnessed.contains(&it.m.idem))
+        .filter_map(|(it, _)| {
+            let body = bodies.get(&it.m.idem)?;
+            let key = body.origin.as_ref()?.key.as_deref()?;
+            Some((it, body, Origin::normal_key(key)))
+        })
+        .collect();
+    let mut refused = HashMap::new();
+    if imports.is_empty() {
+        return Ok(refused);
+    }
+    let keys = imports.iter().map(|(.., k)| k.clone()).collect();
+    let holders = state.alloc.origin_holders(account, keys).await?;
+    let others: Vec<Uuid> = holders.values().copied().collect();
+    let meta = state.alloc.task_meta(account, others).await?;
+    let projects = state.alloc.list_projects(account).await?;
+    let named = |prefix: &str| {
+        projects
+            .iter()
+            .find(|p| p.prefix == prefix || p.previous_prefixes.iter().any(|q| q == prefix))
+    };
+    for (it, body, key) in imports {
+        let uuid = it.m.uuid;
+        let refusal = match holders.get(&key) {
+            Some(h) if *h != uuid => {
+                let what = meta
+                    .get(h)
+                    .and_then(|m| m.key.as_ref())
+                    .map_or_else(|| h.to_string(), |k| format!("{} ({h})", k.key()));
+                Some(ApiError::new(
+                    ErrorCode::AlreadyImported,
+                    format!("{key} was imported already: it is {what}"),
+                ))
+            }
+            _ if body.keep_number => kept_taken(state, account, uuid, body).await?,
+            _ => TaskKey::parse(&key)
+                .ok()
+                .and_then(|k| named(k.prefix.as_str()).map(|p| (k, p)))
+                .map(|(k, p)| {
+                    ApiError::new(
+                        ErrorCode::KeyTaken,
+                        format!(
+                            "{k} would name two tasks: {} is a prefix of project {} here, whose \
+                             keys name its own tasks; import into {} keeping numbers instead",
+                            k.prefix, p.prefix, p.prefix
+                        ),
+                    )
+                }),
+        };
+        if let Some(e) = refusal {
+            refused.insert(it.m.idem.clone(), e);
+        }
+    }
+    Ok(refused)
+}
+
+/// `409 key_taken` when another task holds the key a `keep_number` create keeps.
+async fn kept_taken(
+    state: &AppState,
+    account: AccountId,
+    uuid: Uuid,
+    body: &callsign_core::dto::NewTask,
+) -> ApiResult<Option<ApiError>> {
+    let Ok(key) = callsign_core::validate::kept_key(body) else {
+        return Ok(None);
+    };
+    let number = i64::try_from(key.number).unwrap_or(i64::MAX);
+    let found = state
+        .alloc
+        .uuid_for_key(account, key.prefix.as_str(), "", number)
+        .await?;
+    Ok(match found {
+        Ok(holder) if holder != uuid => Some(ApiError::new(
+            ErrorCode::KeyTaken,
+            format!("{key} is the key of another task here ({holder}); nothing was numbered"),
+        )),
+        _ => None,
+    })
 }

@@ -19,6 +19,7 @@ mod crash;
 mod growth;
 mod hardening;
 mod held;
+mod imports;
 mod limits;
 mod members;
 mod memory;

@@ -14,6 +14,13 @@
 //! number raised is bumped past it. A task a witness keys is numbered by no counter, even if an
 //! earlier item of the batch planned it (SQLite, one item after another, numbers it first and
 //! adds the witness's keys as earlier ones).
+//!
+//! An import that keeps its number (issue 42, `imports.rs`) binds it while the batch is planned
+//! too, but in memory: the kept keys of the whole batch are read in one statement, decided in
+//! batch order, and written together before any counter is bumped (and before a witness binds,
+//! so each sees the other's). A kept key another task holds is a clash, recorded only if its
+//! item commits; the task is then numbered from the counter. Each import's origin key is
+//! recorded with the commit's rows.
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use callsign_core::Prefix;
@@ -22,25 +29,30 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 use uuid::Uuid;
 
+use super::imports::{self, Kept};
 use super::witness::{Binder, WITNESSED};
 use super::{current_key, in_progress, moves, note_retry, recovery, Decided, PgAlloc};
 use crate::error::{DbError, Result};
 use callsign_storage::protocol::move_target;
 use callsign_storage::rows::child_scope;
-use callsign_storage::{AccountId, CreateRequest, KeyRow, Witness};
+use callsign_storage::{AccountId, CreateRequest, Imported, KeyRow, Witness};
 use callsign_storage::{Commit, Mutation, Op, Refusal, Render, Reply, Reserved, Settled};
 
 /// The columns [`PgAlloc::existing_slot`] reads, by position; phase 2 reads the request too,
 /// only where it matters: an update's (a move), a witnessed create's
-/// ([`callsign_storage::protocol::WITNESSED_PREFIX`]).
+/// ([`callsign_storage::protocol::WITNESSED_PREFIX`]), an import's (a request with the field
+/// `"origin"`, as [`callsign_storage::origin_in`] finds it).
 pub(super) const SLOT_ROW: &str =
     "SELECT id, idem_key, fingerprint, state, response_status, response_body, created_at,
             task_uuid,
-            CASE WHEN op = 'update' OR starts_with(request, '{\"task\":') THEN request END
+            CASE WHEN op = 'update' OR starts_with(request, '{\"task\":')
+                      OR strpos(request, '\"origin\"') > 0
+                 THEN request END
      FROM slots WHERE account_id = $1 AND idem_key = ANY($2) ORDER BY idem_key FOR UPDATE";
 
-/// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter.
-const ROWS: [&str; 4] = [
+/// What [`Rows::write`] runs: the keys, the slots, the feed entries, the feed counter, the
+/// origins of imports, the kept keys' clashes.
+const ROWS: [&str; 6] = [
     "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
      SELECT $1, t.p, t.s, t.n, t.u, $5, pr.epoch
      FROM UNNEST($2::bigint[], $3::bigint[], $4::uuid[], $6::text[]) AS t(p, n, u, s)
@@ -54,6 +66,8 @@ const ROWS: [&str; 4] = [
      SELECT $1, u, s, $4 FROM UNNEST($2::uuid[], $3::bigint[]) AS t(u, s)
      ON CONFLICT (account_id, task_uuid) DO UPDATE SET seq = EXCLUDED.seq, at = EXCLUDED.at",
     "UPDATE accounts SET feed_last = $2 WHERE id = $1",
+    imports::RECORD,
+    imports::CLASHES,
 ];
 
 /// The current keys of tasks `$2`, read by [`key_rows`].
@@ -120,7 +134,10 @@ fn reservations(rows: &[Row]) -> HashMap<Uuid, Reservation> {
 
 /// Prepares `sqls` (a round trip each only the first time a connection sees one), so that
 /// statements sent together afterwards run in the order they are sent.
-async fn prepare<const N: usize>(tx: &Transaction<'_>, sqls: [&str; N]) -> Result<[Statement; N]> {
+pub(super) async fn prepare<const N: usize>(
+    tx: &Transaction<'_>,
+    sqls: [&str; N],
+) -> Result<[Statement; N]> {
     let mut out = Vec::with_capacity(N);
     for sql in sqls {
         out.push(tx.prepare_cached(sql).await?);
@@ -312,7 +329,18 @@ impl PgAlloc {
         let mut moving: HashMap<String, String> = HashMap::new();
         let mut binder = Binder::new(tx, account, now);
         let mut recovering = Recovering::new(tx, account);
-        for w in work {
+        // Each pending create's origin, if it is an import; the kept keys are read together.
+        let imports: Vec<Option<Imported>> = work
+            .iter()
+            .map(|w| {
+                let row = slots.get(&w.idem)?;
+                let pending = op == Op::Create && row.get::<_, &str>(3) == "pending";
+                callsign_storage::origin_in(row.get::<_, Option<&str>>(8).filter(|_| pending)?)
+            })
+            .collect();
+        let keeps = imports.iter().flatten().filter_map(|i| i.keep.as_ref());
+        let mut kept = Kept::new(tx, account, now, keeps);
+        for (w, imported) in work.iter().zip(imports) {
             let Some(row) = slots.get(&w.idem) else {
                 plan.push(Step::Done(Err(failed("slot vanished"))));
                 continue;
@@ -342,11 +370,14 @@ impl PgAlloc {
             };
             let mut bound = None;
             if let Some(witness) = &witness {
+                // The witness sees the keys kept so far; the keys kept after it see its own.
+                kept.flush().await?;
                 let target = counter_target(at, w.at.project);
                 let keys = (&mut current, &mut numbering);
-                match plan_witness(&mut binder, &mut recovering, keys, uuid, witness, target)
-                    .await?
-                {
+                let planned =
+                    plan_witness(&mut binder, &mut recovering, keys, uuid, witness, target).await?;
+                kept.forget();
+                match planned {
                     Witnessed::Bound(k) => bound = Some(k),
                     Witnessed::Keyed => {}
                     Witnessed::Failed(e) => {
@@ -356,9 +387,20 @@ impl PgAlloc {
                 }
             } else if op == Op::Create && !current.contains_key(&uuid) && !numbering.contains(uuid)
             {
-                match counter_target(at, w.at.project) {
-                    Ok(target) => numbering.add(uuid, target),
-                    Err(e) => {
+                // An import that keeps its number binds it (else, in a race, the counter
+                // numbers it). A task whose reservation vanished binds nothing: it fails.
+                let keep = imported.as_ref().and_then(|i| i.keep.as_ref());
+                let kept_key = match keep.filter(|_| at.is_some()) {
+                    Some(key) => kept.bind(uuid, key).await?,
+                    None => None,
+                };
+                match (kept_key, counter_target(at, w.at.project)) {
+                    (Some(k), _) => {
+                        current.insert(uuid, k.clone());
+                        bound = Some(k);
+                    }
+                    (None, Ok(target)) => numbering.add(uuid, target),
+                    (None, Err(e)) => {
                         plan.push(Step::Done(Err(e)));
                         continue;
                     }
@@ -376,8 +418,12 @@ impl PgAlloc {
                 uuid,
                 witnessed: witness.is_some(),
                 bound,
+                imported,
             });
         }
+        // The kept keys are written before any counter is bumped: a counter one raised is
+        // bumped past it.
+        kept.flush().await?;
 
         // A recovering project numbers nothing (docs/RECOVERY.md): its items fail alone and
         // their slots stay pending. Read only when something here would take a number.
@@ -498,9 +544,18 @@ impl PgAlloc {
 
         let mut out = Vec::with_capacity(work.len());
         let mut rows = Rows::default();
+        let committed: HashSet<Uuid> = plan
+            .iter()
+            .filter_map(|step| match step {
+                Step::Commit { uuid, .. } => Some(*uuid),
+                Step::Done(_) => None,
+            })
+            .collect();
+        rows.clashes = kept.clashes(|u| committed.contains(&u));
+        let mut origins: HashSet<String> = HashSet::new();
         let mut seq = first;
         for (w, step) in work.iter().zip(plan) {
-            let (slot, uuid, witnessed, bound) = match step {
+            let (slot, uuid, witnessed, bound, imported) = match step {
                 Step::Done(r) => {
                     out.push(r);
                     continue;
@@ -510,8 +565,14 @@ impl PgAlloc {
                     uuid,
                     witnessed,
                     bound,
-                } => (slot, uuid, witnessed, bound),
+                    imported,
+                } => (slot, uuid, witnessed, bound, imported),
             };
+            // The first task of the batch to name an origin key records it (as one item
+            // after another would).
+            if let Some(i) = imported.filter(|i| origins.insert(i.key.clone())) {
+                rows.origins.push((i.key, uuid, i.prefix));
+            }
             // A number given here is given once: a later item of the same task keeps it. A
             // witness's key is bound already.
             let (status, number, key) = match (bound, fresh_keys.remove(&uuid)) {
@@ -567,8 +628,10 @@ enum Step {
         uuid: Uuid,
         /// A witnessed create (docs/RECOVERY.md).
         witnessed: bool,
-        /// The key its witness bound as the task's current one.
+        /// The key its witness bound as the task's current one, or the key an import kept.
         bound: Option<KeyRow>,
+        /// An import's origin (issue 42), recorded when the item commits.
+        imported: Option<Imported>,
     },
 }
 
@@ -759,14 +822,18 @@ async fn plan_witness(
     }
 }
 
-/// The tasks of creates to be answered with a key the task has, or with a witness's keys.
+/// The tasks of creates to be answered with a key the task has, or with a witness's keys (an
+/// import's kept key is new: it has no earlier ones).
 fn answered_with_keys(plan: &[Step], current: &HashMap<Uuid, KeyRow>) -> Vec<Uuid> {
     let keyed: HashSet<Uuid> = plan
         .iter()
         .filter_map(|step| match step {
             Step::Commit {
-                uuid, witnessed, ..
-            } if *witnessed || current.contains_key(uuid) => Some(*uuid),
+                uuid,
+                witnessed,
+                bound,
+                ..
+            } if *witnessed || (bound.is_none() && current.contains_key(uuid)) => Some(*uuid),
             _ => None,
         })
         .collect();
@@ -782,6 +849,10 @@ struct Rows {
     slots: Vec<(i64, Option<i64>, i32, String)>,
     /// The last feed number of each task (one entry per task).
     changes: BTreeMap<Uuid, i64>,
+    /// Imports' origins: (key, task, prefix), one per key.
+    origins: Vec<(String, Uuid, Option<String>)>,
+    /// Kept keys other tasks held: (key, held_by, claimed_by).
+    clashes: Vec<(String, Uuid, Uuid)>,
 }
 
 impl Rows {
@@ -803,7 +874,14 @@ impl Rows {
         let slot_bodies: Vec<&str> = self.slots.iter().map(|s| s.3.as_str()).collect();
         let change_uuids: Vec<Uuid> = self.changes.keys().copied().collect();
         let change_seqs: Vec<i64> = self.changes.values().copied().collect();
-        let [keys, slots, changes, feed] = prepare(tx, ROWS).await?;
+        let origin_keys: Vec<&str> = self.origins.iter().map(|o| o.0.as_str()).collect();
+        let origin_uuids: Vec<Uuid> = self.origins.iter().map(|o| o.1).collect();
+        let origin_prefixes: Vec<Option<&str>> =
+            self.origins.iter().map(|o| o.2.as_deref()).collect();
+        let clash_keys: Vec<&str> = self.clashes.iter().map(|c| c.0.as_str()).collect();
+        let clash_held: Vec<Uuid> = self.clashes.iter().map(|c| c.1).collect();
+        let clash_claimed: Vec<Uuid> = self.clashes.iter().map(|c| c.2).collect();
+        let [keys, slots, changes, feed, origins, clashes] = prepare(tx, ROWS).await?;
         tokio::try_join!(
             async {
                 if key_uuids.is_empty() {
@@ -839,6 +917,22 @@ impl Rows {
                     return Ok(0);
                 }
                 tx.execute(&feed, &[&account, &last]).await
+            },
+            async {
+                if origin_keys.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 4] =
+                    [&account, &origin_keys, &origin_uuids, &origin_prefixes];
+                tx.execute(&origins, &p).await
+            },
+            async {
+                if clash_keys.is_empty() {
+                    return Ok(0);
+                }
+                let p: [&(dyn ToSql + Sync); 5] =
+                    [&account, &now, &clash_keys, &clash_held, &clash_claimed];
+                tx.execute(&clashes, &p).await
             },
         )?;
         Ok(())

@@ -103,6 +103,10 @@ pub(super) async fn update_project(
     if let Some(to) = to.filter(|to| *to != from) {
         match owner(tx, account, to.as_str()).await? {
             Some((other, now_named)) if other != id => return Ok(Renamed::Taken(now_named)),
+            // Checked under the account row's lock: no import records a prefix meanwhile.
+            None if super::imports::prefix_used(tx, account, to.as_str()).await? => {
+                return Ok(Renamed::Imported)
+            }
             _ => {}
         }
         let epoch = epoch + 1;

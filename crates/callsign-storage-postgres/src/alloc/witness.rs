@@ -228,10 +228,13 @@ impl<'a, 't> Binder<'a, 't> {
     }
 
     /// Moves the counter of `(project, scope)` up to `number` if it is below; never down.
+    /// `number` is bound now: an import that passed over it (`skipped`) no longer did.
     async fn raise_counter(&self, project: i64, scope: &str, number: i64) -> Result<()> {
         self.tx
             .execute(
-                "INSERT INTO counters (project_id, scope, last) VALUES ($1, $2, $3)
+                "WITH unskipped AS (
+                     DELETE FROM skipped WHERE project_id = $1 AND scope = $2 AND number = $3)
+                 INSERT INTO counters (project_id, scope, last) VALUES ($1, $2, $3)
                  ON CONFLICT (project_id, scope)
                      DO UPDATE SET last = GREATEST(counters.last, EXCLUDED.last)",
                 &[&project, &scope, &number],
@@ -289,8 +292,8 @@ pub(super) async fn unwitnessed(
         .collect())
 }
 
-/// Numbers below a counter that no task holds, and the clashes recorded, for `account` (every
-/// account's: `None`).
+/// Numbers below a counter that no task holds (an import's skipped numbers left out), and the
+/// clashes recorded, for `account` (every account's: `None`).
 pub(super) async fn report(
     c: &impl GenericClient,
     account: Option<AccountId>,
@@ -301,7 +304,8 @@ pub(super) async fn report(
     })
 }
 
-/// Numbers `1 ..= last` of each counter with no key row, by account, prefix, scope, number.
+/// Numbers `1 ..= last` of each counter with no key row and not skipped by an import, by
+/// account, prefix, scope, number.
 async fn lost(c: &impl GenericClient, account: Option<AccountId>) -> Result<Vec<LostKey>> {
     let rows = c
         .query(
@@ -312,6 +316,9 @@ async fn lost(c: &impl GenericClient, account: Option<AccountId>) -> Result<Vec<
                AND NOT EXISTS (SELECT 1 FROM keys k
                                WHERE k.account_id = p.account_id AND k.project_id = c.project_id
                                  AND k.scope = c.scope AND k.number = n.number)
+               AND NOT EXISTS (SELECT 1 FROM skipped s
+                               WHERE s.project_id = c.project_id AND s.scope = c.scope
+                                 AND s.number = n.number)
              ORDER BY p.account_id, p.prefix COLLATE \"C\", c.scope COLLATE \"C\", n.number",
             &[&account],
         )

@@ -65,7 +65,8 @@ pub fn create_token(
 }
 
 /// Creates a project; `None` when the prefix is one of the account's projects has or ever had
-/// (a prefix names one project forever: its old keys still resolve). Its `id` on the wire
+/// (a prefix names one project forever: its old keys still resolve), or one that keys of
+/// imported tasks have (`ENG-4` imported into OPS). Its `id` on the wire
 /// is its number within the account (1, 2, ...), not the row id, so an account cannot count
 /// the projects of others.
 pub fn create_project(
@@ -81,6 +82,7 @@ pub fn create_project(
              SELECT ?1, ?2, ?3, ?4,
                     (SELECT COALESCE(MAX(number), 0) + 1 FROM projects WHERE account_id = ?1)
              WHERE NOT EXISTS (SELECT 1 FROM prefixes WHERE account_id = ?1 AND prefix = ?3)
+               AND NOT EXISTS (SELECT 1 FROM origins WHERE account_id = ?1 AND prefix = ?3)
              ON CONFLICT (account_id, prefix) DO NOTHING
              RETURNING id, number",
             params![account, name, prefix.as_str(), now],

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::protocol::{self as sql, Decided};
 use super::{
-    accounts, changes, each_item, members, meta, now_ms, recovery, renames, slots,
+    accounts, changes, each_item, imports, members, meta, now_ms, recovery, renames, slots,
     window as db_window, witness,
 };
 use super::{
@@ -439,6 +439,14 @@ impl AllocStore for SqliteAlloc {
                 .read(move |c| slots::uuid_for_key(c, account, &prefix, &scope, number)),
         )
         .await
+    }
+
+    async fn origin_holders(
+        &self,
+        account: AccountId,
+        keys: Vec<String>,
+    ) -> callsign_storage::Result<HashMap<String, Uuid>> {
+        seam(self.db.read(move |c| imports::holders(c, account, &keys))).await
     }
 
     async fn children(

@@ -23,6 +23,7 @@
 pub mod accounts;
 pub mod backend;
 pub mod changes;
+pub mod imports;
 pub mod members;
 pub mod meta;
 pub mod protocol;
@@ -118,6 +119,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0013_invites.sql")),
         M::up(include_str!("../../migrations/0014_recovery.sql")),
         M::up(include_str!("../../migrations/0015_witnesses.sql")),
+        M::up(include_str!("../../migrations/0016_imports.sql")),
     ])
 }
 

@@ -20,7 +20,9 @@ use callsign_core::Prefix;
 use rusqlite::{params, Connection, OptionalExtension};
 use uuid::Uuid;
 
-use super::{accounts, changes, slots, witness, AccountId, DbError, KeyRow, Result, SlotState};
+use super::{
+    accounts, changes, imports, slots, witness, AccountId, DbError, KeyRow, Result, SlotState,
+};
 pub use callsign_storage::protocol::move_target;
 use callsign_storage::{
     CreateRequest, Meta, Mutation, Op, Refusal, Render, Reply, Reserved, Settled, Snapshot,
@@ -203,6 +205,7 @@ pub fn commit_create(
     };
     let parent = slots::parent_of(conn, account, uuid)?;
     let witness = callsign_storage::witness_in(&slot.request);
+    let imported = callsign_storage::origin_in(&slot.request);
     // (status, number, key) when the task has its key: it kept one (200), or a witness bound
     // the one a device holds (201).
     let keyed = match (&witness, slots::current_key(conn, account, uuid)?) {
@@ -213,6 +216,12 @@ pub fn commit_create(
         (Some(w), None) => {
             witness::bind_current(conn, account, uuid, w, now)?.map(|k| (201, Some(k.number), k))
         }
+        // An import that keeps its number binds it (else, in a race, the counter numbers it).
+        (None, None) => match imported.as_ref().and_then(|i| i.keep.as_ref()) {
+            Some(kept) => imports::bind_kept(conn, account, uuid, kept, now)?
+                .map(|k| (201, Some(k.number), k)),
+            None => None,
+        },
         (None, k) => k.map(|k| (200, None, k)),
     };
     let (status, number, key) = match keyed {
@@ -246,6 +255,9 @@ pub fn commit_create(
             (201, Some(n), key)
         }
     };
+    if let Some(i) = &imported {
+        imports::record(conn, account, uuid, i)?;
+    }
     // A new task has no earlier keys; one answered again (200) may have moved since, and a
     // witness may bring back earlier ones.
     let previous = match status {

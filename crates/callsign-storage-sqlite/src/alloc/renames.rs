@@ -100,6 +100,9 @@ pub fn update_project(
     if let Some(to) = to.filter(|to| *to != from) {
         match owner(conn, account, to.as_str())? {
             Some((other, now_named)) if other != id => return Ok(Renamed::Taken(now_named)),
+            None if super::imports::prefix_used(conn, account, to.as_str())? => {
+                return Ok(Renamed::Imported)
+            }
             _ => {}
         }
         let epoch = epoch + 1;

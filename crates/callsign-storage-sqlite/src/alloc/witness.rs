@@ -10,7 +10,7 @@ use callsign_storage::{Clash, DeviceRow, LostKey, RecoveryReport, Witness};
 use rusqlite::{params, Connection, OptionalExtension};
 use uuid::Uuid;
 
-use super::{slots, AccountId, KeyRow, Result};
+use super::{imports, slots, AccountId, KeyRow, Result};
 
 /// How one witnessed key fared.
 enum Bound {
@@ -61,6 +61,21 @@ pub fn bind_earlier(
         }
     }
     Ok(())
+}
+
+/// Binds `key` as the current key of `uuid`, a task with no key yet; `None` when another task
+/// holds it (a clash, recorded) or no project has its prefix.
+pub fn bind_key(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    key: &str,
+    now: i64,
+) -> Result<Option<KeyRow>> {
+    Ok(match bind(conn, account, uuid, key, Some(&[]), now)? {
+        Bound::New(row) => Some(row),
+        Bound::Same | Bound::Refused => None,
+    })
 }
 
 /// Binds one key to `uuid`: as its current key when `aliases` is given (the earlier prefixes it
@@ -120,6 +135,7 @@ fn bind(
          ON CONFLICT (project_id, scope) DO UPDATE SET last = MAX(last, excluded.last)",
     )?
     .execute(params![project, scope, number])?;
+    imports::unskip(conn, project, &scope, number)?;
     if current {
         slots::set_task_project(conn, account, uuid, project)?;
     }
@@ -182,8 +198,8 @@ pub fn unwitnessed(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Numbers below a counter that no task holds, and the clashes recorded, for `account` (every
-/// account's: `None`).
+/// Numbers below a counter that no task holds (an import's skipped numbers left out), and the
+/// clashes recorded, for `account` (every account's: `None`).
 pub fn report(conn: &Connection, account: Option<AccountId>) -> Result<RecoveryReport> {
     let mut counters = conn.prepare_cached(
         "SELECT p.account_id, p.id, p.prefix, c.scope, c.last
@@ -212,7 +228,7 @@ pub fn report(conn: &Connection, account: Option<AccountId>) -> Result<RecoveryR
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let mut held = held.into_iter().peekable();
         for n in 1..=last {
-            if held.next_if_eq(&n).is_some() {
+            if held.next_if_eq(&n).is_some() || imports::is_skipped(conn, project_id, &scope, n)? {
                 continue;
             }
             let row = KeyRow {

@@ -125,8 +125,23 @@ impl Engine {
     }
 }
 
-/// The filter's verdict on a local task (`default_statuses` as in [`Filter::matches`]).
+/// The filter's verdict on a local task (`default_statuses` as in [`Filter::matches`]). An
+/// imported task's origin key counts as one of its old keys: it still names the task, so a word
+/// (`ENG-42`, `#12`) finds it, and so does a key range over it.
 pub fn matches_filter(f: &Filter, t: &LocalTask, default_statuses: &[TaskStatus]) -> bool {
+    let with_origin: Vec<String>;
+    let previous_keys = match t.origin.as_ref().and_then(|o| o.key.as_deref()) {
+        Some(k) => {
+            with_origin = t
+                .previous_keys
+                .iter()
+                .cloned()
+                .chain([callsign_core::dto::Origin::normal_key(k)])
+                .collect();
+            &with_origin
+        }
+        None => &t.previous_keys,
+    };
     f.matches(
         &Facts {
             uuid: t.uuid,
@@ -135,7 +150,7 @@ pub fn matches_filter(f: &Filter, t: &LocalTask, default_statuses: &[TaskStatus]
             tags: &t.tags,
             project: &t.project,
             key: t.key.as_deref(),
-            previous_keys: &t.previous_keys,
+            previous_keys,
             status: t.status,
             failed: t.sync_state == SyncState::Failed,
             due: t.due,
@@ -217,6 +232,7 @@ mod tests {
             modified_at: t.modified_at,
             assignee: None,
             created_by: None,
+            origin: None,
         }
     }
 

@@ -24,6 +24,7 @@
 mod control;
 pub(crate) mod drain;
 pub(crate) mod grammar;
+mod import;
 mod rename;
 pub(crate) mod team;
 
@@ -265,6 +266,8 @@ impl Engine {
             created_at: Some(now),
             assignee: input.assignee,
             created_by: None,
+            origin: None,
+            keep_number: false,
         })
     }
 
@@ -641,7 +644,8 @@ impl Engine {
         self.store().list(q)
     }
 
-    /// By key (lenient: `syn 42`), UUID, or unique UUID prefix of at least 8 hex digits.
+    /// By key (lenient: `syn 42`, old keys too), UUID, unique UUID prefix of at least 8 hex
+    /// digits, or an imported task's origin key (`ENG-42`, `#12`); see [`Store::find`].
     pub fn get(&self, task_ref: &str) -> Result<LocalTask> {
         self.store().find(task_ref)
     }
@@ -742,6 +746,8 @@ fn project_prefix(project: &str) -> Result<Prefix> {
     Prefix::parse(project.trim()).map_err(|e| Error::Invalid(format!("project: {e}")))
 }
 
+#[cfg(test)]
+mod import_tests;
 #[cfg(test)]
 mod tests;
 

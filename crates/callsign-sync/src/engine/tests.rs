@@ -26,7 +26,7 @@ fn input(d: &str, project: Option<&str>) -> NewTaskInput {
     }
 }
 
-fn all(e: &Engine) -> Vec<crate::LocalTask> {
+pub(super) fn all(e: &Engine) -> Vec<crate::LocalTask> {
     e.query(&TaskQuery {
         all: true,
         ..TaskQuery::default()

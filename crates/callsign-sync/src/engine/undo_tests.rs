@@ -49,6 +49,7 @@ fn as_server(t: &LocalTask, key: Option<(&str, u64)>) -> Task {
         modified_at: t.modified_at,
         assignee: None,
         created_by: None,
+        origin: None,
     }
 }
 

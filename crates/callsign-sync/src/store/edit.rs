@@ -15,7 +15,7 @@ use super::fix::{
     task_key,
 };
 use super::outbox::{retry_failed_in, rows_of};
-use super::tasks::{task_in, ts, TASK_COLUMNS};
+use super::tasks::{origin_columns, task_in, ts, TASK_COLUMNS};
 use super::types::{Discarded, SentInbox};
 use super::{Store, CURSOR};
 use crate::error::{Error, Result};
@@ -36,8 +36,9 @@ fn resolved_here(before: &LocalTask, patch: &TaskPatch) -> String {
     serde_json::to_string(&left).unwrap_or_else(|_| "[]".into())
 }
 
-/// The task row and its `create` outbox row, inside the caller's transaction.
-fn insert_local(
+/// The task row and its `create` outbox row, inside the caller's transaction. The statement
+/// is cached: an import runs it once per task.
+pub(super) fn insert_local(
     tx: &rusqlite::Transaction<'_>,
     uuid: Uuid,
     idempotency_key: &str,
@@ -45,24 +46,27 @@ fn insert_local(
     now: DateTime<Utc>,
 ) -> Result<()> {
     let status = body.status.unwrap_or(TaskStatus::Pending);
-    tx.execute(
+    let (origin, origin_key) = origin_columns(body.origin.as_ref());
+    tx.prepare_cached(
         "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-            modified_at, due, priority, parent, assignee) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7,
-            ?8, ?9, ?10, ?11)",
-        params![
-            uuid.to_string(),
-            body.project,
-            body.description,
-            body.notes,
-            status.as_str(),
-            serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
-            ts(body.created_at.unwrap_or(now)),
-            body.due.map(ts),
-            body.priority.map(Priority::as_str),
-            body.parent,
-            body.assignee,
-        ],
-    )?;
+            modified_at, due, priority, parent, assignee, origin, origin_key) VALUES (?1, ?2, ?3,
+            ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?
+    .execute(params![
+        uuid.to_string(),
+        body.project,
+        body.description,
+        body.notes,
+        status.as_str(),
+        serde_json::to_string(&body.tags).unwrap_or_else(|_| "[]".into()),
+        ts(body.created_at.unwrap_or(now)),
+        body.due.map(ts),
+        body.priority.map(Priority::as_str),
+        body.parent,
+        body.assignee,
+        origin,
+        origin_key,
+    ])?;
     super::outbox::insert(
         tx,
         uuid,

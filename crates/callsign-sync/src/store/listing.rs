@@ -107,7 +107,7 @@ impl Store {
             "SELECT {TASK_COLUMNS} FROM tasks t
              WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
                 AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '
-                    || coalesce(t.key, '')), lower(?3)) > 0)
+                    || coalesce(t.key, '') || ' ' || coalesce(t.origin_key, '')), lower(?3)) > 0)
                 AND (?4 IS NULL OR t.parent = ?4)
              ORDER BY t.created_at, t.rowid"
         );

@@ -6,10 +6,12 @@
 //! and a busy timeout serialise them.
 //!
 //! A local edit's transaction is opened in `edit`, which calls the others inside it (`tasks`,
-//! `outbox`, `undo`, `fix`); none of them imports `edit`. The types callers see are in `types`,
+//! `outbox`, `undo`, `fix`); none of them imports `edit`. An import's transaction is opened in
+//! `import`, which writes each task as `edit` writes a capture. The types callers see are in `types`,
 //! which imports nothing of the store.
 mod edit;
 mod fix;
+mod import;
 mod listing;
 mod outbox;
 mod reconcile;
@@ -26,7 +28,7 @@ use rusqlite_migration::{Migrations, M};
 
 use crate::error::Result;
 
-pub use types::{Counts, Discarded, SentInbox, TaskFilter, TaskQuery};
+pub use types::{Counts, Discarded, ImportQueued, ImportTask, SentInbox, TaskFilter, TaskQuery};
 
 static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
     Migrations::new(vec![
@@ -39,6 +41,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/007_conflicts.sql")),
         M::up(include_str!("migrations/008_undo.sql")),
         M::up(include_str!("migrations/009_team.sql")),
+        M::up(include_str!("migrations/010_origin.sql")),
     ])
 });
 
@@ -110,6 +113,8 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod origin_tests;
 #[cfg(test)]
 mod outbox_model;
 #[cfg(test)]

@@ -50,11 +50,17 @@ pub(super) fn insert(
     body: &serde_json::Value,
     now_ms: i64,
 ) -> Result<()> {
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO outbox (uuid, op, idempotency_key, body, state, created_at, last_touch)
          VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)",
-        params![uuid.to_string(), op_str(op), key, body.to_string(), now_ms],
-    )?;
+    )?
+    .execute(params![
+        uuid.to_string(),
+        op_str(op),
+        key,
+        body.to_string(),
+        now_ms
+    ])?;
     Ok(())
 }
 

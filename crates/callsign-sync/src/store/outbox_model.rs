@@ -167,6 +167,7 @@ impl Server {
             modified_at: now(),
             assignee: None,
             created_by: None,
+            origin: None,
         })
     }
 }
@@ -266,6 +267,8 @@ impl World {
                     created_at: Some(now()),
                     assignee: None,
                     created_by: None,
+                    origin: None,
+                    keep_number: false,
                 };
                 self.store
                     .create_local(uuid, &Uuid::new_v4().to_string(), &body, now())

@@ -4,8 +4,8 @@
 //!   report a different one, that is logged loudly and the server wins. A key names one local
 //!   task: a row holding it under another UUID loses it (also logged loudly).
 //! - While the task still has requests in flight, queued or failed, its local fields (the user's
-//!   newer edits, and its conflicts as this device last settled them) stay; only the key, number
-//!   and previous keys are bound. Otherwise the server's fields replace
+//!   newer edits, and its conflicts as this device last settled them) stay; only the key, number,
+//!   previous keys, creator and origin are bound. Otherwise the server's fields replace
 //!   them. A failed request counts: its values exist only locally until the user's retry sends
 //!   them (a retried update carries the task's current values), so the server's older values
 //!   must not overwrite them.
@@ -18,7 +18,7 @@
 use callsign_core::dto::Task;
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::tasks::ts;
+use super::tasks::{origin_columns, ts};
 use super::{Store, CURSOR};
 use crate::error::Result;
 use crate::model::OutboxRow;
@@ -78,53 +78,82 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
     let tags = serde_json::to_string(&t.tags).unwrap_or_else(|_| "[]".into());
     let previous = serde_json::to_string(&t.previous_keys).unwrap_or_else(|_| "[]".into());
     let conflicts = serde_json::to_string(&t.conflicts).unwrap_or_else(|_| "[]".into());
-    let changed =
-        if local.is_none() {
-            tx.prepare_cached(
-                "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
+    let (origin, origin_key) = origin_columns(t.origin.as_ref());
+    let changed = if local.is_none() {
+        tx.prepare_cached(
+            "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
                 created_at, modified_at, due, priority, parent, previous_keys, conflicts,
-                created_by, assignee)
+                created_by, assignee, origin, origin_key)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                ?17)",
-            )?
-            .execute(params![
-                u,
-                key,
-                t.project,
-                number,
-                t.description,
-                t.notes,
-                t.status.as_str(),
-                tags,
-                ts(t.created_at),
-                ts(t.modified_at),
-                t.due.map(ts),
-                t.priority.map(callsign_core::Priority::as_str),
-                t.parent.map(|p| p.to_string()),
-                previous,
-                conflicts,
-                t.created_by,
-                t.assignee
-            ])?
-        } else if busy {
-            tx.prepare_cached(
-                "UPDATE tasks SET key = ?2, number = ?3, previous_keys = ?4, created_by = ?5
+                ?17, ?18, ?19)",
+        )?
+        .execute(params![
+            u,
+            key,
+            t.project,
+            number,
+            t.description,
+            t.notes,
+            t.status.as_str(),
+            tags,
+            ts(t.created_at),
+            ts(t.modified_at),
+            t.due.map(ts),
+            t.priority.map(callsign_core::Priority::as_str),
+            t.parent.map(|p| p.to_string()),
+            previous,
+            conflicts,
+            t.created_by,
+            t.assignee,
+            origin,
+            origin_key
+        ])?
+    } else if busy {
+        // The origin is the server's to say, like the key: bound even while edits wait here.
+        tx.prepare_cached(
+            "UPDATE tasks SET key = ?2, number = ?3, previous_keys = ?4, created_by = ?5,
+                origin = ?6, origin_key = ?7
                 WHERE uuid = ?1 AND (key IS NOT ?2 OR number IS NOT ?3 OR previous_keys IS NOT ?4
-                OR created_by IS NOT ?5)",
-            )?
-            .execute(params![u, key, number, previous, t.created_by])?
-        } else {
-            tx.prepare_cached(
+                OR created_by IS NOT ?5 OR origin IS NOT ?6)",
+        )?
+        .execute(params![
+            u,
+            key,
+            number,
+            previous,
+            t.created_by,
+            origin,
+            origin_key
+        ])?
+    } else {
+        tx.prepare_cached(
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10, due = ?11,
                 priority = ?12, parent = ?13, previous_keys = ?14, conflicts = ?15,
-                created_by = ?16, assignee = ?17 WHERE uuid = ?1",
+                created_by = ?16, assignee = ?17, origin = ?18, origin_key = ?19 WHERE uuid = ?1",
         )?
-        .execute(params![u, key, number, t.project, t.description, t.notes, t.status.as_str(), tags,
-                ts(t.created_at), ts(t.modified_at), t.due.map(ts),
-                t.priority.map(callsign_core::Priority::as_str), t.parent.map(|p| p.to_string()),
-                previous, conflicts, t.created_by, t.assignee])?
-        };
+        .execute(params![
+            u,
+            key,
+            number,
+            t.project,
+            t.description,
+            t.notes,
+            t.status.as_str(),
+            tags,
+            ts(t.created_at),
+            ts(t.modified_at),
+            t.due.map(ts),
+            t.priority.map(callsign_core::Priority::as_str),
+            t.parent.map(|p| p.to_string()),
+            previous,
+            conflicts,
+            t.created_by,
+            t.assignee,
+            origin,
+            origin_key
+        ])?
+    };
     Ok(changed > 0 || closed > 0)
 }
 

@@ -2,7 +2,7 @@
 //! (each one transaction with its outbox row) are in `edit`; listing many tasks is in `listing`.
 use std::collections::HashMap;
 
-use callsign_core::dto::TaskStatus;
+use callsign_core::dto::{Origin, TaskStatus};
 use callsign_core::{Priority, TaskKey, TaskRef};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
@@ -14,17 +14,29 @@ use super::Store;
 use crate::error::{Error, Result};
 use crate::model::{LocalTask, SyncState};
 
-/// The task columns, in the order [`task_row`] reads them.
-pub(super) const TASK_COLUMNS: &str = "t.uuid, t.key, t.project, t.number, t.description,
-    t.notes, t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent,
-    t.previous_keys, t.conflicts, t.created_by, t.assignee";
+/// The task columns, in the order [`task_row`] reads them: a macro, so [`SELECT`] is built from
+/// the very same list at compile time.
+macro_rules! task_columns {
+    () => {
+        "t.uuid, t.key, t.project, t.number, t.description, t.notes, t.status, t.tags,
+        t.created_at, t.modified_at, t.due, t.priority, t.parent, t.previous_keys, t.conflicts,
+        t.created_by, t.assignee, t.origin"
+    };
+}
 
-/// One task with its outbox facts computed for it alone (columns 17-21, for [`map_task`]) and its
-/// subtask counts (22-23): for a lookup. A listing computes the same facts for every task in one
-/// pass ([`super::listing`]).
-const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, t.notes,
-    t.status, t.tags, t.created_at, t.modified_at, t.due, t.priority, t.parent, t.previous_keys,
-    t.conflicts, t.created_by, t.assignee, (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
+/// The task columns, in the order [`task_row`] reads them.
+pub(super) const TASK_COLUMNS: &str = task_columns!();
+/// How many there are: [`map_task`]'s further columns come after them.
+const N_TASK_COLUMNS: usize = 18;
+
+/// One task with its outbox facts computed for it alone (the 5 columns after
+/// [`TASK_COLUMNS`], for [`map_task`]) and its subtask counts (the 2 after those): for a lookup.
+/// A listing computes the same facts for every task in one pass ([`super::listing`]).
+const SELECT: &str = concat!(
+    "SELECT ",
+    task_columns!(),
+    ",
+    (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'),
     (SELECT COUNT(*) FROM outbox o WHERE o.uuid = t.uuid AND o.state = 'failed'),
     (SELECT o.last_error FROM outbox o WHERE o.uuid = t.uuid AND o.state <> 'done'
         AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
@@ -33,7 +45,8 @@ const SELECT: &str = "SELECT t.uuid, t.key, t.project, t.number, t.description, 
         AND o.last_error IS NOT NULL ORDER BY o.state = 'failed' DESC, o.id DESC LIMIT 1),
     (SELECT COUNT(*) FROM tasks c WHERE c.parent = t.uuid),
     (SELECT COUNT(*) FROM tasks c WHERE c.parent = t.uuid AND c.status = 'pending')
-    FROM tasks t";
+    FROM tasks t"
+);
 
 /// What a task's open (not done) outbox rows say about it: the input of its sync state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,20 +64,31 @@ pub(super) struct OutboxFacts {
     pub error_code: Option<String>,
 }
 
-/// A task row with its outbox facts: columns 0-16 are [`TASK_COLUMNS`], 17-21 the facts in
-/// [`OutboxFacts`] order, 22-23 the subtask counts.
+/// A task row with its outbox facts: first [`TASK_COLUMNS`], then the facts in
+/// [`OutboxFacts`] order, then the subtask counts (all and pending), as [`SELECT`] reads them.
 fn map_task(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
+    const F: usize = N_TASK_COLUMNS;
     let facts = OutboxFacts {
-        open_rows: r.get::<_, i64>(17)? as u32,
-        failed: r.get::<_, i64>(18)? as u32,
-        last_error: r.get(19)?,
-        next_attempt_at: r.get(20)?,
-        error_code: r.get(21)?,
+        open_rows: r.get::<_, i64>(F)? as u32,
+        failed: r.get::<_, i64>(F + 1)? as u32,
+        last_error: r.get(F + 2)?,
+        next_attempt_at: r.get(F + 3)?,
+        error_code: r.get(F + 4)?,
     };
     let mut task = with_facts(task_row(r)?, facts);
-    task.children = r.get::<_, i64>(22)? as u32;
-    task.open_children = r.get::<_, i64>(23)? as u32;
+    task.children = r.get::<_, i64>(F + 5)? as u32;
+    task.open_children = r.get::<_, i64>(F + 6)? as u32;
     Ok(task)
+}
+
+/// The `origin` and `origin_key` columns for a task's origin: its JSON, and its key as
+/// [`Origin::normal_key`] writes it (what [`Store::find`] looks an origin key up by).
+pub(super) fn origin_columns(origin: Option<&Origin>) -> (Option<String>, Option<String>) {
+    let json = origin.and_then(|o| serde_json::to_string(o).ok());
+    let key = origin
+        .and_then(|o| o.key.as_deref())
+        .map(Origin::normal_key);
+    (json, key)
 }
 
 impl Store {
@@ -106,6 +130,10 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         .get::<_, Option<String>>(12)?
         .map(|p| Uuid::parse_str(&p).map_err(|e| bad(12, e.to_string())))
         .transpose()?;
+    let origin = r
+        .get::<_, Option<String>>(17)?
+        .map(|o| serde_json::from_str(&o).map_err(|e| bad(17, e.to_string())))
+        .transpose()?;
     Ok(LocalTask {
         uuid: Uuid::parse_str(&text(0)?).map_err(|e| bad(0, e.to_string()))?,
         sync_state: SyncState::Synced,
@@ -123,6 +151,7 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         conflicts: serde_json::from_str(&text(14)?).map_err(|e| bad(14, e.to_string()))?,
         created_by: r.get(15)?,
         assignee: r.get(16)?,
+        origin,
         children: 0,
         open_children: 0,
         held_by: None,
@@ -245,32 +274,71 @@ impl Store {
         Ok(task)
     }
 
-    /// Resolves a key (lenient), a UUID, or a unique UUID prefix of at least 8 hex digits
-    /// (a leading `~`, as in the provisional short id, is accepted).
+    /// Resolves, in this order: a UUID; a key (lenient: `syn 42`) the task has, or had (a
+    /// moved task keeps naming itself by its old keys); a unique UUID prefix of at least 8 hex
+    /// digits (a leading `~`, as in the provisional short id, is accepted); an imported task's
+    /// origin key, any case (`ENG-42`, `#12`), even one whose prefix is no project here, and
+    /// while the task is still provisional. A key a task has or had wins over an origin key,
+    /// so a task numbered `ENG-42` here is `ENG-42` whatever was imported as `ENG-42`.
     pub fn find(&self, input: &str) -> Result<LocalTask> {
-        let not_found = || Error::NotFound(input.to_owned());
         match TaskRef::parse(input) {
-            Ok(TaskRef::Uuid(u)) => return self.task(u)?.ok_or_else(not_found),
+            Ok(TaskRef::Uuid(u)) => {
+                return self
+                    .task(u)?
+                    .ok_or_else(|| Error::NotFound(input.to_owned()))
+            }
             Ok(TaskRef::Key(k)) => {
                 if let Some(t) = self.by_key(&k)? {
                     return Ok(t);
                 }
             }
+            // Not Callsign's grammar (`#12`): it may still be an origin key.
             Err(_) => {}
         }
+        if let Some(t) = self.by_short_id(input)? {
+            return Ok(t);
+        }
+        self.by_origin_key(input)?
+            .ok_or_else(|| Error::NotFound(input.to_owned()))
+    }
+
+    /// The one task whose UUID starts with these hex digits (at least 8, `~` and dashes
+    /// allowed); none for input that is not such a prefix.
+    fn by_short_id(&self, input: &str) -> Result<Option<LocalTask>> {
         let hex: String = input.trim().trim_start_matches('~').replace('-', "");
         if hex.len() < 8 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(not_found());
+            return Ok(None);
         }
         let sql = format!("{SELECT} WHERE replace(t.uuid, '-', '') LIKE ?1 || '%' LIMIT 2");
         let mut stmt = self.conn.prepare(&sql)?;
         let found: Vec<LocalTask> = stmt
             .query_map([hex.to_ascii_lowercase()], map_task)?
             .collect::<rusqlite::Result<_>>()?;
-        match found.len() {
-            0 => Err(not_found()),
-            1 => self.with_held(found.into_iter().next().expect("one")),
-            _ => Err(Error::Ambiguous(input.to_owned())),
+        self.one_of(found, input)
+    }
+
+    /// The imported task whose origin key this is (as [`Origin::normal_key`] writes it).
+    fn by_origin_key(&self, input: &str) -> Result<Option<LocalTask>> {
+        let key = Origin::normal_key(input);
+        if key.is_empty() {
+            return Ok(None);
+        }
+        let sql = format!("{SELECT} WHERE t.origin_key = ?1 LIMIT 2");
+        let found: Vec<LocalTask> = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map([key], map_task)?
+            .collect::<rusqlite::Result<_>>()?;
+        self.one_of(found, input)
+    }
+
+    /// The task a lookup found, none, or [`Error::Ambiguous`] for more than one.
+    fn one_of(&self, found: Vec<LocalTask>, input: &str) -> Result<Option<LocalTask>> {
+        let mut found = found.into_iter();
+        match (found.next(), found.next()) {
+            (None, _) => Ok(None),
+            (Some(t), None) => self.with_held(t).map(Some),
+            (Some(_), Some(_)) => Err(Error::Ambiguous(input.to_owned())),
         }
     }
 
@@ -299,7 +367,7 @@ impl Store {
         let sql = format!(
             "{SELECT} WHERE (?1 OR t.status = 'pending') AND (?2 IS NULL OR t.project = upper(?2))
                 AND (?3 IS NULL OR instr(lower(t.description || ' ' || t.notes || ' '
-                    || coalesce(t.key, '')), lower(?3)) > 0)
+                    || coalesce(t.key, '') || ' ' || coalesce(t.origin_key, '')), lower(?3)) > 0)
                 AND (?4 IS NULL OR t.parent = ?4)
              ORDER BY t.created_at, t.rowid"
         );

@@ -13,11 +13,11 @@ use super::{Store, TaskQuery, MIGRATIONS};
 use crate::model::{RowState, SyncState};
 use crate::outbox_state::Outcome;
 
-fn now() -> DateTime<Utc> {
+pub(super) fn now() -> DateTime<Utc> {
     DateTime::from_timestamp(1_700_000_000, 0).unwrap()
 }
 
-fn body(d: &str) -> NewTask {
+pub(super) fn body(d: &str) -> NewTask {
     NewTask {
         project: "SYN".into(),
         description: d.into(),
@@ -30,10 +30,12 @@ fn body(d: &str) -> NewTask {
         created_at: Some(now()),
         assignee: None,
         created_by: None,
+        origin: None,
+        keep_number: false,
     }
 }
 
-fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
+pub(super) fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
     Task {
         uuid,
         key: key.map(|k| k.0.to_owned()),
@@ -52,6 +54,7 @@ fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task {
         modified_at: now(),
         assignee: None,
         created_by: None,
+        origin: None,
     }
 }
 

@@ -17,7 +17,8 @@ pub struct TaskQuery {
     pub all: bool,
     /// Only tasks of this project (prefix, any case).
     pub project: Option<String>,
-    /// Only tasks whose description, notes or key contain this text (case-insensitive).
+    /// Only tasks whose description, notes, key or origin key contain this text
+    /// (case-insensitive).
     pub text: Option<String>,
     /// Only the subtasks of this task.
     pub parent: Option<Uuid>,
@@ -56,4 +57,26 @@ pub struct SentInbox {
     pub moved: Vec<Uuid>,
     /// Deleted inbox tasks, removed instead of being sent.
     pub removed: Vec<Uuid>,
+}
+
+/// One task of an import ([`crate::Engine::import`]), as the importer derived it from its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportTask {
+    /// Derived from the source (the same item always gets the same UUID), so importing a file
+    /// again finds its tasks here and queues none of them twice.
+    pub uuid: Uuid,
+    /// Derived from the source too: a request lost on the way is replayed, not made twice.
+    pub idempotency_key: String,
+    /// The create as it is sent. `parent` is the parent's UUID: an earlier task of the same
+    /// import, or a task already here.
+    pub body: callsign_core::dto::NewTask,
+}
+
+/// What an import queued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ImportQueued {
+    /// Tasks saved here and queued for the server.
+    pub queued: usize,
+    /// Tasks already here (their UUID names a task on this device): left as they are.
+    pub present: usize,
 }

@@ -57,6 +57,10 @@ pub async fn run(cmd: ProjectCmd) -> anyhow::Result<()> {
             "{to} was the prefix of project {owner} before a rename: its old keys still \
              name that project's tasks"
         ),
+        Renamed::Imported => bail!(
+            "{to} names keys that tasks imported from another tracker keep, so no project can \
+             take it"
+        ),
     }
     Ok(())
 }
