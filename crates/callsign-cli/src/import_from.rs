@@ -1,23 +1,15 @@
-//! `callsign import --from FORMAT FILE`: another tracker's export in, every key kept.
-//!
-//! The file is read and planned before anything is made ([`callsign_import`]): `--dry-run`
-//! stops there and prints the plan, offline too (from what this device last heard of the
-//! team). A real import needs the server once, to confirm the caller is an owner (an import
-//! claims keys in the account), to read the team and its projects, and to make the projects
-//! that kept numbers need. Then every task is queued here in one transaction under a UUID and
-//! an idempotency key derived from the source, so running the same file again makes nothing
-//! new and a run cut short goes on where it stopped; the sync that follows shows its progress
-//! on a terminal, and a summary ends it.
-use std::collections::BTreeSet;
+//! `callsign import --from FORMAT FILE`: another tracker's export in, every key kept. The
+//! engine reads, plans and queues it (`Engine::import_export`, which says what needs the
+//! server); this prints the dry run's plan, or syncs with a progress bar on a terminal and
+//! ends with a summary.
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use callsign_core::dto::Project;
-use callsign_core::Role;
-use callsign_import::plan::{self, Member, Options, Report};
-use callsign_import::{build, Format, SourceIssue};
-use callsign_sync::{Engine, ImportTask, LocalTask, SyncState, TaskFilter};
+use callsign_sync::{
+    Engine, ImportFormat as Format, ImportOutcome, ImportProgress, ImportReport as Report,
+    ImportRequest,
+};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -38,127 +30,37 @@ pub struct Args {
 pub async fn run(engine: &Engine, out: &Out, args: Args) -> Result<()> {
     let bytes =
         std::fs::read(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
-    let issues = callsign_import::parse(args.format, &bytes)
+    let outcome = engine
+        .import_export(ImportRequest {
+            format: args.format,
+            bytes,
+            keep_numbers: args.keep_numbers,
+            project: args.project.clone(),
+            dry_run: args.dry_run,
+        })
+        .await
         .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
-    // Online when the server answers; the dry run makes do with what this device knows.
-    let online = engine.members().await;
-    let (members, projects) = match &online {
-        Ok(m) => (m.clone(), engine.projects().await?),
-        Err(e) if !args.dry_run => {
-            return Err(anyhow!(
-                "an import needs the server once, to check you are an owner and to read the \
-                 team and its projects; it did not answer ({e}). `--dry-run` works offline."
-            ))
-        }
-        Err(_) => (
-            engine.known_members()?.unwrap_or_default(),
-            engine.projects().await?,
-        ),
-    };
-    if online.is_ok() && !args.dry_run {
-        owner_only(engine, &members)?;
-    }
-    let opts = Options {
-        keep_numbers: args.keep_numbers,
-        project: args.project.clone(),
-    };
-    let team: Vec<Member> = members
-        .iter()
-        .map(|m| Member {
-            name: m.name.clone(),
-            email: None,
-        })
-        .collect();
-    let prefixes: Vec<String> = projects
-        .iter()
-        .flat_map(|p| std::iter::once(&p.prefix).chain(&p.previous_prefixes))
-        .cloned()
-        .collect();
-    let resumable = resumable(engine, args.format, &issues, &projects)?;
-    let plan = plan::plan(&issues, &opts, &team, &prefixes, &resumable)?;
     if args.dry_run {
-        return dry_run(out, &args, &plan.report, online.is_ok());
+        return dry_run(out, &args, &outcome.report, outcome.online);
     }
-    for p in plan.report.projects.iter().filter(|p| p.new) {
-        engine
-            .create_project(&p.prefix, &p.prefix, true)
-            .await
-            .with_context(|| format!("making project {}", p.prefix))?;
-    }
-    let due = |d: chrono::NaiveDate| engine.parse_due(&d.to_string()).ok().flatten();
-    let made = build::creates(args.format, &issues, &plan, &due);
-    let uuids: Vec<Uuid> = made.iter().map(|m| m.uuid).collect();
-    let items = made
-        .into_iter()
-        .map(|m| ImportTask {
-            uuid: m.uuid,
-            idempotency_key: m.idempotency_key,
-            body: m.body,
-        })
-        .collect();
-    let queued = engine.import(items).context("nothing was imported")?;
-    let synced = sync_with_progress(engine, &uuids, args.timeout).await;
-    let tasks = uuids
-        .iter()
-        .map(|u| engine.get(&u.to_string()))
-        .collect::<callsign_sync::Result<Vec<LocalTask>>>()?;
-    let summary = Summary::of(&tasks, queued.present);
-    summary.print(out, &args, &plan.report)?;
+    let synced = sync_with_progress(engine, &outcome.uuids, args.timeout).await;
+    let progress = engine.import_progress(&outcome.uuids)?;
+    print_summary(out, &args, &outcome, &progress)?;
     if let Err(e) = synced {
         return Err(anyhow::Error::new(NotSynced(format!(
             "{} task(s) still wait for their keys: {e}; they stay queued, run `callsign sync` \
              again later",
-            summary.waiting
+            progress.waiting
         ))));
     }
-    if summary.failed.is_empty() {
+    if progress.failed.is_empty() {
         Ok(())
     } else {
         Err(anyhow!(
             "the server refused {} task(s); `callsign list status:failed` lists them",
-            summary.failed.len()
+            progress.failed.len()
         ))
     }
-}
-
-/// Refused at once unless this device's member is an owner.
-fn owner_only(engine: &Engine, members: &[callsign_core::dto::Member]) -> Result<()> {
-    let me = engine.me()?;
-    let role = me
-        .as_ref()
-        .and_then(|me| members.iter().find(|m| m.name == me.name))
-        .map(|m| m.role);
-    match (me, role) {
-        (Some(me), Some(r)) if r != Role::Owner => Err(anyhow!(
-            "only the team's owners import (an import claims keys in the account); {} is a \
-             member: ask an owner",
-            me.name
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// The prefixes of projects that hold tasks of this very file (a run before, cut short or
-/// not): kept numbers may go on there. A number another task took meanwhile is refused by the
-/// server for its issue alone (`key_taken`), never doubled.
-fn resumable(
-    engine: &Engine,
-    format: Format,
-    issues: &[SourceIssue],
-    projects: &[Project],
-) -> Result<Vec<String>> {
-    let ours: BTreeSet<Uuid> = issues.iter().map(|i| build::uuid_of(format, i)).collect();
-    let holding: BTreeSet<String> = engine
-        .list(TaskFilter { all: true })?
-        .into_iter()
-        .filter(|t| ours.contains(&t.uuid))
-        .map(|t| t.project)
-        .collect();
-    Ok(projects
-        .iter()
-        .filter(|p| holding.contains(&p.prefix))
-        .map(|p| p.prefix.clone())
-        .collect())
 }
 
 /// Syncs until every imported task has its key (or is refused), showing how many have on a
@@ -201,83 +103,54 @@ async fn sync_with_progress(
     result.map(|_| ())
 }
 
-/// How the imported tasks stand at the end.
-struct Summary {
-    total: usize,
-    keyed: usize,
-    present: usize,
-    waiting: usize,
-    failed: Vec<(String, String)>,
-}
-
-impl Summary {
-    fn of(tasks: &[LocalTask], present: usize) -> Summary {
-        let mut s = Summary {
-            total: tasks.len(),
-            keyed: 0,
-            present,
-            waiting: 0,
-            failed: Vec::new(),
-        };
-        for t in tasks {
-            match t.sync_state {
-                SyncState::Synced => s.keyed += 1,
-                SyncState::Provisional => s.waiting += 1,
-                SyncState::Failed => s.failed.push((
-                    t.origin
-                        .as_ref()
-                        .and_then(|o| o.key.clone())
-                        .unwrap_or_else(|| t.label()),
-                    t.last_error.clone().unwrap_or_default(),
-                )),
-            }
-        }
-        s
+fn print_summary(
+    out: &Out,
+    args: &Args,
+    outcome: &ImportOutcome,
+    p: &ImportProgress,
+) -> Result<()> {
+    let present = outcome.queued.present;
+    if out.json {
+        let failed: Vec<Value> = p
+            .failed
+            .iter()
+            .map(|(k, e)| json!({ "key": k, "error": e }))
+            .collect();
+        return crate::render::print_json(&json!({
+            "imported": p.total,
+            "already_here": present,
+            "keyed": p.keyed,
+            "waiting": p.waiting,
+            "failed": failed,
+            "plan": report_json(&outcome.report),
+        }));
     }
-
-    fn print(&self, out: &Out, args: &Args, report: &Report) -> Result<()> {
-        if out.json {
-            let failed: Vec<Value> = self
-                .failed
-                .iter()
-                .map(|(k, e)| json!({ "key": k, "error": e }))
-                .collect();
-            return crate::render::print_json(&json!({
-                "imported": self.total,
-                "already_here": self.present,
-                "keyed": self.keyed,
-                "waiting": self.waiting,
-                "failed": failed,
-                "plan": report_json(report),
-            }));
+    println!(
+        "imported {} task(s) from {} ({}): {} keyed, {} already here before{}{}",
+        p.total,
+        args.format.as_str(),
+        args.file.display(),
+        p.keyed,
+        present,
+        if p.waiting > 0 {
+            format!(", {} waiting for the server", p.waiting)
+        } else {
+            String::new()
+        },
+        if p.failed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} refused", p.failed.len())
         }
-        println!(
-            "imported {} task(s) from {} ({}): {} keyed, {} already here before{}{}",
-            self.total,
-            args.format.as_str(),
-            args.file.display(),
-            self.keyed,
-            self.present,
-            if self.waiting > 0 {
-                format!(", {} waiting for the server", self.waiting)
-            } else {
-                String::new()
-            },
-            if self.failed.is_empty() {
-                String::new()
-            } else {
-                format!(", {} refused", self.failed.len())
-            }
-        );
-        print_report(report);
-        for (key, why) in self.failed.iter().take(20) {
-            println!("  refused {key}: {why}");
-        }
-        if self.failed.len() > 20 {
-            println!("  … and {} more", self.failed.len() - 20);
-        }
-        Ok(())
+    );
+    print_report(&outcome.report);
+    for (key, why) in p.failed.iter().take(20) {
+        println!("  refused {key}: {why}");
     }
+    if p.failed.len() > 20 {
+        println!("  … and {} more", p.failed.len() - 20);
+    }
+    Ok(())
 }
 
 fn dry_run(out: &Out, args: &Args, report: &Report, online: bool) -> Result<()> {

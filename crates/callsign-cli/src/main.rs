@@ -225,7 +225,7 @@ pub enum Command {
         /// Import another tracker's export: jira (CSV), linear (CSV), github (`gh issue list
         /// --json`), taskwarrior (`task export`).
         #[arg(long, value_name = "FORMAT", value_parser = crate::import_from::format_arg, requires = "file")]
-        from: Option<callsign_import::Format>,
+        from: Option<callsign_sync::ImportFormat>,
         /// The export to read (with `--from`).
         #[arg(value_name = "FILE", requires = "from")]
         file: Option<std::path::PathBuf>,

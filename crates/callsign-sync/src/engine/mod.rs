@@ -25,6 +25,7 @@ mod control;
 pub(crate) mod drain;
 pub(crate) mod grammar;
 mod import;
+pub(crate) mod import_file;
 mod rename;
 pub(crate) mod team;
 
