@@ -239,3 +239,112 @@ fn the_real_task_binary_gets_keys_in_one_sync_and_edits_flow_both_ways() -> Resu
     eprintln!("task keyed:\n{}", task.run(&["keyed"])?);
     Ok(())
 }
+
+/// Issue 42: what the real Taskwarrior 3.5 exports (`task export`) is imported with the CLI:
+/// each task keeps its UUID, its status, due date, priority and tags, its project as a tag and
+/// its annotations in its notes; a second import makes nothing.
+#[test]
+fn the_real_task_export_is_imported_keeping_uuids_and_fields() -> Result<()> {
+    let Some(bin) = std::env::var_os(TASK3_ENV).filter(|v| !v.is_empty()) else {
+        eprintln!("{TASK3_ENV} is unset: skipping the real-Taskwarrior import test");
+        return Ok(());
+    };
+    let (server, account) = TestServer::start("HOME")?;
+    // Never synced: its sync settings only fill the rc file.
+    let task = Task3::new(
+        Path::new(&bin),
+        "http://127.0.0.1:9",
+        uuid::Uuid::nil(),
+        "x",
+    )?;
+    task.add(&[
+        "Write the report",
+        "project:Work.Reports",
+        "due:2025-12-01",
+        "priority:H",
+        "+writing",
+    ])?;
+    task.add(&["Call the plumber", "+home"])?;
+    task.add(&["An idea dropped"])?;
+    task.run(&["3", "delete"])?;
+    task.run(&["2", "done"])?;
+    task.run(&["1", "annotate", "Draft is in the shared folder"])?;
+    let exported = task.export()?;
+    assert_eq!(exported.len(), 3, "{exported:?}");
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("export.json");
+    std::fs::write(&file, task.run(&["rc.verbose=nothing", "export"])?)?;
+    let file = file.display().to_string();
+
+    let cli_dir = tempfile::tempdir()?;
+    let cli = Cli::new(cli_dir.path());
+    cli.login(&server.url, &account.token)?;
+    let done = cli.json(&[
+        "import",
+        "--from",
+        "taskwarrior",
+        &file,
+        "--project",
+        "HOME",
+    ])?;
+    assert_eq!(
+        (done["imported"].as_u64(), done["keyed"].as_u64()),
+        (Some(3), Some(3)),
+        "{done}"
+    );
+    let on_server = server_tasks(&server.url, &account.token)?;
+    for t in &exported {
+        let uuid = field(t, "uuid");
+        let s = on_server
+            .iter()
+            .find(|s| s.uuid.to_string() == uuid)
+            .ok_or_else(|| anyhow!("{uuid} was not imported with its UUID"))?;
+        assert_eq!(s.description, field(t, "description"));
+        assert_eq!(s.status.as_str(), field(t, "status"), "{s:?}");
+        assert!(s.key.as_deref().is_some_and(|k| k.starts_with("HOME-")));
+        assert_eq!(
+            s.origin.as_ref().map(|o| o.tracker.as_str()),
+            Some("taskwarrior")
+        );
+    }
+    let written = exported
+        .iter()
+        .find(|t| field(t, "description") == "Write the report")
+        .ok_or_else(|| anyhow!("no report task in {exported:?}"))?;
+    let report = cli.json(&["show", field(written, "uuid")])?;
+    let tags: BTreeSet<&str> = report["tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tags.contains("writing") && tags.contains("project-work.reports"),
+        "{report}"
+    );
+    assert_eq!(report["priority"], "H", "{report}");
+    assert!(
+        report["due"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("2025-1")),
+        "{report}"
+    );
+    assert!(
+        report["notes"]
+            .as_str()
+            .is_some_and(|n| n.contains("Draft is in the shared folder")),
+        "{report}"
+    );
+    // Again: nothing new.
+    let again = cli.json(&[
+        "import",
+        "--from",
+        "taskwarrior",
+        &file,
+        "--project",
+        "HOME",
+    ])?;
+    assert_eq!(again["already_here"].as_u64(), Some(3), "{again}");
+    assert_eq!(server_tasks(&server.url, &account.token)?.len(), 3);
+    Ok(())
+}

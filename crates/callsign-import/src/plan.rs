@@ -237,8 +237,10 @@ pub fn plan(
         }
         d
     };
+    // Kept numbers highest first: the first commit raises the project's counter past every
+    // number the import keeps, so a task made here meanwhile never takes one of them.
     let mut order: Vec<usize> = (0..issues.len()).collect();
-    order.sort_by_key(|n| depth(*n));
+    order.sort_by_key(|n| (depth(*n), std::cmp::Reverse(places[*n].1.unwrap_or(0))));
     let position: HashMap<usize, usize> =
         order.iter().enumerate().map(|(at, n)| (*n, at)).collect();
     let mut unmapped: BTreeMap<String, usize> = BTreeMap::new();
@@ -427,27 +429,27 @@ mod tests {
             project: None,
         };
         let p = plan(&issues, &keep, &team(), &["OPS".into()], &[]).unwrap();
-        // Parents first: ENG-1, then ENG-4 (and ENG-2, whose parent is not in the file), then
-        // ENG-7.
+        // Parents first (ENG-2's parent is not in the file), kept numbers highest first: ENG-2
+        // and ENG-1, then ENG-4, then ENG-7.
         let order: Vec<&str> = p
             .items
             .iter()
             .map(|i| issues[i.issue].key.as_deref().unwrap())
             .collect();
-        assert_eq!(order, vec!["ENG-1", "ENG-2", "ENG-4", "ENG-7"]);
+        assert_eq!(order, vec!["ENG-2", "ENG-1", "ENG-4", "ENG-7"]);
         for (at, it) in p.items.iter().enumerate() {
             if let Some(parent) = it.parent {
                 assert!(parent < at);
             }
         }
-        assert_eq!(p.items[2].parent, Some(0));
+        assert_eq!(p.items[2].parent, Some(1));
         assert_eq!(p.items[3].parent, Some(2));
-        assert_eq!(p.items[0].number, Some(1));
-        assert_eq!(p.items[0].earlier_key, None);
+        assert_eq!(p.items[1].number, Some(1));
+        assert_eq!(p.items[1].earlier_key, None);
         let assignees: Vec<Option<&str>> = p.items.iter().map(|i| i.assignee.as_deref()).collect();
         assert_eq!(
             assignees,
-            vec![Some("mei"), None, Some("mei"), Some("tomas")]
+            vec![None, Some("mei"), Some("mei"), Some("tomas")]
         );
         assert_eq!(
             p.report.projects,
