@@ -47,13 +47,13 @@ pub mod witness;
 
 // Straight from the engine's modules: re-exported by `engine`, they would have it import the
 // modules that import it.
-pub use engine::drain::LoginReport;
-pub use engine::grammar::matches_filter;
-pub use engine::team::JoinReport;
-pub use engine::import_file::{ImportOutcome, ImportProgress, ImportRequest};
-pub use engine::{Engine, NewTaskInput, Options};
 pub use callsign_import::plan::Report as ImportReport;
 pub use callsign_import::Format as ImportFormat;
+pub use engine::drain::LoginReport;
+pub use engine::grammar::matches_filter;
+pub use engine::import_file::{ImportOutcome, ImportProgress, ImportRequest};
+pub use engine::team::JoinReport;
+pub use engine::{Engine, NewTaskInput, Options};
 pub use error::{Error, Result};
 pub use events::{Event, SyncStatus};
 pub use model::{LocalTask, Sort, SyncState};
