@@ -126,6 +126,50 @@ fn a_jira_export_keeps_its_numbers_and_a_second_run_makes_nothing() -> Result<()
         "{again}"
     );
     assert_eq!(server_tasks(&server.url, &account.token)?.len(), before);
+    // A later export holds ENG-10, which is a task made here meanwhile: the dry run names the
+    // clash, and the import refuses that issue alone, in words; ENG-11 comes in.
+    let dir = tempfile::tempdir()?;
+    let later = dir.path().join("later.csv");
+    std::fs::write(
+        &later,
+        "Summary,Issue key,Issue id,Status,Created\n\
+         Made in Jira meanwhile,ENG-10,10100,To Do,01/Apr/24 9:00 AM\n\
+         And another,ENG-11,10101,To Do,01/Apr/24 9:05 AM\n",
+    )?;
+    let later = later.display().to_string();
+    let plan = a.json(&[
+        "import",
+        "--from",
+        "jira",
+        &later,
+        "--keep-numbers",
+        "--dry-run",
+    ])?;
+    assert_eq!(
+        plan["clashes"],
+        serde_json::json!([{"key": "ENG-10", "task": "ENG-10"}]),
+        "{plan}"
+    );
+    let out = a.output(&[
+        "--json",
+        "import",
+        "--from",
+        "jira",
+        &later,
+        "--keep-numbers",
+    ])?;
+    assert!(!out.status.success());
+    let summary: Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(summary["keyed"].as_u64(), Some(1), "{summary}");
+    let refusal = summary["failed"][0]["error"].as_str().unwrap_or_default();
+    assert!(refusal.contains("ENG-10"), "{summary}");
+    assert_eq!(key(&a.json(&["show", "ENG-11"])?), "ENG-11");
+    assert_eq!(
+        a.json(&["show", "ENG-10"])?["description"],
+        "After the import"
+    );
+    let before = before + 1;
+
     // From the other device too (it has the tasks from the feed).
     b.ok(&["sync"])?;
     let other = b.json(&["import", "--from", "jira", &file, "--keep-numbers"])?;

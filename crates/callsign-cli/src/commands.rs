@@ -427,6 +427,15 @@ fn sync_failed(engine: &Engine, e: &callsign_sync::Error) -> anyhow::Error {
     }
 }
 
+/// An error whose command printed its one JSON document already (`import --from`'s summary
+/// lists what failed): only the words go to stderr, and the exit code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Reported {
+    pub message: String,
+    pub exit: u8,
+}
+
 /// A command that waits for the server stopped with work saved on this device but not yet
 /// acknowledged by the server: exit code [`NotSynced::EXIT`], so a script can tell "try again
 /// later, nothing is lost" from a refusal.

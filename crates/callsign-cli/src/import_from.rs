@@ -13,7 +13,7 @@ use callsign_sync::{
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::commands::NotSynced;
+use crate::commands::{NotSynced, Reported};
 use crate::render::Out;
 
 /// What `import --from` was asked.
@@ -41,26 +41,37 @@ pub async fn run(engine: &Engine, out: &Out, args: Args) -> Result<()> {
         .await
         .map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
     if args.dry_run {
-        return dry_run(out, &args, &outcome.report, outcome.online);
+        return dry_run(out, &args, &outcome);
     }
     let synced = sync_with_progress(engine, &outcome.uuids, args.timeout).await;
     let progress = engine.import_progress(&outcome.uuids)?;
     print_summary(out, &args, &outcome, &progress)?;
-    if let Err(e) = synced {
-        return Err(anyhow::Error::new(NotSynced(format!(
-            "{} task(s) still wait for their keys: {e}; they stay queued, run `callsign sync` \
-             again later",
-            progress.waiting
-        ))));
+    let (message, exit) = match synced {
+        Err(e) => (
+            format!(
+                "{} task(s) still wait for their keys: {e}; they stay queued, run `callsign \
+                 sync` again later",
+                progress.waiting
+            ),
+            NotSynced::EXIT,
+        ),
+        Ok(()) if progress.failed.is_empty() => return Ok(()),
+        Ok(()) => (
+            format!(
+                "the server refused {} task(s); `callsign list status:failed` lists them",
+                progress.failed.len()
+            ),
+            1,
+        ),
+    };
+    // With --json the summary is the one document on stdout; it lists what failed.
+    if out.json {
+        return Err(anyhow::Error::new(Reported { message, exit }));
     }
-    if progress.failed.is_empty() {
-        Ok(())
-    } else {
-        Err(anyhow!(
-            "the server refused {} task(s); `callsign list status:failed` lists them",
-            progress.failed.len()
-        ))
+    if exit == NotSynced::EXIT {
+        return Err(anyhow::Error::new(NotSynced(message)));
     }
+    Err(anyhow!(message))
 }
 
 /// Syncs until every imported task has its key (or is refused), showing how many have on a
@@ -123,6 +134,7 @@ fn print_summary(
             "waiting": p.waiting,
             "failed": failed,
             "plan": report_json(&outcome.report),
+            "clashes": clashes_json(&outcome.clashes),
         }));
     }
     println!(
@@ -144,6 +156,7 @@ fn print_summary(
         }
     );
     print_report(&outcome.report);
+    print_clashes(&outcome.clashes);
     for (key, why) in p.failed.iter().take(20) {
         println!("  refused {key}: {why}");
     }
@@ -153,12 +166,14 @@ fn print_summary(
     Ok(())
 }
 
-fn dry_run(out: &Out, args: &Args, report: &Report, online: bool) -> Result<()> {
+fn dry_run(out: &Out, args: &Args, outcome: &ImportOutcome) -> Result<()> {
+    let (report, online) = (&outcome.report, outcome.online);
     if out.json {
         return crate::render::print_json(&json!({
             "dry_run": true,
             "server_answered": online,
             "plan": report_json(report),
+            "clashes": clashes_json(&outcome.clashes),
         }));
     }
     let total = report.open + report.done + report.cancelled;
@@ -177,7 +192,33 @@ fn dry_run(out: &Out, args: &Args, report: &Report, online: bool) -> Result<()> 
         );
     }
     print_report(report);
+    print_clashes(&outcome.clashes);
     Ok(())
+}
+
+/// Keys of the file that name another task here: those issues are refused, the rest go ahead.
+fn print_clashes(clashes: &[(String, String)]) {
+    if clashes.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = clashes
+        .iter()
+        .take(20)
+        .map(|(k, t)| format!("{k} (is {t})"))
+        .collect();
+    println!(
+        "  {} key(s) name another task here already, and those issues will be refused: {}{}",
+        clashes.len(),
+        listed.join(", "),
+        if clashes.len() > 20 { " …" } else { "" }
+    );
+}
+
+fn clashes_json(clashes: &[(String, String)]) -> Value {
+    clashes
+        .iter()
+        .map(|(k, t)| json!({ "key": k, "task": t }))
+        .collect()
 }
 
 /// The plan's facts, a line each.

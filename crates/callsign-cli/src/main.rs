@@ -414,7 +414,13 @@ fn main() -> ExitCode {
     };
     match rt.block_on(commands::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => failed(json, &format!("{e:#}"), error_code(&e), exit_code(&e)),
+        Err(e) => match e.downcast_ref::<commands::Reported>() {
+            Some(r) => {
+                eprintln!("callsign: {}", render::safe_block(&r.message));
+                ExitCode::from(r.exit)
+            }
+            None => failed(json, &format!("{e:#}"), error_code(&e), exit_code(&e)),
+        },
     }
 }
 

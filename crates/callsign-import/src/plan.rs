@@ -121,8 +121,8 @@ pub struct Member {
 }
 
 /// Plans importing `issues`. `prefixes` are every prefix the account's projects have or had;
-/// `resumable` those of projects that hold tasks imported from this very file (an import run
-/// before, perhaps cut short): kept numbers may go on there.
+/// `resumable` those of projects an import from the same tracker kept numbers in before (the
+/// same file again, a run cut short, a later export): kept numbers may go on there.
 pub fn plan(
     issues: &[SourceIssue],
     opts: &Options,

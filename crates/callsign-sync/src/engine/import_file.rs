@@ -43,6 +43,10 @@ pub struct ImportOutcome {
     /// The tasks of the file, in the order they were queued (empty in a dry run).
     pub uuids: Vec<Uuid>,
     pub queued: ImportQueued,
+    /// Keys of the file that name another task here already (its tracker key imported before
+    /// with another issue, or a kept number another task holds): `(key, that task's label)`.
+    /// The server refuses those tasks (`already_imported`, `key_taken`); the rest go ahead.
+    pub clashes: Vec<(String, String)>,
 }
 
 /// How an import's tasks stand now.
@@ -100,6 +104,7 @@ impl Engine {
             online: online.is_ok(),
             uuids: Vec::new(),
             queued: ImportQueued::default(),
+            clashes: self.clashes(req.format, &issues, &plan)?,
         };
         if req.dry_run {
             return Ok(outcome);
@@ -146,6 +151,45 @@ impl Engine {
         Ok(p)
     }
 
+    /// The keys of the file that name another task here (see [`ImportOutcome::clashes`]), from
+    /// one pass over the tasks on this device.
+    fn clashes(
+        &self,
+        format: Format,
+        issues: &[SourceIssue],
+        plan: &callsign_import::plan::Plan,
+    ) -> Result<Vec<(String, String)>> {
+        let mut by_origin = std::collections::HashMap::new();
+        let mut by_key = std::collections::HashMap::new();
+        for t in self.list(TaskFilter { all: true })? {
+            let label = t.label();
+            if let Some(k) = t.origin.as_ref().and_then(|o| o.key.as_deref()) {
+                by_origin.insert(
+                    callsign_core::dto::Origin::normal_key(k),
+                    (t.uuid, label.clone()),
+                );
+            }
+            for k in t.key.iter().chain(&t.previous_keys) {
+                by_key.insert(k.clone(), (t.uuid, label.clone()));
+            }
+        }
+        let mut out = Vec::new();
+        for item in &plan.items {
+            let i = &issues[item.issue];
+            let Some(key) = &i.key else { continue };
+            let uuid = build::uuid_of(format, i);
+            let kept = item.number.map(|n| format!("{}-{n}", item.project));
+            let other = by_origin
+                .get(&callsign_core::dto::Origin::normal_key(key))
+                .or_else(|| kept.as_ref().and_then(|k| by_key.get(k)))
+                .filter(|(u, _)| *u != uuid);
+            if let Some((_, label)) = other {
+                out.push((key.clone(), label.clone()));
+            }
+        }
+        Ok(out)
+    }
+
     /// Refused at once unless this device's member is an owner.
     fn owner_only(&self, members: &[Member]) -> Result<()> {
         let me = self.me()?;
@@ -163,9 +207,11 @@ impl Engine {
         }
     }
 
-    /// The prefixes of projects that hold tasks of this very file (a run before, cut short or
-    /// not): kept numbers may go on there. A number another task took meanwhile is refused by
-    /// the server for its issue alone (`key_taken`), never doubled.
+    /// The prefixes of projects an import from this tracker kept numbers in before (a task of
+    /// this very file is there, or one from this tracker whose key is the project's): kept
+    /// numbers may go on there (the same file again, a run cut short, a later export). A number
+    /// another task took meanwhile is refused by the server for its issue alone (`key_taken`),
+    /// never doubled.
     fn resumable(
         &self,
         format: Format,
@@ -173,10 +219,19 @@ impl Engine {
         projects: &[Project],
     ) -> Result<Vec<String>> {
         let ours: BTreeSet<Uuid> = issues.iter().map(|i| build::uuid_of(format, i)).collect();
+        let kept_here = |t: &crate::model::LocalTask| {
+            t.origin.as_ref().is_some_and(|o| {
+                o.tracker == format.as_str()
+                    && o.key
+                        .as_deref()
+                        .and_then(|k| callsign_core::TaskKey::parse(k).ok())
+                        .is_some_and(|k| k.prefix.as_str() == t.project)
+            })
+        };
         let holding: BTreeSet<String> = self
             .list(TaskFilter { all: true })?
             .into_iter()
-            .filter(|t| ours.contains(&t.uuid))
+            .filter(|t| ours.contains(&t.uuid) || kept_here(t))
             .map(|t| t.project)
             .collect();
         Ok(projects
