@@ -3,7 +3,8 @@
 //! (`task-changed` with the task, `task-removed` with its uuid, `sync-status` with the
 //! indicator's facts). The UI never polls. Around the window: the tray ([`tray`]), quick
 //! capture and its global shortcut ([`capture`]), notifications ([`notify`]) and the
-//! desktop's own prefs ([`prefs`]), with their commands in [`desktop`].
+//! desktop's own prefs ([`prefs`]), with their commands in [`desktop`]; Settings → Import, another
+//! tracker's export read in with its keys ([`import`]).
 //!
 //! Every command maps the engine's errors to a `{code, message}` ([`error`]); `list_tasks_page`
 //! serves the list newest first in pages, so the UI paints its first screenful before the rest
@@ -22,6 +23,7 @@ pub mod commands;
 pub mod desktop;
 pub mod dto;
 pub mod error;
+pub mod import;
 pub mod notify;
 pub mod prefs;
 #[cfg(test)]
@@ -86,6 +88,8 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         commands::assign_task,
         commands::list_members,
         commands::standup,
+        import::import_export,
+        import::import_progress,
         desktop::get_desktop_prefs,
         desktop::save_desktop_prefs,
         desktop::open_capture,

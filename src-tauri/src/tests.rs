@@ -1,5 +1,6 @@
 //! Every command through Tauri's mock runtime (IPC as the UI calls it), errors included.
 use serde_json::{json, Value};
+use tauri::http::HeaderMap;
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{
     get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime, INVOKE_KEY,
@@ -7,13 +8,13 @@ use tauri::test::{
 use tauri::webview::InvokeRequest;
 use tauri::{Manager as _, WebviewWindow};
 
-struct Ui {
+pub(crate) struct Ui {
     window: WebviewWindow<MockRuntime>,
     _app: tauri::App<MockRuntime>,
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
-fn ui() -> Ui {
+pub(crate) fn ui() -> Ui {
     let dir = tempfile::tempdir().unwrap();
     let engine = callsign_sync::Engine::open(dir.path()).unwrap();
     let app = crate::manage(mock_builder(), &engine)
@@ -32,6 +33,17 @@ fn ui() -> Ui {
 
 impl Ui {
     fn call(&self, cmd: &str, body: Value) -> Result<Value, Value> {
+        self.call_with(cmd, InvokeBody::Json(body), HeaderMap::new())
+    }
+
+    /// A command called with any body (raw bytes too) and headers, as `invoke(cmd, payload,
+    /// {headers})` sends them.
+    pub(crate) fn call_with(
+        &self,
+        cmd: &str,
+        body: InvokeBody,
+        headers: HeaderMap,
+    ) -> Result<Value, Value> {
         get_ipc_response(
             &self.window,
             InvokeRequest {
@@ -39,20 +51,20 @@ impl Ui {
                 callback: CallbackFn(0),
                 error: CallbackFn(1),
                 url: "tauri://localhost".parse().unwrap(),
-                body: InvokeBody::Json(body),
-                headers: Default::default(),
+                body,
+                headers,
                 invoke_key: INVOKE_KEY.to_string(),
             },
         )
         .map(|b| b.deserialize::<Value>().unwrap())
     }
 
-    fn ok(&self, cmd: &str, body: Value) -> Value {
+    pub(crate) fn ok(&self, cmd: &str, body: Value) -> Value {
         self.call(cmd, body)
             .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
     }
 
-    fn err(&self, cmd: &str, body: Value) -> Value {
+    pub(crate) fn err(&self, cmd: &str, body: Value) -> Value {
         self.call(cmd, body).expect_err(cmd)
     }
 
@@ -453,13 +465,13 @@ fn projects_offline_come_from_this_device() {
 
 /// What the server's change feed would bring: a numbered task (and, with `parent`, a subtask
 /// of it), written through a second connection to the same store, as a sync pass writes it.
-fn from_server(ui: &Ui, tasks: Value) {
+pub(crate) fn from_server(ui: &Ui, tasks: Value) {
     let tasks: Vec<callsign_core::dto::Task> = serde_json::from_value(tasks).unwrap();
     let mut store = callsign_sync::store::Store::open(ui.dir.path()).unwrap();
     store.apply_changes(&tasks, "c").unwrap();
 }
 
-fn server_task(uuid: &str, key: &str, parent: Option<&str>, previous: &[&str]) -> Value {
+pub(crate) fn server_task(uuid: &str, key: &str, parent: Option<&str>, previous: &[&str]) -> Value {
     let (prefix, number) = key.split_once('-').unwrap();
     let number: u64 = number.rsplit('.').next().unwrap().parse().unwrap();
     json!({

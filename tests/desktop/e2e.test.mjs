@@ -11,8 +11,8 @@
 // fresh data dir) joining the team from Settings with an owner's invite code, and what it
 // captures for itself with `@bob`: the badge, who created it, the Assigned to me view; a task
 // the owner adds with the CLI reaching the open app on its own (the held change request), and
-// the Standup view with both members' lines. Each state is screenshotted into
-// target/desktop-e2e/.
+// the Standup view with both members' lines. Before that, a Jira export imported from Settings
+// with its numbers kept (issue 42). Each state is screenshotted into target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -85,11 +85,11 @@ let server;
 let driver;
 let browser;
 
-function startServer() {
+function startServer(listen = port) {
   server = spawn(path.join(BIN, 'callsign-server'),
-    ['serve', '--data-dir', serverDir, '--listen', `127.0.0.1:${port}`],
+    ['serve', '--data-dir', serverDir, '--listen', `127.0.0.1:${listen}`],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, RUST_LOG: 'warn' } });
-  return waitForPort(port, 15000);
+  return waitForPort(listen, 15000);
 }
 
 /** Stops a process this file spawned and waits for its exit (none to wait for if it has exited). */
@@ -1023,6 +1023,175 @@ test('closed with "keep syncing in the tray": the window hides, quick capture st
   await eventually('the window shown again', 10000, () => xdotool('search', '--onlyvisible', '--name', '^Callsign$') !== '');
   await eventually('the task in the list', 10000, async () => (await rowByText('Captured with the window closed'))?.key === keyed.key);
   await shot('43-reopened-from-tray');
+});
+
+// ---- Moving in (issue 42): another tracker's export imported from Settings, every key kept ----
+
+const JIRA_CSV = path.join(ROOT, 'crates', 'callsign-import', 'fixtures', 'jira.csv');
+const importText = (testid) => browser.execute((id) => document.querySelector(`[data-testid="${id}"]`)?.textContent.replace(/\s+/g, ' ').trim() ?? null, testid);
+const showImport = () => browser.execute(() => document.querySelector('[data-testid="settings-import"]').scrollIntoView());
+
+/**
+ * A TCP proxy from 127.0.0.1:`listenPort` to the server on `upstreamPort` that can hold the sync
+ * loop's sends: while `hold` is on, a connection's `POST /v1/sync` (and whatever follows on that
+ * connection) waits until `release()`; everything else (the import's own requests, the change
+ * feed) passes. The keys then arrive when the test says, not before it has looked.
+ */
+async function holdingProxy(listenPort, upstreamPort) {
+  const sockets = new Set();
+  const held = [];
+  let holding = false;
+  const proxy = net.createServer((client) => {
+    const up = net.connect(upstreamPort, '127.0.0.1');
+    sockets.add(client);
+    sockets.add(up);
+    let queue = null;
+    client.on('data', (chunk) => {
+      if (queue === null && holding && chunk.toString('latin1', 0, 14) === 'POST /v1/sync ') {
+        queue = [];
+        held.push(() => {
+          for (const c of queue) up.write(c);
+          queue = null;
+        });
+      }
+      if (queue !== null) queue.push(chunk);
+      else up.write(chunk);
+    });
+    up.on('data', (chunk) => client.write(chunk));
+    const end = () => {
+      client.destroy();
+      up.destroy();
+      sockets.delete(client);
+      sockets.delete(up);
+    };
+    for (const s of [client, up]) {
+      s.on('close', end);
+      s.on('error', end);
+    }
+  });
+  await new Promise((resolve, reject) => proxy.listen(listenPort, '127.0.0.1', resolve).on('error', reject));
+  return {
+    hold: (on) => (holding = on),
+    held: () => held.length,
+    release: () => held.splice(0).forEach((go) => go()),
+    close: () => new Promise((resolve) => {
+      for (const s of sockets) s.destroy();
+      proxy.close(resolve);
+    }),
+  };
+}
+
+test('import: a Jira export from Settings keeps its numbers; the preview, the keys arriving, the summary; Ctrl+K finds ENG-8', async () => {
+  // The server moves behind the proxy (the app keeps its URL): the keys can be held back.
+  if (server) await stopServer();
+  const upstream = await freePort();
+  await startServer(upstream);
+  const proxy = await holdingProxy(port, upstream);
+  try {
+    await browser.keys('Escape');
+    await click('[data-testid="settings-open"]');
+    await eventually('the import section', 5000, () => exists('settings-import'));
+    assert.equal(await exists('import-plan'), false, 'nothing planned yet');
+    assert.equal(await browser.execute(() => document.querySelector('[data-testid="import-preview"]').disabled), true, 'no file yet');
+    // The file input takes a path as WebDriver sends it; the app reads the file itself.
+    await (await browser.$('[data-testid="import-file"]')).addValue(JIRA_CSV);
+    await eventually('the format guessed from the file', 5000, async () => (await valueOf('import-format')) === 'jira');
+    assert.equal(await textOf('import-format-hint'), 'Looks like Jira’s CSV export, all fields.');
+    assert.match(await importText('settings-import'), /jira\.csv · [\d,]+ bytes/);
+    // A format the file is not: refused in words, nothing planned.
+    await setField('import-format', 'github');
+    await click('[data-testid="import-preview"]');
+    const wrong = await eventually('the refusal', 10000, () => textOf('import-error'));
+    assert.match(wrong, /^This is not a GitHub issues JSON export: .*gh issue list/);
+    assert.equal(await exists('import-plan'), false);
+    await showImport();
+    await shot('43b-import-wrong-format');
+    await setField('import-format', 'jira');
+
+    // Preview with "Keep their numbers": ENG is made, every number kept, ENG-3 (never in the
+    // file) stays unused; the CLI's dry run plans the same; nothing is made.
+    await click('[data-testid="import-keep-numbers"]');
+    await click('[data-testid="import-preview"]');
+    await eventually('the preview', 10000, () => exists('import-plan'));
+    const dry = JSON.parse(cli('--json', 'import', '--from', 'jira', JIRA_CSV, '--keep-numbers', '--dry-run')).plan;
+    assert.equal(dry.open + dry.done + dry.cancelled, 8);
+    assert.equal(await importText('import-counts'), `8 tasks: ${dry.open} open, ${dry.done} done${dry.cancelled ? `, ${dry.cancelled} cancelled` : ''}`);
+    const eng = await browser.execute(() => document.querySelector('[data-testid="import-project-line"][data-prefix="ENG"]')?.textContent.replace(/\s+/g, ' ').trim());
+    assert.equal(eng, 'New project ENG: 8 tasks keep their numbers; the next new task is ENG-10 ENG-3 stays unused: the file never had it');
+    const people = Object.entries(dry.unmapped_assignees).map(([n, c]) => `${n} (${c})`).join(', ');
+    assert.equal(await importText('import-unassigned'), `Left unassigned, no member matches: ${people}`);
+    assert.match(await importText('import-plan'), /nothing is made yet/);
+    assert.equal(JSON.parse(cli('--json', 'list', '--all')).filter((t) => t.project === 'ENG').length, 0, 'a preview makes nothing');
+    await showImport();
+    await shot('43c-import-preview');
+
+    // Import, the sync's sends held: the tasks are queued and wait for their keys, and the
+    // section says so; every state of the progress line is recorded as the page shows it.
+    await browser.execute(() => {
+      window.__importSeen = [];
+      new MutationObserver(() => {
+        const t = document.querySelector('[data-testid="import-progress-text"]')?.textContent;
+        if (t && window.__importSeen.at(-1) !== t) window.__importSeen.push(t);
+      }).observe(document.querySelector('[data-testid="settings-import"]'), { subtree: true, childList: true, characterData: true });
+    });
+    proxy.hold(true);
+    await click('[data-testid="import-run"]');
+    await eventually('the progress', 10000, () => exists('import-progress'));
+    await eventually('the tasks sent, and held', 30000, () => proxy.held() > 0);
+    await sleep(1000); // a few polls of the progress
+    assert.equal(await textOf('import-progress-text'), 'Keyed 0 of 8');
+    assert.equal(await exists('import-summary'), false, 'no summary while keys are missing');
+    assert.equal(await browser.execute(() => document.querySelector('[data-testid="import-run"]').disabled), true, 'no second import meanwhile');
+    assert.match(await importText('settings-import'), /The keys come as the server numbers the tasks/);
+    await showImport();
+    await shot('43d-import-progress');
+    // Let them through: the keys arrive, then the summary.
+    proxy.hold(false);
+    proxy.release();
+    const summary = await eventually('the summary', 30000, () => textOf('import-summary'));
+    assert.equal(summary, 'Imported 8 tasks from Jira: all 8 keyed');
+    const seen = await browser.execute(() => window.__importSeen);
+    assert.equal(seen[0], 'Keyed 0 of 8', JSON.stringify(seen));
+    assert.equal(seen.at(-1), 'Keyed 8 of 8', JSON.stringify(seen));
+    assert.equal(await browser.execute(() => document.querySelector('[data-testid="import-progress"] progress').value), 8);
+    assert.equal(await exists('import-plan-done'), true, 'what it made stays in view');
+    await showImport();
+    await shot('43e-import-done');
+    // Every key its own, in the store too; the same file again makes nothing.
+    const stored = JSON.parse(cli('--json', 'list', '--all')).filter((t) => t.project === 'ENG').map((t) => t.key).sort();
+    assert.deepEqual(stored, ['ENG-1', 'ENG-2', 'ENG-4', 'ENG-5', 'ENG-6', 'ENG-7', 'ENG-8', 'ENG-9']);
+    await click('[data-testid="import-run"]');
+    await eventually('the second summary', 20000, async () => /here already/.test((await textOf('import-summary')) ?? ''));
+    assert.equal(await textOf('import-summary'), 'Imported 8 tasks from Jira: all 8 keyed, 8 of them here already from an earlier import');
+    assert.equal(JSON.parse(cli('--json', 'list', '--all')).filter((t) => t.project === 'ENG').length, 8, 'nothing doubled');
+
+    // Ctrl+K with the key as the tracker had it (any case) opens it; the detail says where from.
+    await browser.keys('Escape');
+    await eventually('Settings closed', 5000, async () => !(await exists('settings-dialog')));
+    await eventually('ENG in the sidebar', 10000, () => exists('sidebar-project-ENG'));
+    await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+    await browser.keys(['Control', 'k']);
+    await eventually('the jump box', 5000, () => exists('jump-input'));
+    await setField('jump-input', 'eng-8');
+    const eng8 = JSON.parse(cli('--json', 'show', 'ENG-8'));
+    await eventually('ENG-8 offered', 5000, async () =>
+      (await browser.execute(() => document.querySelector('[data-testid="jump-result"][aria-selected="true"]')?.dataset.uuid)) === eng8.uuid);
+    await shot('43f-import-jump');
+    await browser.keys('Enter');
+    await eventually('ENG-8 opened', 5000, async () => (await detailUuid()) === eng8.uuid);
+    assert.equal(await browser.execute(() => document.querySelector('[data-testid="task-detail"]').dataset.key), 'ENG-8');
+    assert.equal(await textOf('detail-origin'), 'Imported from Jira ENG-8');
+    assert.match(await textOf('detail-parent'), /ENG-2/, 'a sub-task of ENG-2 in Jira, a subtask of it here');
+    await shot('43g-imported-detail');
+    await browser.keys('Escape');
+  } finally {
+    // The server back on its own port, no proxy.
+    proxy.hold(false);
+    proxy.release();
+    await proxy.close();
+    await stopServer();
+    await startServer();
+  }
 });
 
 test('quit from the tray stops the app cleanly with the outbox intact', async () => {

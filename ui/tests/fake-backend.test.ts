@@ -19,6 +19,19 @@ describe('FakeBackend', () => {
     expect(list.every((t) => t.key === null && t.sync_state === 'provisional')).toBe(true);
   });
 
+  it('refuses an import in words; an imported task is found by its key in its tracker', () => {
+    const { f } = fake();
+    for (const cmd of ['import_export', 'import_progress']) {
+      expect(() => f.handle(cmd, {})).toThrow(expect.objectContaining({ code: 'unsupported', message: expect.stringMatching(/cannot import/) }));
+    }
+    f.seed(5);
+    f.seedImported(2);
+    const eng2 = f.handle('resolve_task', { query: 'eng 2' }) as LocalTask;
+    expect(eng2.origin).toEqual({ tracker: 'jira', key: 'ENG-2' });
+    expect(eng2.key).toMatch(/^(SYN|OPS)-\d+$/);
+    expect(() => f.handle('resolve_task', { query: 'ENG-3' })).toThrow(expect.objectContaining({ code: 'not_found' }));
+  });
+
   it('resolve_task rejects {code: not_found, message: "No task SYN-99"}', () => {
     const { f } = fake();
     expect(() => f.handle('resolve_task', { query: 'syn 99' })).toThrow(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedForms, parseJumpQuery, parseKey, planJump, textMatches, type JumpContext } from '../src/lib/jump';
+import { acceptedForms, normalOriginKey, parseJumpQuery, parseKey, planJump, textMatches, type JumpContext } from '../src/lib/jump';
 import type { LocalTask } from '../src/lib/types';
 import { many, task } from './fixtures';
 
@@ -156,5 +156,69 @@ describe('planJump', () => {
     expect(planJump('ops-3', [...list, moved], ctx).formerly).toBeNull();
     // Keys are never reused, but a stale list could hold both: the current key wins.
     expect(uuids(planJump('DEV-9', [moved, now], ctx).results)[0]).toBe('6');
+  });
+});
+
+describe('normalOriginKey (callsign-core Origin::normal_key)', () => {
+  it.each([
+    ['ENG-42', 'ENG-42'],
+    ['eng-42', 'ENG-42'],
+    ['eng 42', 'ENG-42'],
+    ['eng42', 'ENG-42'],
+    ['  ENG-042 ', 'ENG-42'],
+    ['eng-4.1', 'ENG-4.1'],
+    ['v2-5.01', 'V2-5.1'],
+    ['#12', '#12'],
+    [' #12 ', '#12'],
+    ['web-1x', 'WEB-1X'],
+    ['SYN--1', 'SYN--1'],
+    ['ENG-0', 'ENG-0'],
+    ['ENG-9223372036854775808', 'ENG-9223372036854775808'],
+    ['ENG-9223372036854775807', 'ENG-9223372036854775807'],
+    ['1.2.3.4.5.6.7.8.9', '1.2.3.4.5.6.7.8.9'],
+    ['abc', 'ABC'],
+  ])('%j → %s', (input, want) => {
+    expect(normalOriginKey(input)).toBe(want);
+  });
+});
+
+describe('planJump: keys from the tracker a task was imported from', () => {
+  const gh = task({ uuid: '77777777-0000-4000-8000-000000000007', key: 'OPS-7', project: 'OPS', description: 'Legend colours', origin: { tracker: 'github', key: '#12' } });
+  const jira = task({ uuid: '88888888-0000-4000-8000-000000000008', key: 'OPS-8', project: 'OPS', description: 'Card payments', origin: { tracker: 'jira', key: 'ENG-4' } });
+  const kept = task({ uuid: '99999999-0000-4000-8000-000000000009', key: 'ENG-8', project: 'ENG', description: 'Capture payment', origin: { tracker: 'jira', key: 'ENG-8' } });
+  const noKey = task({ uuid: 'aaaaaaaa-0000-4000-8000-00000000000a', key: null, project: 'OPS', description: 'Buy a bike rack', origin: { tracker: 'taskwarrior' } });
+  const list = [gh, jira, kept, noKey, task({ uuid: 'bbbbbbbb-0000-4000-8000-00000000000b', key: 'DEV-4', description: 'Issue #12 in the docs' })];
+  const ctx: JumpContext = { currentProject: 'DEV', knownPrefixes: ['DEV', 'OPS', 'ENG'], examplePrefix: 'DEV' };
+  const first = (input: string, c = ctx) => {
+    const p = planJump(input, list, c);
+    return [p.results[0]?.uuid.slice(0, 1) ?? null, p.highlight, p.resolve, p.imported];
+  };
+
+  it.each([
+    ['#N, as typed', '#12', ['7', 0, '#12', '#12']],
+    ['any case and spacing of a key whose prefix is no project here', 'eng 4', ['8', 0, 'ENG-4', 'ENG-4']],
+    ['ENG-4 with ENG a project here: its key first, then the origin', 'ENG-4', ['8', 0, 'ENG-4', 'ENG-4']],
+    ['a kept number is the key itself: no imported reading', 'eng-8', ['9', 0, 'ENG-8', null]],
+    ['a bare number is still the current project (words still match)', '12', ['b', -1, 'DEV-12', null]],
+  ] as const)('%s', (_n, input, want) => {
+    expect(first(input)).toEqual(want);
+  });
+
+  it('a key here wins over an origin key that is the same text', () => {
+    const dev4 = planJump('dev-4', [...list, task({ uuid: 'cccccccc-0000-4000-8000-00000000000c', key: 'OPS-9', origin: { tracker: 'jira', key: 'DEV-4' } })], ctx);
+    expect([dev4.results[0]?.uuid.slice(0, 1), dev4.imported]).toEqual(['b', null]);
+  });
+
+  it('an origin key no loaded task has: Enter asks the backend, unless the words found something', () => {
+    const unknown = { ...ctx, knownPrefixes: ['DEV', 'OPS'] };
+    expect(planJump('#99', list, ctx)).toMatchObject({ resolve: '#99', highlight: -1, imported: null });
+    expect(planJump('LIN-3', list, unknown)).toMatchObject({ resolve: 'LIN-3', highlight: -1, results: [] });
+    // `capture 8` is key-shaped with an unknown prefix (CAPTURE-8), and its words match: they win.
+    const words = planJump('capture 8', list, unknown);
+    expect([words.resolve, words.highlight, words.results[0]?.uuid.slice(0, 1)]).toEqual([null, 0, '9']);
+  });
+
+  it('a task with an origin but no key there is not found by a key', () => {
+    expect(planJump('#1', [noKey], ctx).results).toEqual([]);
   });
 });

@@ -21,6 +21,8 @@
 // known while a server is set; `@name` and `assign_task` then take only its members (any handle
 // before), and the fake server stamps `created_by` with this device's member when it numbers a
 // task. `standup` follows the engine's rules (callsign_sync::standup) over the fake's tasks.
+// Import (`import_export`, `import_progress`) is refused in words: reading an export is the
+// engine's; a task's `origin` key (set by a test) finds it as the engine's lookup does.
 import type {
   CmdError,
   CreateInput,
@@ -39,7 +41,7 @@ import type {
   TaskPatch,
 } from '../lib/types';
 import { mention, memberNameError, normalizeInviteCode } from '../lib/team';
-import { parseJumpQuery } from '../lib/jump';
+import { normalOriginKey, parseJumpQuery } from '../lib/jump';
 import { keyPrefix } from '../lib/moves';
 import { prefixError } from '../lib/projects';
 import { filterTasks } from '../lib/view';
@@ -187,6 +189,16 @@ export class FakeBackend {
     }
   }
 
+  /**
+   * The `n` newest numbered tasks came from Jira (as an import without kept numbers leaves them):
+   * origin keys `ENG-1`, `ENG-2`, … (oldest first), which find them.
+   */
+  seedImported(n: number): void {
+    if (n <= 0) return;
+    const tasks = this.tasks.filter((t) => t.key !== null && t.parent === null).slice(-n);
+    tasks.forEach((t, i) => (t.origin = { tracker: 'jira', key: `ENG-${i + 1}` }));
+  }
+
   private noProject(prefix: string): Failure {
     return {
       summary: `The server has no project ${prefix} — choose another project`,
@@ -215,6 +227,7 @@ export class FakeBackend {
       priority: input.priority === undefined ? null : fakeParsePriority(input.priority),
       parent: parent?.uuid ?? null,
       previous_keys: [],
+      origin: null,
       children: 0,
       open_children: 0,
       held_by: null,
@@ -269,6 +282,9 @@ export class FakeBackend {
       if (hits.length > 1) throw err('ambiguous', `${query} matches more than one task`);
       found = hits[0];
     }
+    // The key an imported task had in its tracker (`ENG-42`, `#12`), as the engine looks it up.
+    const origin = normalOriginKey(query);
+    found ??= this.tasks.find((t) => t.origin?.key != null && normalOriginKey(t.origin.key) === origin);
     return found;
   }
 
@@ -782,6 +798,10 @@ export class FakeBackend {
         this.projects = [...this.projects, project];
         return { ...project };
       }
+      case 'import_export':
+      case 'import_progress':
+        // Importing reads a real export with the engine (callsign-import): the preview has none.
+        throw err('unsupported', 'The preview cannot import files: import in the Callsign app, or with `callsign import --from`');
       case 'get_desktop_prefs':
         return { ...this.desktop };
       case 'save_desktop_prefs': {

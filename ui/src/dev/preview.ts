@@ -3,7 +3,8 @@
 // local inbox), failed (tasks the server refused), server=none (local only, no default project),
 // online=1, latency (ms before the fake server numbers a task), subtasks (how many of the newest
 // pending tasks get three subtasks each), conflicts (how many of the newest numbered tasks carry a
-// description another device's edit replaced).
+// description another device's edit replaced), imported (how many of the newest numbered tasks
+// came from Jira, with origin keys ENG-1, ENG-2, …).
 import { mockIPC } from '@tauri-apps/api/mocks';
 import { emit } from '@tauri-apps/api/event';
 import { FakeBackend } from './fake-backend';
@@ -20,6 +21,7 @@ const num = (name: string, d = 0) => Number(q.get(name) ?? d);
 fake.seed(num('n', 40), num('provisional', 3), num('local'), num('failed'));
 fake.seedSubtasks(num('subtasks'));
 fake.seedConflicts(num('conflicts'));
+fake.seedImported(num('imported'));
 if (q.get('server') === 'none') {
   fake.settings.project = null;
 } else {

@@ -7,6 +7,9 @@ import type {
   CreateInput,
   DesktopPrefs,
   Filter,
+  ImportOptions,
+  ImportProgress,
+  ImportResult,
   JoinInput,
   ListFilter,
   LocalTask,
@@ -30,9 +33,9 @@ export function toCmdError(e: unknown): CmdError {
   return { code: 'ui', message: String(e) };
 }
 
-async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+async function call<T>(cmd: string, args?: Record<string, unknown> | Uint8Array, headers?: Record<string, string>): Promise<T> {
   try {
-    return await invoke<T>(cmd, args);
+    return await invoke<T>(cmd, args, headers === undefined ? undefined : { headers });
   } catch (e) {
     throw toCmdError(e);
   }
@@ -97,6 +100,16 @@ export const backend = {
    */
   createProject: (name: string, prefix: string, allowSimilar = false) =>
     call<Project>('create_project', { name, prefix, allowSimilar }),
+  /**
+   * Another tracker's export: planned only (`dry_run`) or queued for the server. The file's
+   * bytes go as the raw body, the options as JSON in the `Callsign-Import` header. Refusals are
+   * `invalid` in words (a file that is not the format, a plan that cannot go ahead, not an
+   * owner, no server for a real import).
+   */
+  importExport: (bytes: Uint8Array, options: ImportOptions) =>
+    call<ImportResult>('import_export', bytes, { 'Callsign-Import': JSON.stringify(options) }),
+  /** How an import's tasks stand now (their UUIDs as `importExport` answered them). */
+  importProgress: (uuids: string[]) => call<ImportProgress>('import_progress', { uuids }),
   getDesktopPrefs: () => call<DesktopPrefs>('get_desktop_prefs'),
   /** The prefs as saved; a shortcut that cannot be registered is refused (`invalid`). */
   saveDesktopPrefs: (prefs: DesktopPrefs) => call<DesktopPrefs>('save_desktop_prefs', { prefs }),

@@ -12,7 +12,7 @@ import { markFirstListPaint, perf } from './perf';
 import type { AppState } from './state.svelte';
 import { plural } from './status';
 import { TaskStore } from './task-store';
-import type { DesktopPrefs, JoinInput, LocalTask, SettingsInput, SyncStatus } from './types';
+import type { DesktopPrefs, ImportOptions, ImportProgress, ImportResult, JoinInput, LocalTask, SettingsInput, SyncStatus } from './types';
 import { warmHaystacks } from './view';
 
 const samePrefs = (a: DesktopPrefs, b: DesktopPrefs | null) =>
@@ -219,6 +219,24 @@ export class AppData {
     } catch (e) {
       return { settings: toCmdError(e).message };
     }
+  }
+
+  /**
+   * Settings → Import: plans (`dry_run`) or queues an export; a real one may have made projects,
+   * so they are read again. Rejects with `{code, message}`.
+   */
+  async importExport(bytes: Uint8Array, options: ImportOptions): Promise<ImportResult> {
+    const r = await backend.importExport(bytes, options);
+    if (!options.dry_run) {
+      await this.refreshProjects();
+      this.s.status = await backend.syncStatus().catch(() => this.s.status);
+    }
+    return r;
+  }
+
+  /** How an import's tasks stand now (`import_progress`). */
+  importProgress(uuids: string[]): Promise<ImportProgress> {
+    return backend.importProgress(uuids);
   }
 
   /** "Join a team": the settings as joined, the projects and status again; why not, or null. */

@@ -3,6 +3,8 @@
 // Keys are read as leniently as `callsign-core`'s `TaskKey::parse`: prefix 2-10 characters,
 // letter first, any case; separator `-`, spaces or none (without one the prefix runs to the last
 // letter: `v2x5` is V2X-5); number 1..2^53. A bare number is a key of the current project.
+// A key a task had in the tracker it was imported from (`origin.key`: `ENG-42`, `#12`) finds it
+// too, typed as is in any case, after its key here and its previous keys.
 import type { LocalTask } from './types';
 import { haystack } from './view';
 
@@ -75,6 +77,47 @@ export function parseJumpQuery(input: string, examplePrefix = 'DEV'): JumpQuery 
   return { kind: 'error', message: `"${input.trim()}" is not a task: ${acceptedForms(examplePrefix)}.` };
 }
 
+const MAX_NUMBER = 9223372036854775807n; // callsign-core's MAX_NUMBER (i64::MAX)
+const MAX_DEPTH = 8;
+
+/**
+ * An imported task's origin key as the server indexes it (callsign-core's `Origin::normal_key`):
+ * a key in Callsign's grammar written as Callsign writes keys (`eng 42` and `ENG-042` are
+ * `ENG-42`, `eng-4.1` is `ENG-4.1`), anything else trimmed and upper-cased (`#12`).
+ */
+export function normalOriginKey(text: string): string {
+  const s = text.trim();
+  const fallback = s.toUpperCase();
+  // `TaskKey::parse`: split at the first `-` or space, else after the last letter.
+  const sep = s.search(/[- ]/);
+  let at = sep;
+  if (sep < 0) {
+    at = 0;
+    for (let i = s.length - 1; i >= 0; i--) {
+      if (/[A-Za-z]/.test(s[i] ?? '')) {
+        at = i + 1;
+        break;
+      }
+    }
+  }
+  const prefix = s.slice(0, at);
+  const parts = s.slice(sep < 0 ? at : at + 1).split('.');
+  if (!/^[A-Za-z][A-Za-z0-9]{1,9}$/.test(prefix) || parts.length > MAX_DEPTH) return fallback;
+  const numbers: string[] = [];
+  for (const part of parts) {
+    if (!/^[0-9]+$/.test(part)) return fallback;
+    const n = BigInt(part);
+    if (n === 0n || n > MAX_NUMBER) return fallback;
+    numbers.push(n.toString());
+  }
+  return `${prefix.toUpperCase()}-${numbers.join('.')}`;
+}
+
+/** The loaded task whose origin key is `key` (already normalised), if any. */
+function byOriginKey(tasks: readonly LocalTask[], key: string): LocalTask | undefined {
+  return tasks.find((t) => t.origin?.key != null && normalOriginKey(t.origin.key) === key);
+}
+
 export interface JumpContext {
   /** The project a bare number belongs to (null: a bare number is just text). */
   currentProject: string | null;
@@ -94,6 +137,11 @@ export interface JumpPlan {
   highlight: number;
   /** The key typed, when it is an old key of the first result (the task moved since). */
   formerly: string | null;
+  /**
+   * The key typed, when it is the first result's key in the tracker it was imported from
+   * (`origin.key`) and not its key here.
+   */
+  imported: string | null;
 }
 
 function atWordStart(h: string, w: string): boolean {
@@ -130,12 +178,13 @@ export function textMatches(
 /** What the jump box shows and what Enter does, as the user types. */
 export function planJump(input: string, tasks: readonly LocalTask[], ctx: JumpContext, limit = 8): JumpPlan {
   const s = input.trim();
-  const none: JumpPlan = { resolve: null, reading: null, results: [], highlight: -1, formerly: null };
+  const none: JumpPlan = { resolve: null, reading: null, results: [], highlight: -1, formerly: null, imported: null };
   if (s === '') return none;
   let resolve: string | null = null;
   let reading: string | null = null;
   let exact: LocalTask[] = [];
   let formerly: string | null = null;
+  let imported: string | null = null;
   const bare = /^[0-9]{1,15}$/.test(s) ? Number(s) : null;
   const q = parseJumpQuery(s, ctx.examplePrefix);
   if (bare !== null && bare > 0 && ctx.currentProject !== null) {
@@ -162,10 +211,23 @@ export function planJump(input: string, tasks: readonly LocalTask[], ctx: JumpCo
       exact = hit === undefined ? [] : [hit];
     }
   }
+  // Not a key or UUID here (or none loaded has it): a key from the tracker a task came from.
+  const origin = bare === null && exact.length === 0 && (q.kind === 'key' || /^#[0-9]+$/.test(s)) ? normalOriginKey(s) : null;
+  if (origin !== null) {
+    const hit = byOriginKey(tasks, origin);
+    if (hit !== undefined) {
+      exact = [hit];
+      resolve = origin;
+      imported = origin;
+    }
+  }
   const words = s.toLowerCase().split(/\s+/).filter(Boolean);
   const more = textMatches(tasks, words, limit - exact.length, new Set(exact.map((t) => t.uuid)));
   const results = [...exact, ...more];
+  // An origin key no loaded task has: Enter asks the backend (which also looks up origin keys),
+  // unless the words found something (an unknown prefix may just be words).
+  if (resolve === null && origin !== null && (q.kind !== 'key' || results.length === 0)) resolve = origin;
   // Enter opens what the input names; when that is not in the loaded list the backend is asked.
   const highlight = exact.length > 0 ? 0 : resolve !== null ? -1 : results.length > 0 ? 0 : -1;
-  return { resolve, reading, results, highlight, formerly };
+  return { resolve, reading, results, highlight, formerly, imported };
 }

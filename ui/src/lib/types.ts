@@ -96,6 +96,12 @@ export interface LocalTask {
    * ancestor's label (`~1a2b3c4d`). `waiting.reason` then says so in words.
    */
   held_by: string | null;
+  /**
+   * Where an imported task came from: its tracker and the key it had there (`ENG-42`, `#12`;
+   * none for Taskwarrior), which still finds it (`resolve_task`, the jump box). Null (or absent,
+   * from an older backend) for a task made here.
+   */
+  origin?: Origin | null;
   /** The member who created it (the server's stamp): null until the server has answered. */
   created_by: string | null;
   /** The member it is assigned to, or null. */
@@ -112,6 +118,78 @@ export interface LocalTask {
   local: boolean;
   /** Non-null: the task is failed (the server refused it). */
   failure: Failure | null;
+}
+
+/** An imported task's tracker and its key there. */
+export interface Origin {
+  tracker: ImportFormat;
+  key?: string | null;
+}
+
+/** The exports the app imports. */
+export type ImportFormat = 'jira' | 'linear' | 'github' | 'taskwarrior';
+
+/** How to import a file (`import_export`'s `Callsign-Import` header). */
+export interface ImportOptions {
+  format: ImportFormat;
+  /** Each task keeps its very number, in a project made for it (`ENG-42` stays `ENG-42`). */
+  keep_numbers: boolean;
+  /** The project to import into (with `keep_numbers`, the prefix for GitHub's `#N`); null: the file's own. */
+  project: string | null;
+  /** Plan only: nothing is made. */
+  dry_run: boolean;
+}
+
+/** One project an import numbers in. */
+export interface ImportProjectPlan {
+  prefix: string;
+  /** It does not exist yet: the import makes it. */
+  new: boolean;
+  tasks: number;
+  /** With kept numbers: the highest kept (the project's next task takes the one after it); null otherwise. */
+  highest_kept: number | null;
+  /** Numbers below it the source never had, which stay unused: how many, and the first ones. */
+  unused_count: number;
+  unused: number[];
+}
+
+/** The plan of an import (what `callsign import --json` prints as `plan`). */
+export interface ImportPlan {
+  open: number;
+  done: number;
+  cancelled: number;
+  projects: ImportProjectPlan[];
+  /** Assignees in the file no member matches, with their task counts: left unassigned. */
+  unmapped_assignees: Record<string, number>;
+  /** Children imported on their own: their parent is not in the file (their source keys). */
+  missing_parents: string[];
+}
+
+/** What `import_export` answers. */
+export interface ImportResult {
+  report: ImportPlan;
+  /** The server answered (a preview goes on without it, from what this device last heard). */
+  online: boolean;
+  /** The file's tasks, in the order they were queued; empty for a preview. */
+  uuids: string[];
+  /** Saved here and queued for the server now. */
+  queued: number;
+  /** Here already from an earlier import of the same file: left as they are. */
+  present: number;
+  /**
+   * Keys of the file that name another task here already (imported before with another issue,
+   * or a kept number another task holds): the server refuses those issues. `task`: that task's key.
+   */
+  clashes: { key: string; task: string }[];
+}
+
+/** How an import's tasks stand (`import_progress`). */
+export interface ImportProgress {
+  total: number;
+  keyed: number;
+  waiting: number;
+  /** The refused ones: `[key in the source (or label), the server's reason]`. */
+  failed: [string, string][];
 }
 
 /** A sync problem in plain words (`summary`) with the technical text behind it (`detail`). */
