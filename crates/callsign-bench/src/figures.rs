@@ -15,7 +15,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn input(i: usize) -> NewTaskInput {
+pub fn input(i: usize) -> NewTaskInput {
     NewTaskInput {
         description: format!("bench task {i}"),
         project: Some(PREFIX.into()),

@@ -1,11 +1,14 @@
-//! `callsign-bench`: the figures of issues 6 and 26 on loopback, each beside its baseline measured in
-//! the same run, as a Markdown table on stdout and JSON in `--json`; the `pg-*` sections
-//! (issue 21) measure the same on a throwaway PostgreSQL (fsync on) that the tool starts and
-//! stops.
+//! `callsign-bench`: the figures of issues 6, 26 and 42 on loopback, each beside its baseline
+//! measured in the same run, as a Markdown table on stdout and JSON in `--json`; the `pg-*`
+//! sections (issue 21) measure the same on a throwaway PostgreSQL (fsync on) that the tool
+//! starts and stops; `import` (issue 42) times the `callsign` CLI importing a Jira export.
 //!
 //! `cargo run --release -p callsign-bench -- [--runs 3] [--quick] [--only drain,lookup]
 //! [--json target/bench.json]`
 mod figures;
+mod import;
+mod import_phases;
+mod jira_export;
 mod load;
 mod metrics;
 mod pg;
@@ -27,7 +30,7 @@ use clap::Parser;
 use server::Backend;
 use stats::{table, Figure};
 
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "drain",
     "throughput",
     "create-to-key",
@@ -35,6 +38,7 @@ const SECTIONS: [&str; 10] = [
     "lookup",
     "memory",
     "teammates",
+    "import",
     "pg-throughput",
     "pg-create-to-key",
     "pg-drain",
@@ -50,8 +54,8 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (comma-separated): drain, throughput, create-to-key, local, lookup,
-    /// memory, teammates, pg-throughput, pg-create-to-key, pg-drain (the pg-* ones start a throwaway
-    /// PostgreSQL with fsync on, stopped at the end).
+    /// memory, teammates, import, pg-throughput, pg-create-to-key, pg-drain (the pg-* ones start a
+    /// throwaway PostgreSQL with fsync on, stopped at the end).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Concurrent clients in the throughput sections (the issue's figure is at 64).
@@ -73,6 +77,10 @@ struct Args {
     /// Soak: the server's idempotency window (short, so the purge runs throughout).
     #[arg(long, default_value = "2m")]
     soak_window: String,
+    /// Write the `import` section's Jira export (10,000 issues; 1,000 with --quick) here and
+    /// stop: to import it by hand.
+    #[arg(long, value_name = "FILE")]
+    write_jira_export: Option<PathBuf>,
     /// Internal: open an engine on this store, list it, print RSS before/after.
     #[arg(long, hide = true)]
     hold: Option<PathBuf>,
@@ -96,6 +104,10 @@ struct Sizes {
     /// Held change requests in the teammates section, and how long their CPU is measured.
     held: usize,
     held_window: std::time::Duration,
+    /// Issues in the `import` section's Jira export, and the `callsign add` processes timed for
+    /// its baseline.
+    import: usize,
+    import_adds: usize,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +146,14 @@ async fn main() -> Result<()> {
         team_creates: if q { 20 } else { 100 },
         held: if q { 200 } else { 1_000 },
         held_window: std::time::Duration::from_secs(if q { 3 } else { 10 }),
+        import: if q { 1_000 } else { 10_000 },
+        import_adds: if q { 100 } else { 500 },
     };
+    if let Some(path) = &a.write_jira_export {
+        std::fs::write(path, jira_export::export(z.import).csv)
+            .with_context(|| format!("writing {}", path.display()))?;
+        return Ok(());
+    }
     let want = |s: &str| a.only.is_empty() || a.only.iter().any(|o| o == s);
     let mut out: Vec<Figure> = Vec::new();
     if want("drain") {
@@ -176,6 +195,13 @@ async fn main() -> Result<()> {
             z.team_creates, z.held
         );
         out.extend(sections::teammates(&z).await?);
+    }
+    if want("import") {
+        eprintln!(
+            "import: a {}-issue Jira export through `callsign import`; {} `callsign add` processes",
+            z.import, z.import_adds
+        );
+        out.extend(import::section(&z).await?);
     }
     if SECTIONS.iter().any(|s| s.starts_with("pg-") && want(s)) {
         let pg = pg::Pg::start()?;

@@ -17,18 +17,28 @@ pub const PREFIX: &str = "BEN";
 /// `callsign-server` in this binary's profile dir, built there (without test features) if
 /// missing.
 pub fn server_bin() -> Result<PathBuf> {
+    sibling_bin("callsign-server", "callsign-server")
+}
+
+/// The `callsign` CLI in this binary's profile dir, built there if missing.
+pub fn cli_bin() -> Result<PathBuf> {
+    sibling_bin("callsign", "callsign-cli")
+}
+
+/// `name` beside this binary, built from `package` in the same profile if missing.
+fn sibling_bin(name: &str, package: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe.parent().context("executable dir")?;
-    let bin = dir.join("callsign-server");
+    let bin = dir.join(name);
     if !bin.exists() {
         let release = dir.ends_with("release");
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.args(["build", "--quiet", "-p", "callsign-server"]);
+        cmd.args(["build", "--quiet", "-p", package]);
         if release {
             cmd.arg("--release");
         }
         if !cmd.status()?.success() {
-            bail!("cargo build -p callsign-server failed");
+            bail!("cargo build -p {package} failed");
         }
     }
     Ok(bin)
@@ -290,9 +300,14 @@ pub async fn fill(http: &reqwest::Client, s: &Server, n: usize) -> Result<Vec<Uu
 
 /// The current numbers of project `BEN`, read from the server's database.
 pub async fn numbers(s: &Server) -> Result<Vec<i64>> {
+    numbers_of(s, PREFIX).await
+}
+
+/// The current numbers of the project `prefix`, in order, read from the server's database.
+pub async fn numbers_of(s: &Server, prefix: &str) -> Result<Vec<i64>> {
     let dir = match &s.store {
         Store::Sqlite(dir) => dir.path(),
-        Store::Postgres(url) => return crate::pg::numbers(url, PREFIX).await,
+        Store::Postgres(url) => return crate::pg::numbers(url, prefix).await,
     };
     let c = rusqlite::Connection::open_with_flags(
         dir.join("callsign.sqlite3"),
@@ -303,7 +318,7 @@ pub async fn numbers(s: &Server) -> Result<Vec<i64>> {
          WHERE p.prefix = ?1 AND k.current = 1 ORDER BY k.number",
     )?;
     let ns = st
-        .query_map([PREFIX], |r| r.get(0))?
+        .query_map([prefix], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<i64>>>()?;
     Ok(ns)
 }

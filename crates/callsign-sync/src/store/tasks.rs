@@ -232,9 +232,11 @@ pub(super) fn uuid_array(uuids: impl IntoIterator<Item = Uuid>) -> String {
 
 impl Store {
     pub fn task(&self, uuid: Uuid) -> Result<Option<LocalTask>> {
+        // Cached: an import's progress reads every one of its tasks.
         let sql = format!("{SELECT} WHERE t.uuid = ?1");
         self.conn
-            .query_row(&sql, [uuid.to_string()], map_task)
+            .prepare_cached(&sql)?
+            .query_row([uuid.to_string()], map_task)
             .optional()?
             .map(|t| self.with_held(t))
             .transpose()
