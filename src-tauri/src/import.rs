@@ -13,9 +13,8 @@
 //! run), how many were `queued` now or were `present` already (the same file again queues
 //! nothing), and the file's keys that name another task here (`clashes`: refused). The UI then
 //! polls `import_progress(uuids)` while the sync loop sends them.
-use std::collections::BTreeMap;
 
-use callsign_sync::{ImportFormat, ImportProgress, ImportReport, ImportRequest};
+use callsign_sync::{ImportClash, ImportFormat, ImportProgress, ImportReport, ImportRequest};
 use serde::{Deserialize, Serialize};
 use tauri::ipc::{InvokeBody, Request};
 use tauri::State;
@@ -44,70 +43,11 @@ pub struct ImportOptions {
     pub dry_run: bool,
 }
 
-/// One project the import numbers in (`callsign_import::plan::ProjectPlan`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UiProjectPlan {
-    pub prefix: String,
-    /// It does not exist yet: the import makes it.
-    pub new: bool,
-    pub tasks: usize,
-    /// With kept numbers, the highest kept: the project's next task takes the one after it.
-    pub highest_kept: Option<u64>,
-    /// Numbers below it the source never had, which stay unused: how many, and the first ones.
-    pub unused_count: u64,
-    pub unused: Vec<u64>,
-}
-
-/// The plan, as `callsign import --json` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UiImportPlan {
-    pub open: usize,
-    pub done: usize,
-    pub cancelled: usize,
-    pub projects: Vec<UiProjectPlan>,
-    /// Source assignees no member matches, with their task counts: left unassigned.
-    pub unmapped_assignees: BTreeMap<String, usize>,
-    /// Children imported on their own: their parent is not in the file (their source keys).
-    pub missing_parents: Vec<String>,
-}
-
-impl From<&ImportReport> for UiImportPlan {
-    fn from(r: &ImportReport) -> Self {
-        UiImportPlan {
-            open: r.open,
-            done: r.done,
-            cancelled: r.cancelled,
-            projects: r
-                .projects
-                .iter()
-                .map(|p| UiProjectPlan {
-                    prefix: p.prefix.clone(),
-                    new: p.new,
-                    tasks: p.tasks,
-                    highest_kept: p.highest,
-                    unused_count: p.unused_count,
-                    unused: p.unused.clone(),
-                })
-                .collect(),
-            unmapped_assignees: r.unmapped_assignees.clone(),
-            missing_parents: r.missing_parents.clone(),
-        }
-    }
-}
-
-/// A key of the file that names another task here already: the server refuses its issue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UiClash {
-    /// The key in the file (`ENG-4`, `#12`).
-    pub key: String,
-    /// The task here it names (its key, or its provisional id).
-    pub task: String,
-}
-
 /// What `import_export` answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct UiImport {
-    pub report: UiImportPlan,
+    /// The plan (`callsign import --json`'s `plan`).
+    pub report: ImportReport,
     /// The server answered (a dry run goes on without it, from what this device last heard).
     pub online: bool,
     /// The file's tasks in the order they were queued; empty in a dry run.
@@ -118,7 +58,7 @@ pub struct UiImport {
     pub present: usize,
     /// Keys of the file that name another task here already (imported before with another
     /// issue, or a kept number another task holds): those issues are refused.
-    pub clashes: Vec<UiClash>,
+    pub clashes: Vec<ImportClash>,
 }
 
 /// Reads, plans and, unless `dry_run`, queues the export in the body; see the module. A file
@@ -153,16 +93,12 @@ pub async fn import_export(
         })
         .await?;
     Ok(UiImport {
-        report: UiImportPlan::from(&outcome.report),
+        report: outcome.report,
         online: outcome.online,
         uuids: outcome.uuids,
         queued: outcome.queued.queued,
         present: outcome.queued.present,
-        clashes: outcome
-            .clashes
-            .into_iter()
-            .map(|(key, task)| UiClash { key, task })
-            .collect(),
+        clashes: outcome.clashes,
     })
 }
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use callsign_sync::{
-    Engine, ImportFormat as Format, ImportOutcome, ImportProgress, ImportReport as Report,
-    ImportRequest,
+    Engine, ImportClash, ImportFormat as Format, ImportOutcome, ImportProgress,
+    ImportReport as Report, ImportRequest,
 };
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -133,8 +133,8 @@ fn print_summary(
             "keyed": p.keyed,
             "waiting": p.waiting,
             "failed": failed,
-            "plan": report_json(&outcome.report),
-            "clashes": clashes_json(&outcome.clashes),
+            "plan": &outcome.report,
+            "clashes": &outcome.clashes,
         }));
     }
     println!(
@@ -172,8 +172,8 @@ fn dry_run(out: &Out, args: &Args, outcome: &ImportOutcome) -> Result<()> {
         return crate::render::print_json(&json!({
             "dry_run": true,
             "server_answered": online,
-            "plan": report_json(report),
-            "clashes": clashes_json(&outcome.clashes),
+            "plan": report,
+            "clashes": &outcome.clashes,
         }));
     }
     let total = report.open + report.done + report.cancelled;
@@ -197,14 +197,14 @@ fn dry_run(out: &Out, args: &Args, outcome: &ImportOutcome) -> Result<()> {
 }
 
 /// Keys of the file that name another task here: those issues are refused, the rest go ahead.
-fn print_clashes(clashes: &[(String, String)]) {
+fn print_clashes(clashes: &[ImportClash]) {
     if clashes.is_empty() {
         return;
     }
     let listed: Vec<String> = clashes
         .iter()
         .take(20)
-        .map(|(k, t)| format!("{k} (is {t})"))
+        .map(|c| format!("{} (is {})", c.key, c.task))
         .collect();
     println!(
         "  {} key(s) name another task here already, and those issues will be refused: {}{}",
@@ -212,13 +212,6 @@ fn print_clashes(clashes: &[(String, String)]) {
         listed.join(", "),
         if clashes.len() > 20 { " …" } else { "" }
     );
-}
-
-fn clashes_json(clashes: &[(String, String)]) -> Value {
-    clashes
-        .iter()
-        .map(|(k, t)| json!({ "key": k, "task": t }))
-        .collect()
 }
 
 /// The plan's facts, a line each.
@@ -273,31 +266,6 @@ fn print_report(report: &Report) {
             report.missing_parents.join(", ")
         );
     }
-}
-
-fn report_json(report: &Report) -> Value {
-    let projects: Vec<Value> = report
-        .projects
-        .iter()
-        .map(|p| {
-            json!({
-                "prefix": p.prefix,
-                "new": p.new,
-                "tasks": p.tasks,
-                "highest_kept": p.highest,
-                "unused_count": p.unused_count,
-                "unused": p.unused,
-            })
-        })
-        .collect();
-    json!({
-        "open": report.open,
-        "done": report.done,
-        "cancelled": report.cancelled,
-        "projects": projects,
-        "unmapped_assignees": report.unmapped_assignees,
-        "missing_parents": report.missing_parents,
-    })
 }
 
 /// `--from`'s value.

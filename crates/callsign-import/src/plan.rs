@@ -46,7 +46,7 @@ pub struct Planned {
 }
 
 /// A project the import numbers in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ProjectPlan {
     pub prefix: String,
     /// It does not exist yet and is made.
@@ -54,6 +54,7 @@ pub struct ProjectPlan {
     pub tasks: usize,
     /// Kept numbers: the highest (its counter continues after it) and those the source never
     /// had, which stay unused: how many, and the first [`UNUSED_LISTED`] of them.
+    #[serde(rename = "highest_kept")]
     pub highest: Option<u64>,
     pub unused_count: u64,
     pub unused: Vec<u64>,
@@ -66,8 +67,8 @@ pub const MAX_KEPT_NUMBER: u64 = callsign_core::validate::MAX_KEPT_NUMBER;
 /// How many unused numbers a report lists (it counts them all).
 pub const UNUSED_LISTED: usize = 1000;
 
-/// The dry run's report.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The dry run's report (its JSON is what `callsign import --json` and the app show).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Report {
     pub open: usize,
     pub done: usize,

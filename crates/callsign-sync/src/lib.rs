@@ -51,7 +51,7 @@ pub use callsign_import::plan::Report as ImportReport;
 pub use callsign_import::Format as ImportFormat;
 pub use engine::drain::LoginReport;
 pub use engine::grammar::matches_filter;
-pub use engine::import_file::{ImportOutcome, ImportProgress, ImportRequest};
+pub use engine::import_file::{Clash as ImportClash, ImportOutcome, ImportProgress, ImportRequest};
 pub use engine::team::JoinReport;
 pub use engine::{Engine, NewTaskInput, Options};
 pub use error::{Error, Result};

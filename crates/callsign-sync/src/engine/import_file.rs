@@ -6,18 +6,18 @@
 //! every task is queued here in one transaction ([`Engine::import`]) under a UUID and an
 //! idempotency key derived from the source, so the same file again queues nothing and a run cut
 //! short goes on where it stopped; the sync loop sends them like any capture.
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use callsign_core::dto::{Member, Project};
+use callsign_core::dto::{Member, Origin, Project};
 use callsign_core::Role;
-use callsign_import::plan::{self, Options, Report};
+use callsign_import::plan::{self, Options, Plan, Report};
 use callsign_import::{build, Format, SourceIssue};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::Engine;
 use crate::error::{Error, Result};
-use crate::model::SyncState;
+use crate::model::{LocalTask, SyncState};
 use crate::store::{ImportQueued, ImportTask, TaskFilter};
 
 /// What to import, and how.
@@ -46,7 +46,16 @@ pub struct ImportOutcome {
     /// Keys of the file that name another task here already (its tracker key imported before
     /// with another issue, or a kept number another task holds): `(key, that task's label)`.
     /// The server refuses those tasks (`already_imported`, `key_taken`); the rest go ahead.
-    pub clashes: Vec<(String, String)>,
+    pub clashes: Vec<Clash>,
+}
+
+/// A key of the file that names another task here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Clash {
+    /// The key in the file (`ENG-4`, `#12`).
+    pub key: String,
+    /// The task here it names: its key, or its provisional id.
+    pub task: String,
 }
 
 /// How an import's tasks stand now.
@@ -92,7 +101,9 @@ impl Engine {
             .flat_map(|p| std::iter::once(&p.prefix).chain(&p.previous_prefixes))
             .cloned()
             .collect();
-        let resumable = self.resumable(req.format, &issues, &projects)?;
+        // One pass over the tasks here serves both the resume rule and the clashes.
+        let here = self.list(TaskFilter { all: true })?;
+        let resumable = resumable(req.format, &issues, &projects, &here);
         let opts = Options {
             keep_numbers: req.keep_numbers,
             project: req.project.clone(),
@@ -104,7 +115,7 @@ impl Engine {
             online: online.is_ok(),
             uuids: Vec::new(),
             queued: ImportQueued::default(),
-            clashes: self.clashes(req.format, &issues, &plan)?,
+            clashes: clashes(req.format, &issues, &plan, &here),
         };
         if req.dry_run {
             return Ok(outcome);
@@ -151,45 +162,6 @@ impl Engine {
         Ok(p)
     }
 
-    /// The keys of the file that name another task here (see [`ImportOutcome::clashes`]), from
-    /// one pass over the tasks on this device.
-    fn clashes(
-        &self,
-        format: Format,
-        issues: &[SourceIssue],
-        plan: &callsign_import::plan::Plan,
-    ) -> Result<Vec<(String, String)>> {
-        let mut by_origin = std::collections::HashMap::new();
-        let mut by_key = std::collections::HashMap::new();
-        for t in self.list(TaskFilter { all: true })? {
-            let label = t.label();
-            if let Some(k) = t.origin.as_ref().and_then(|o| o.key.as_deref()) {
-                by_origin.insert(
-                    callsign_core::dto::Origin::normal_key(k),
-                    (t.uuid, label.clone()),
-                );
-            }
-            for k in t.key.iter().chain(&t.previous_keys) {
-                by_key.insert(k.clone(), (t.uuid, label.clone()));
-            }
-        }
-        let mut out = Vec::new();
-        for item in &plan.items {
-            let i = &issues[item.issue];
-            let Some(key) = &i.key else { continue };
-            let uuid = build::uuid_of(format, i);
-            let kept = item.number.map(|n| format!("{}-{n}", item.project));
-            let other = by_origin
-                .get(&callsign_core::dto::Origin::normal_key(key))
-                .or_else(|| kept.as_ref().and_then(|k| by_key.get(k)))
-                .filter(|(u, _)| *u != uuid);
-            if let Some((_, label)) = other {
-                out.push((key.clone(), label.clone()));
-            }
-        }
-        Ok(out)
-    }
-
     /// Refused at once unless this device's member is an owner.
     fn owner_only(&self, members: &[Member]) -> Result<()> {
         let me = self.me()?;
@@ -206,38 +178,68 @@ impl Engine {
             _ => Ok(()),
         }
     }
+}
 
-    /// The prefixes of projects an import from this tracker kept numbers in before (a task of
-    /// this very file is there, or one from this tracker whose key is the project's): kept
-    /// numbers may go on there (the same file again, a run cut short, a later export). A number
-    /// another task took meanwhile is refused by the server for its issue alone (`key_taken`),
-    /// never doubled.
-    fn resumable(
-        &self,
-        format: Format,
-        issues: &[SourceIssue],
-        projects: &[Project],
-    ) -> Result<Vec<String>> {
-        let ours: BTreeSet<Uuid> = issues.iter().map(|i| build::uuid_of(format, i)).collect();
-        let kept_here = |t: &crate::model::LocalTask| {
-            t.origin.as_ref().is_some_and(|o| {
-                o.tracker == format.as_str()
-                    && o.key
-                        .as_deref()
-                        .and_then(|k| callsign_core::TaskKey::parse(k).ok())
-                        .is_some_and(|k| k.prefix.as_str() == t.project)
-            })
-        };
-        let holding: BTreeSet<String> = self
-            .list(TaskFilter { all: true })?
-            .into_iter()
-            .filter(|t| ours.contains(&t.uuid) || kept_here(t))
-            .map(|t| t.project)
-            .collect();
-        Ok(projects
-            .iter()
-            .filter(|p| holding.contains(&p.prefix))
-            .map(|p| p.prefix.clone())
-            .collect())
+/// The prefixes of projects an import from this tracker kept numbers in before (a task of this
+/// very file is there, or one from this tracker whose key is the project's): kept numbers may
+/// go on there (the same file again, a run cut short, a later export). A number another task
+/// took meanwhile is refused by the server for its issue alone (`key_taken`), never doubled.
+fn resumable(
+    format: Format,
+    issues: &[SourceIssue],
+    projects: &[Project],
+    here: &[LocalTask],
+) -> Vec<String> {
+    let ours: BTreeSet<Uuid> = issues.iter().map(|i| build::uuid_of(format, i)).collect();
+    let kept_here = |t: &LocalTask| {
+        t.origin.as_ref().is_some_and(|o| {
+            o.tracker == format.as_str()
+                && o.key
+                    .as_deref()
+                    .and_then(|k| callsign_core::TaskKey::parse(k).ok())
+                    .is_some_and(|k| k.prefix.as_str() == t.project)
+        })
+    };
+    let holding: BTreeSet<&str> = here
+        .iter()
+        .filter(|t| ours.contains(&t.uuid) || kept_here(t))
+        .map(|t| t.project.as_str())
+        .collect();
+    projects
+        .iter()
+        .filter(|p| holding.contains(p.prefix.as_str()))
+        .map(|p| p.prefix.clone())
+        .collect()
+}
+
+/// The keys of the file that name another task here (see [`ImportOutcome::clashes`]).
+fn clashes(format: Format, issues: &[SourceIssue], plan: &Plan, here: &[LocalTask]) -> Vec<Clash> {
+    let mut by_origin = HashMap::new();
+    let mut by_key = HashMap::new();
+    for t in here {
+        if let Some(k) = t.origin.as_ref().and_then(|o| o.key.as_deref()) {
+            by_origin.insert(Origin::normal_key(k), t);
+        }
+        for k in t.key.iter().chain(&t.previous_keys) {
+            by_key.insert(k.as_str(), t);
+        }
     }
+    let mut out = Vec::new();
+    for item in &plan.items {
+        let i = &issues[item.issue];
+        let Some(key) = &i.key else { continue };
+        let uuid = build::uuid_of(format, i);
+        let kept = item.number.map(|n| format!("{}-{n}", item.project));
+        let other = by_origin
+            .get(&Origin::normal_key(key))
+            .or_else(|| kept.as_deref().and_then(|k| by_key.get(k)))
+            .filter(|t| t.uuid != uuid);
+        if let Some(t) = other {
+            out.push(Clash {
+                key: key.clone(),
+                task: t.label(),
+            });
+        }
+    }
+    out
 }
