@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
 export CARGO_TERM_COLOR=never
+# One build, never an edit-and-rebuild loop: incremental state would only take disk (several
+# GB across the workspace's test targets) and time.
+export CARGO_INCREMENTAL=0
 # Each stage is announced with the seconds this run has taken so far (where CI time goes).
 stage() { echo "== [${SECONDS} s] $*"; }
 
