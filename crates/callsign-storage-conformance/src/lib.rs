@@ -61,6 +61,7 @@ macro_rules! storage_conformance {
             a_rename_moves_the_prefix_and_every_old_key_still_resolves,
             a_recovering_project_numbers_nothing_until_recovery_ends,
             witnesses_bring_back_keys_and_never_double_a_number,
+            a_move_lost_to_a_rollback_takes_back_the_key_the_devices_kept,
             devices_check_in_after_a_rollback,
             imports_keep_numbers_and_their_tracker_keys,
         );
@@ -134,6 +135,16 @@ impl Outcome {
             Outcome::Answered(r) => panic!("answered {r:?}"),
         }
     }
+}
+
+/// A second project of `account`, `OPS` ("Ops").
+async fn ops_project(b: &Backend, account: AccountId) {
+    let ops = Prefix::parse("OPS").unwrap();
+    b.alloc
+        .create_project(account, "Ops", &ops)
+        .await
+        .unwrap()
+        .unwrap();
 }
 
 fn task_of(r: &Reply) -> Task {
@@ -1414,12 +1425,7 @@ async fn try_update_one(
 /// the new one.
 pub async fn a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys(b: Backend) {
     let a = account(&b, "SYN").await;
-    let ops = Prefix::parse("OPS").unwrap();
-    b.alloc
-        .create_project(a, "Ops", &ops)
-        .await
-        .unwrap()
-        .unwrap();
+    ops_project(&b, a).await;
     let t = |d: &str| new_task("SYN", d);
     let [first, parent, other] = [Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4()];
     create(&b, a, "first", first, &t("first")).await.reply();
@@ -1707,12 +1713,7 @@ pub async fn a_rename_moves_the_prefix_and_every_old_key_still_resolves(b: Backe
 /// numbered with no gap (the refused attempts took nothing).
 pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend) {
     let a = account(&b, "SYN").await;
-    let ops = Prefix::parse("OPS").unwrap();
-    b.alloc
-        .create_project(a, "Ops", &ops)
-        .await
-        .unwrap()
-        .unwrap();
+    ops_project(&b, a).await;
     let other = account(&b, "SYN").await;
     let first = Uuid::new_v4();
     create(&b, a, "first", first, &new_task("SYN", "before"))
@@ -1810,7 +1811,11 @@ pub async fn a_recovering_project_numbers_nothing_until_recovery_ends(b: Backend
     );
 
     // Ending OPS leaves SYN recovering; ending the account's numbers the pending create next.
-    let ops_ended = b.alloc.end_recovery(Some(a), Some(&ops)).await.unwrap();
+    let ops_ended = b
+        .alloc
+        .end_recovery(Some(a), Some(&Prefix::parse("OPS").unwrap()))
+        .await
+        .unwrap();
     assert_eq!(
         ops_ended
             .iter()
@@ -1880,12 +1885,7 @@ async fn resolves(b: &Backend, account: AccountId, key: &str) -> Option<Uuid> {
 /// lost and never handed out.
 pub async fn witnesses_bring_back_keys_and_never_double_a_number(b: Backend) {
     let a = account(&b, "SYN").await;
-    let ops = Prefix::parse("OPS").unwrap();
-    b.alloc
-        .create_project(a, "Ops", &ops)
-        .await
-        .unwrap()
-        .unwrap();
+    ops_project(&b, a).await;
     let mut t = Vec::new();
     for i in 1..=3 {
         let u = Uuid::new_v4();
@@ -1980,6 +1980,97 @@ pub async fn witnesses_bring_back_keys_and_never_double_a_number(b: Backend) {
     assert_eq!(task_of(&r).previous_keys, ["SYN-12"]);
     assert_eq!(resolves(&b, a, "SYN-12").await, Some(z));
     assert_eq!(resolves(&b, a, "SYX-12").await, Some(z));
+}
+
+/// A move the server lost to a rollback (docs/RECOVERY.md): a device brings back the key it had
+/// made, and its subtask's, as earlier keys; the moving device's retry waits while the project
+/// recovers, then takes those keys back instead of new numbers (the key the team saw stays the
+/// task's key, and no number is spent twice on one move). A later move is an ordinary one again.
+pub async fn a_move_lost_to_a_rollback_takes_back_the_key_the_devices_kept(b: Backend) {
+    let a = account(&b, "SYN").await;
+    ops_project(&b, a).await;
+    let r = create(&b, a, "o1", Uuid::new_v4(), &new_task("OPS", "o1"))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "OPS-1");
+    let (parent, child) = (Uuid::new_v4(), Uuid::new_v4());
+    create(&b, a, "p", parent, &new_task("SYN", "parent"))
+        .await
+        .reply();
+    let r = create_batch(
+        &b,
+        a,
+        &[("c", child, new_task("SYN", "child"), Some(parent))],
+    )
+    .await;
+    assert_eq!(key_of(&r[0]), "SYN-1.1");
+    b.alloc
+        .start_recovery(Some(a), RecoveryReason::Restore, now_ms())
+        .await
+        .unwrap();
+
+    // Before the rollback the parent had moved to OPS-2 and its subtask become OPS-2.1; a
+    // teammate's device saw it, and brings both keys back.
+    let r = witness(&b, a, "w-parent", parent, "OPS-2", &["SYN-1"])
+        .await
+        .unwrap();
+    assert_eq!((r.status, key_of(&r)), (200, "SYN-1".to_owned()));
+    assert_eq!(task_of(&r).previous_keys, ["OPS-2"]);
+    witness(&b, a, "w-child", child, "OPS-2.1", &["SYN-1.1"])
+        .await
+        .unwrap();
+
+    // The device that moved it never had the answer: it sends the move again.
+    let to_ops = TaskPatch {
+        project: Some("OPS".into()),
+        ..TaskPatch::default()
+    };
+    let out = try_update_one(&b, a, "move", parent, &to_ops).await;
+    assert!(
+        matches!(&out, Err(callsign_storage::Error::Recovering { .. })),
+        "{out:?}"
+    );
+    b.alloc.end_recovery(Some(a), None).await.unwrap();
+    let r = update_one(&b, a, "move", parent, &to_ops).await;
+    let moved = task_of(&r);
+    assert_eq!(
+        (moved.key.as_deref(), moved.project.as_str()),
+        (Some("OPS-2"), "OPS")
+    );
+    assert_eq!(moved.previous_keys, ["SYN-1"]);
+    let meta = b.alloc.task_meta(a, vec![child]).await.unwrap();
+    assert_eq!(meta[&child].key.as_ref().unwrap().key(), "OPS-2.1");
+    assert_eq!(meta[&child].previous, ["SYN-1.1"]);
+    assert_eq!(resolves(&b, a, "OPS-2").await, Some(parent));
+    assert_eq!(resolves(&b, a, "SYN-1").await, Some(parent));
+    // Taken back, the keys are to be written onto the tasks again.
+    let stale = b.alloc.keys_not_in_store(i64::MAX, 100).await.unwrap();
+    let stale: Vec<&str> = stale.iter().map(|(_, _, k)| k.as_str()).collect();
+    assert!(
+        stale.contains(&"OPS-2") && stale.contains(&"OPS-2.1"),
+        "{stale:?}"
+    );
+
+    // The counters go on after the kept numbers, with nothing lost.
+    let r = create(&b, a, "o3", Uuid::new_v4(), &new_task("OPS", "o3"))
+        .await
+        .reply();
+    assert_eq!(key_of(&r), "OPS-3");
+    let report = b.alloc.recovery_report(Some(a)).await.unwrap();
+    assert!(
+        report.lost.is_empty() && report.clashes.is_empty(),
+        "{report:?}"
+    );
+
+    // Moves from now on are ordinary: each takes the next number.
+    let back = TaskPatch {
+        project: Some("SYN".into()),
+        ..TaskPatch::default()
+    };
+    let r = update_one(&b, a, "back", parent, &back).await;
+    assert_eq!(key_of(&r), "SYN-2");
+    let r = update_one(&b, a, "again", parent, &to_ops).await;
+    assert_eq!(key_of(&r), "OPS-4");
 }
 
 /// A rollback waits for the devices active before it: a token seen since `active_since` (or

@@ -75,7 +75,10 @@ pub(super) fn previous_rows(rows: &[Row]) -> HashMap<Uuid, Vec<String>> {
     out
 }
 
-/// Gives `uuid` the next number of `(project, scope)` as its current key; the old key stays.
+/// Gives `uuid` its key in `(project, scope)` as its current key; the old key stays. That is
+/// the next number, or the key a move the server lost to a rollback had given it, when a device
+/// brought that key back: a key the task holds there that was bound after its current one (only
+/// a witness binds such a key, docs/RECOVERY.md). Taking it back takes no number.
 async fn rekey(
     tx: &Transaction<'_>,
     account: AccountId,
@@ -84,15 +87,30 @@ async fn rekey(
     scope: &str,
     now: i64,
 ) -> Result<()> {
-    let n: i64 = tx
-        .query_one(
-            "INSERT INTO counters (project_id, scope, last) VALUES ($1, $2, 1)
-             ON CONFLICT (project_id, scope) DO UPDATE SET last = counters.last + 1
-             RETURNING last",
-            &[&project, &scope],
+    let lost_move = tx
+        .query_opt(
+            "SELECT e.number FROM keys e
+             JOIN keys c ON c.account_id = e.account_id AND c.task_uuid = e.task_uuid
+                        AND c.current
+             WHERE e.account_id = $1 AND e.task_uuid = $2 AND e.project_id = $3
+               AND e.scope = $4 AND NOT e.current AND e.assigned_at > c.assigned_at
+             ORDER BY e.assigned_at DESC, e.number DESC LIMIT 1",
+            &[&account, &uuid, &project, &scope],
         )
         .await?
-        .get(0);
+        .map(|r| r.get::<_, i64>(0));
+    let n: i64 = match lost_move {
+        Some(n) => n,
+        None => tx
+            .query_one(
+                "INSERT INTO counters (project_id, scope, last) VALUES ($1, $2, 1)
+                 ON CONFLICT (project_id, scope) DO UPDATE SET last = counters.last + 1
+                 RETURNING last",
+                &[&project, &scope],
+            )
+            .await?
+            .get(0),
+    };
     tx.execute(
         "UPDATE keys SET current = false, until_epoch = p.epoch FROM projects p
          WHERE keys.account_id = $1 AND keys.task_uuid = $2 AND keys.current
@@ -100,12 +118,24 @@ async fn rekey(
         &[&account, &uuid],
     )
     .await?;
-    tx.execute(
-        "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at, epoch)
-         SELECT $1, $2, $3, $4, $5, $6, epoch FROM projects WHERE id = $2",
-        &[&account, &project, &scope, &n, &uuid, &now],
-    )
-    .await?;
+    if lost_move.is_some() {
+        tx.execute(
+            "UPDATE keys SET current = true, until_epoch = NULL, in_store = false,
+                             assigned_at = $6, bound_rank = NULL
+             WHERE account_id = $1 AND project_id = $2 AND scope = $3 AND number = $4
+               AND task_uuid = $5",
+            &[&account, &project, &scope, &n, &uuid, &now],
+        )
+        .await?;
+    } else {
+        tx.execute(
+            "INSERT INTO keys (account_id, project_id, scope, number, task_uuid, assigned_at,
+                               epoch)
+             SELECT $1, $2, $3, $4, $5, $6, epoch FROM projects WHERE id = $2",
+            &[&account, &project, &scope, &n, &uuid, &now],
+        )
+        .await?;
+    }
     set_project(tx, account, uuid, project).await
 }
 

@@ -13,7 +13,9 @@
 //! new key; subtasks with no key yet only change project (they number under the new key when
 //! their create commits). `slots::rekey` retires the old key row (`current = 0`, and
 //! `until_epoch` set to its project's epoch then), so it still names the task, and every moved
-//! subtask gets a change-feed entry.
+//! subtask gets a change-feed entry. The one move that takes no number is the retry of a move
+//! the server lost to a rollback whose key a device brought back: the task takes that key back
+//! (`renumber`, docs/RECOVERY.md).
 use std::collections::HashMap;
 
 use callsign_core::Prefix;
@@ -348,8 +350,12 @@ fn move_tree(
     project: i64,
     now: i64,
 ) -> Result<Vec<Uuid>> {
-    let n = slots::bump_counter(conn, project, "")?;
-    slots::rekey(conn, account, uuid, (project, "", n), now)?;
+    // A move into a recovering project waits (docs/RECOVERY.md), also one that would only
+    // take back its keys.
+    if let Some(prefix) = super::recovery::recovering_prefix(conn, project)? {
+        return Err(DbError::Recovering(prefix));
+    }
+    renumber(conn, account, uuid, (project, ""), now)?;
     let mut moved = Vec::new();
     let mut queue = std::collections::VecDeque::from([uuid]);
     while let Some(parent) = queue.pop_front() {
@@ -365,13 +371,31 @@ fn move_tree(
         }
         children.sort();
         for (_, child) in children {
-            let n = slots::bump_counter(conn, project, &scope)?;
-            slots::rekey(conn, account, child, (project, &scope, n), now)?;
+            renumber(conn, account, child, (project, &scope), now)?;
             moved.push(child);
             queue.push_back(child);
         }
     }
     Ok(moved)
+}
+
+/// Gives a moved task its key in `(project, scope)`: the next number, or the key a move the
+/// server lost to a rollback had given it, when a device brought that key back
+/// (`slots::lost_move_key`): the key the team saw stays the task's key.
+fn renumber(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    (project, scope): (i64, &str),
+    now: i64,
+) -> Result<()> {
+    match slots::lost_move_key(conn, account, uuid, project, scope)? {
+        Some(n) => slots::take_back(conn, account, uuid, (project, scope, n), now),
+        None => {
+            let n = slots::bump_counter(conn, project, scope)?;
+            slots::rekey(conn, account, uuid, (project, scope, n), now)
+        }
+    }
 }
 
 fn stored(slot: slots::Slot) -> Result<Reply> {

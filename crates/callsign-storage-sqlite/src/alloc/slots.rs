@@ -269,13 +269,61 @@ pub fn rekey(
     (project, scope, number): (i64, &str, i64),
     now: i64,
 ) -> Result<()> {
+    retire_current(conn, account, uuid)?;
+    insert_key(conn, account, project, scope, number, uuid, now)?;
+    set_task_project(conn, account, uuid, project)
+}
+
+/// Makes the current key of `uuid` an earlier one, in force until its project's present epoch.
+fn retire_current(conn: &Connection, account: AccountId, uuid: Uuid) -> Result<()> {
     conn.prepare_cached(
         "UPDATE keys SET current = 0,
                          until_epoch = (SELECT epoch FROM projects WHERE id = keys.project_id)
          WHERE account_id = ?1 AND task_uuid = ?2 AND current = 1",
     )?
     .execute(params![account, uuid])?;
-    insert_key(conn, account, project, scope, number, uuid, now)?;
+    Ok(())
+}
+
+/// The number of the key `uuid` holds in `(project, scope)` that was bound after its current
+/// key, if any. Only a witness binds such a key: it is the key of a move the server lost to a
+/// rollback, which the devices brought back (docs/RECOVERY.md).
+pub fn lost_move_key(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    project: i64,
+    scope: &str,
+) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT e.number FROM keys e
+             JOIN keys c ON c.account_id = e.account_id AND c.task_uuid = e.task_uuid
+                        AND c.current = 1
+             WHERE e.account_id = ?1 AND e.task_uuid = ?2 AND e.project_id = ?3
+               AND e.scope = ?4 AND e.current = 0 AND e.assigned_at > c.assigned_at
+             ORDER BY e.assigned_at DESC, e.number DESC LIMIT 1",
+        )?
+        .query_row(params![account, uuid, project, scope], |r| r.get(0))
+        .optional()?)
+}
+
+/// Makes `number` in `(project, scope)`, an earlier key of `uuid`, its current key again
+/// (it takes no number: the task holds it already). The key is to be written onto the task.
+pub fn take_back(
+    conn: &Connection,
+    account: AccountId,
+    uuid: Uuid,
+    (project, scope, number): (i64, &str, i64),
+    now: i64,
+) -> Result<()> {
+    retire_current(conn, account, uuid)?;
+    conn.prepare_cached(
+        "UPDATE keys SET current = 1, until_epoch = NULL, in_store = 0, assigned_at = ?6
+         WHERE account_id = ?1 AND project_id = ?2 AND scope = ?3 AND number = ?4
+           AND task_uuid = ?5",
+    )?
+    .execute(params![account, project, scope, number, uuid, now])?;
     set_task_project(conn, account, uuid, project)
 }
 
