@@ -293,6 +293,7 @@ mod tests {
             assignee: None,
             created_by: None,
             origin: None,
+            commits: vec![],
         }
     }
 

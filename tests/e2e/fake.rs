@@ -98,6 +98,7 @@ pub fn task(uuid: Uuid, number: Option<u64>, description: &str) -> Task {
         created_at: now,
         modified_at: now,
         origin: None,
+        commits: vec![],
     }
 }
 

@@ -25,6 +25,7 @@ mod failover;
 mod fake;
 mod fields;
 mod fixture;
+mod git;
 mod grammar;
 mod hardening;
 mod imports;

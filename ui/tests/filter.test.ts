@@ -11,7 +11,7 @@ import { failure, task } from './fixtures';
 
 type CaseTask = Pick<
   LocalTask,
-  'uuid' | 'key' | 'previous_keys' | 'project' | 'description' | 'notes' | 'status' | 'tags' | 'due' | 'priority'
+  'uuid' | 'key' | 'previous_keys' | 'project' | 'description' | 'notes' | 'status' | 'tags' | 'due' | 'priority' | 'commits'
 > & { label: string; failed: boolean };
 
 const cases = casesJson as unknown as {

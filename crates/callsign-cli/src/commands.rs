@@ -10,15 +10,50 @@ use callsign_sync::reason::sync_problem;
 use callsign_sync::{Engine, NewTaskInput, TaskQuery, Token};
 
 use crate::render::{self, Out};
-use crate::{Cli, Command, ProjectCommand};
+use crate::{Cli, Command, GitCommand, ProjectCommand};
+
+/// How long a git hook may take before it gives up (a commit is never held longer).
+const HOOK_LIMIT: Duration = Duration::from_secs(10);
 
 pub async fn run(cli: Cli) -> Result<()> {
+    // A data dir named on the command line (or in the environment) is written into git hooks.
+    let explicit_dir = cli
+        .data_dir
+        .as_deref()
+        .map(std::path::absolute)
+        .transpose()?;
     let dir = match cli.data_dir {
         Some(d) => d,
         None => default_data_dir().ok_or_else(|| {
             anyhow!("no home directory: pass --data-dir or set CALLSIGN_DATA_DIR")
         })?,
     };
+    if let Command::Git {
+        command: GitCommand::Hook { name, args },
+    } = &cli.command
+    {
+        // A hook never fails or holds up a commit: whatever goes wrong is one line, and one that
+        // has not finished in HOOK_LIMIT gives up (a write cut short is rolled back).
+        let hook = name.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(HOOK_LIMIT);
+            eprintln!(
+                "callsign: git hook {hook}: gave up after {} s",
+                HOOK_LIMIT.as_secs()
+            );
+            std::process::exit(0);
+        });
+        let done = Engine::open(&dir)
+            .with_context(|| format!("opening {}", dir.display()))
+            .and_then(|engine| crate::git::hook(&engine, name, args));
+        if let Err(e) = done {
+            eprintln!(
+                "callsign: git hook {name}: {}",
+                render::safe_block(&format!("{e:#}"))
+            );
+        }
+        return Ok(());
+    }
     let engine = Engine::open(&dir).with_context(|| format!("opening {}", dir.display()))?;
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let out = Out {
@@ -252,6 +287,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             out.resolved(&engine, &after, restore)
         }
         Command::Undo => out.undone(&engine, &engine.undo()?),
+        Command::Branch { task, print } => {
+            let name = crate::git::branch_for(&engine, &task)?;
+            let created = !print && crate::git::switch_to(&name)?;
+            out.branch(&name, print, created)
+        }
+        Command::Git { command } => {
+            let installed = matches!(command, GitCommand::Install);
+            let (dir, hooks) = match command {
+                GitCommand::Install => crate::git::install(explicit_dir.as_deref())?,
+                GitCommand::Uninstall => crate::git::uninstall()?,
+                GitCommand::Hook { .. } => unreachable!("handled before the engine opens"),
+            };
+            out.hooks(installed, &dir, &hooks)
+        }
         Command::Retry { task } => out.task(&engine, &engine.retry(&task)?),
         Command::Discard { task } => {
             let before = engine.get(&task)?;

@@ -6,6 +6,7 @@
 //! sync loop, in which case it waits for that loop to drain the outbox. `watch` runs the loop in
 //! the foreground, as the desktop app does.
 mod commands;
+mod git;
 mod import;
 mod import_from;
 mod render;
@@ -309,6 +310,22 @@ pub enum Command {
     /// Keys are never reused: an undone add is a deleted task, and an undone move of a numbered
     /// task gets a new number in its old project. Changes made on other devices are not undone.
     Undo,
+    /// Create a branch named by a task's key and switch to it: `syn-42-fix-the-login-form`
+    /// (the key in lower case, then the description's words, at most 60 characters). Commits
+    /// on it that name no task get `Refs: SYN-42` (docs/CLI.md "Git").
+    Branch {
+        task: String,
+        /// Print the name only (to copy it, or for `git switch -c "$(callsign branch SYN-42
+        /// --print)"`).
+        #[arg(long)]
+        print: bool,
+    },
+    /// Let commits act on tasks: `Fixes SYN-42` completes it, `Refs SYN-42` links the commit
+    /// (docs/CLI.md "Git" has the whole grammar).
+    Git {
+        #[command(subcommand)]
+        command: GitCommand,
+    },
     /// Send a failed task again (with a new idempotency key).
     Retry { task: String },
     /// Drop what the server refused: a task it never accepted is removed from this device; a
@@ -345,6 +362,23 @@ pub enum Command {
     Status,
     /// Run the sync loop in the foreground until interrupted (what the desktop app does).
     Watch,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GitCommand {
+    /// Install Callsign's hooks in this repository (where `core.hooksPath` says, if set):
+    /// commit-msg, post-commit, post-merge and post-rewrite. A hook already there is kept and
+    /// runs first; running it again brings the hooks up to date. A hook never fails a commit.
+    Install,
+    /// Remove Callsign's hooks from this repository and put back the ones they ran first.
+    Uninstall,
+    /// What a hook runs (`callsign git hook post-commit`); always exits 0.
+    #[command(hide = true)]
+    Hook {
+        name: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -211,6 +211,23 @@ impl Out {
         if !t.notes.is_empty() {
             println!("  notes:    {}", safe_block(&t.notes));
         }
+        for (i, c) in t.commits.iter().enumerate() {
+            let label = if i == 0 { "commits:" } else { "" };
+            let verb = match c.action {
+                callsign_core::dto::CommitAction::Closes => "closes",
+                callsign_core::dto::CommitAction::Refs => "refs",
+            };
+            println!(
+                "  {label:<9} {} {}  {}, {} ({verb})",
+                &c.hash[..c.hash.len().min(7)],
+                safe(&c.subject),
+                safe(&c.author),
+                c.at.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M"),
+            );
+            if let Some(comment) = &c.comment {
+                println!("            {}", safe(comment));
+            }
+        }
         let state = match ctx.reason(t) {
             Some(r) => r,
             None if t.key.is_some() => "synced".into(),
@@ -253,6 +270,46 @@ impl Out {
             "imported {} task(s); provisional until the server numbers them",
             uuids.len()
         );
+        Ok(())
+    }
+
+    /// `branch`: the name (with `--print`, only the name, for scripts and the clipboard).
+    pub fn branch(&self, name: &str, print: bool, created: bool) -> Result<()> {
+        if self.json {
+            return print_json(&json!({ "branch": name, "created": created, "switched": !print }));
+        }
+        match (print, created) {
+            (true, _) => println!("{name}"),
+            (false, true) => println!("switched to a new branch {name}"),
+            (false, false) => println!("switched to {name}"),
+        }
+        Ok(())
+    }
+
+    /// `git install` and `git uninstall`: each hook and whether it runs (ran) an earlier one.
+    pub fn hooks(
+        &self,
+        installed: bool,
+        dir: &std::path::Path,
+        hooks: &[crate::git::HookChange],
+    ) -> Result<()> {
+        if self.json {
+            return print_json(
+                &json!({ "hooks_dir": dir, "installed": installed, "hooks": hooks }),
+            );
+        }
+        if hooks.is_empty() {
+            println!("no Callsign hooks in {}", dir.display());
+        }
+        for h in hooks {
+            let (verb, chained) = match (installed, h.chained) {
+                (true, true) => ("installed", " (the hook that was there runs first)"),
+                (true, false) => ("installed", ""),
+                (false, true) => ("removed", " (the hook it ran first is back)"),
+                (false, false) => ("removed", ""),
+            };
+            println!("{verb} {}{chained}", h.path.display());
+        }
         Ok(())
     }
 

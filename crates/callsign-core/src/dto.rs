@@ -94,8 +94,60 @@ pub struct Task {
     /// which still names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<Origin>,
+    /// The git commits linked to it by their messages (docs/CLI.md "Git"), oldest `at` first,
+    /// ties by hash ([`CommitLink::sort`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<CommitLink>,
     pub created_at: DateTime<Utc>,
     pub modified_at: DateTime<Utc>,
+}
+
+/// A git commit linked to a task by its message (docs/CLI.md "Git").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CommitLink {
+    /// The commit's full hash: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits.
+    pub hash: String,
+    /// The message's first line.
+    pub subject: String,
+    /// The commit's author as git prints `%an <%ae>`.
+    pub author: String,
+    /// The author date.
+    pub at: DateTime<Utc>,
+    /// What the message did to the task.
+    pub action: CommitAction,
+    /// A smart commit's `#comment` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// What a commit's message did to the task it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CommitAction {
+    /// A closing word (`Fixes SYN-42`) completed the task.
+    Closes,
+    /// The message names the task (`Refs SYN-42`, or the key alone): it links it.
+    Refs,
+}
+
+impl CommitLink {
+    /// Sorts links as a task lists them: oldest `at` first, ties by hash.
+    pub fn sort(links: &mut [CommitLink]) {
+        links.sort_by(|a, b| (a.at, &a.hash).cmp(&(b.at, &b.hash)));
+    }
+
+    /// Applies links and unlinks to a task's list: each unlinked hash's link goes, each link
+    /// replaces the one of its hash (or is added), and the list is sorted ([`CommitLink::sort`]).
+    /// A hash both unlinked and linked ends up linked (validation refuses such a request).
+    pub fn apply(list: &mut Vec<CommitLink>, links: &[CommitLink], unlinks: &[String]) {
+        list.retain(|c| !unlinks.contains(&c.hash) && !links.iter().any(|l| l.hash == c.hash));
+        for l in links {
+            list.retain(|c| c.hash != l.hash);
+            list.push(l.clone());
+        }
+        CommitLink::sort(list);
+    }
 }
 
 /// Where an imported task came from: its tracker, and the key it had there (`ENG-42`, `#12`),
@@ -169,6 +221,10 @@ pub struct NewTask {
     /// project's; the project's counter goes on after the highest number kept.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_number: bool,
+    /// Git commits linked to the task before it reached the server (docs/CLI.md "Git"), at
+    /// most one per hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<CommitLink>,
 }
 
 impl NewTask {
@@ -188,6 +244,7 @@ impl NewTask {
             created_by: None,
             origin: None,
             keep_number: false,
+            commits: Vec::new(),
         }
     }
 }
@@ -243,6 +300,15 @@ pub struct TaskPatch {
     )]
     #[schema(value_type = Option<String>, nullable)]
     pub assignee: Option<Option<String>>,
+    /// Git commits to link (docs/CLI.md "Git"): each is added, replacing the task's link with
+    /// the same hash. Not a merged field: links of different commits from two devices both
+    /// stay, and a link never records a conflict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commits: Vec<CommitLink>,
+    /// Full hashes of commits whose links go (a commit rewritten by an amend or a rebase is
+    /// replaced by its new one). A hash the task has no link of is no error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unlink_commits: Vec<String>,
 }
 
 /// The values a patch's fields had on the device before the edit (`TaskPatch::base`).
@@ -287,7 +353,8 @@ impl PatchBase {
 }
 
 impl TaskPatch {
-    /// Changes nothing: no field set and no conflict resolved (a base alone is nothing).
+    /// Changes nothing: no field set, no conflict resolved, no commit linked or unlinked (a
+    /// base alone is nothing).
     pub fn is_empty(&self) -> bool {
         TaskPatch {
             base: None,
@@ -296,8 +363,22 @@ impl TaskPatch {
     }
 
     /// Folds a later patch into this one: the later value of each field wins, the earlier base
-    /// of each field stays, and the resolved fields add up.
+    /// of each field stays, and the resolved fields add up. Commit links add up, the later link
+    /// winning per hash; a later unlink drops an earlier link of its hash and is kept (the
+    /// server may hold that link already), and a later link drops an earlier unlink of its hash.
     pub fn merge(&mut self, later: TaskPatch) {
+        for h in later.unlink_commits {
+            self.commits.retain(|c| c.hash != h);
+            if !self.unlink_commits.contains(&h) {
+                self.unlink_commits.push(h);
+            }
+        }
+        for l in later.commits {
+            self.unlink_commits.retain(|h| *h != l.hash);
+            self.commits.retain(|c| c.hash != l.hash);
+            self.commits.push(l);
+        }
+        CommitLink::sort(&mut self.commits);
         match (&mut self.base, later.base) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (mine @ None, theirs) => *mine = theirs,
@@ -329,6 +410,9 @@ impl TaskPatch {
         if later.project.is_some() {
             self.project = later.project;
         }
+        if later.assignee.is_some() {
+            self.assignee = later.assignee;
+        }
     }
 
     /// Applies this patch to a create body that has not been sent yet.
@@ -357,6 +441,7 @@ impl TaskPatch {
         if let Some(a) = self.assignee {
             create.assignee = a;
         }
+        CommitLink::apply(&mut create.commits, &self.commits, &self.unlink_commits);
     }
 }
 
@@ -609,6 +694,7 @@ mod tests {
             created_by: None,
             keep_number: false,
             origin: None,
+            commits: Vec::new(),
         };
         p.fold_into(&mut create);
         assert_eq!(create.description, "b");
@@ -636,6 +722,110 @@ mod tests {
             .unwrap()
             .fold_into(&mut create);
         assert_eq!(create.priority, None, "null clears");
+    }
+
+    fn link(hash: char, at: i64, subject: &str) -> CommitLink {
+        CommitLink {
+            hash: hash.to_string().repeat(40),
+            subject: subject.into(),
+            author: "Ann <ann@example.com>".into(),
+            at: DateTime::from_timestamp(at, 0).unwrap(),
+            action: CommitAction::Refs,
+            comment: None,
+        }
+    }
+
+    fn hashes(links: &[CommitLink]) -> Vec<String> {
+        links.iter().map(|l| l.hash[..1].to_string()).collect()
+    }
+
+    #[test]
+    fn merged_patches_add_up_their_links_the_later_winning_per_hash() {
+        let mut p = TaskPatch {
+            commits: vec![link('b', 20, "first b"), link('a', 30, "a")],
+            unlink_commits: vec!["c".repeat(40), "d".repeat(40)],
+            ..Default::default()
+        };
+        p.merge(TaskPatch {
+            commits: vec![link('b', 20, "amended b"), link('c', 10, "c again")],
+            unlink_commits: vec!["a".repeat(40), "e".repeat(40)],
+            ..Default::default()
+        });
+        // a: linked, then unlinked later; b: the later link; c: unlinked, then linked later.
+        assert_eq!(hashes(&p.commits), ["c", "b"], "sorted by time");
+        assert_eq!(p.commits[1].subject, "amended b");
+        assert_eq!(
+            p.unlink_commits,
+            ["d".repeat(40), "a".repeat(40), "e".repeat(40)],
+            "a later unlink is kept, a later link drops its hash's unlink"
+        );
+        assert!(!p.is_empty());
+        assert!(!TaskPatch {
+            unlink_commits: vec!["a".repeat(40)],
+            ..Default::default()
+        }
+        .is_empty());
+    }
+
+    #[test]
+    fn a_later_assignment_survives_the_merge() {
+        let mut p = TaskPatch {
+            description: Some("a".into()),
+            ..Default::default()
+        };
+        p.merge(TaskPatch {
+            assignee: Some(Some("bob".into())),
+            ..Default::default()
+        });
+        assert_eq!(p.assignee, Some(Some("bob".into())));
+    }
+
+    #[test]
+    fn links_and_unlinks_fold_into_a_create() {
+        let mut create = NewTask::new("SYN", "x");
+        create.commits = vec![link('a', 30, "a"), link('b', 20, "old b")];
+        TaskPatch {
+            commits: vec![link('b', 20, "new b"), link('c', 10, "c")],
+            unlink_commits: vec!["a".repeat(40), "f".repeat(40)],
+            ..Default::default()
+        }
+        .fold_into(&mut create);
+        assert_eq!(hashes(&create.commits), ["c", "b"]);
+        assert_eq!(create.commits[1].subject, "new b");
+    }
+
+    #[test]
+    fn links_sort_by_time_then_hash() {
+        let mut links = vec![link('c', 5, "c"), link('b', 9, "b"), link('a', 9, "a")];
+        CommitLink::sort(&mut links);
+        assert_eq!(hashes(&links), ["c", "a", "b"]);
+    }
+
+    #[test]
+    fn a_task_with_commits_round_trips_and_one_without_has_no_field() {
+        let mut t = Task {
+            project: "SYN".into(),
+            ..Default::default()
+        };
+        assert!(!serde_json::to_string(&t).unwrap().contains("commits"));
+        let mut closing = link('a', 1_700_000_000, "Fix the thing");
+        closing.action = CommitAction::Closes;
+        closing.comment = Some("done at last".into());
+        t.commits = vec![closing, link('b', 1_700_000_001, "More")];
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["commits"][0]["action"], "closes");
+        assert_eq!(json["commits"][0]["comment"], "done at last");
+        assert_eq!(json["commits"][1]["action"], "refs");
+        assert!(json["commits"][1].get("comment").is_none());
+        assert_eq!(serde_json::from_value::<Task>(json).unwrap(), t);
+        let p: TaskPatch =
+            serde_json::from_str(&format!(r#"{{"unlink_commits":["{}"]}}"#, "a".repeat(40)))
+                .unwrap();
+        assert_eq!(p.unlink_commits.len(), 1);
+        assert!(serde_json::from_str::<CommitLink>(
+            r#"{"hash":"x","subject":"s","author":"a","at":"2026-01-01T00:00:00Z","action":"fixes"}"#
+        )
+        .is_err());
     }
 
     #[test]

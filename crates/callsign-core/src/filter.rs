@@ -13,6 +13,8 @@
 //! | `due.any:`, `due.none:`, `due:none` | have a due date / have none |
 //! | `priority:H\|M\|L\|none`, `pri:…` | have that priority |
 //! | `DEV-12`, `DEV-10..20`, `DEV-42.1..3` | have that key (or had it), or one in the range |
+//! | `commits:any`, `commits:none` | have commits linked by git (docs/CLI.md "Git") / have none |
+//! | `commits:HASH` | are linked to a commit whose hash starts with it (4 hex digits or more) |
 //!
 //! Terms of one kind that exclude each other are alternatives (`#DEV #OPS`: either project;
 //! `DEV-1 DEV-7`: either key; `status:completed status:deleted`); all other terms must all
@@ -54,6 +56,15 @@ pub struct DueWanted {
     pub before: Option<DateTime<Utc>>,
 }
 
+/// What a filter asks of the commits linked to a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitsWanted {
+    /// `Some(true)`: has a linked commit; `Some(false)`: has none.
+    pub has: Option<bool>,
+    /// Lower-case hash prefixes: a linked commit's hash must start with one (when any).
+    pub hashes: Vec<String>,
+}
+
 /// Keys `PREFIX-[parents.]from` to `…to`: one key when `from == to`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyRange {
@@ -93,6 +104,8 @@ pub struct Filter {
     pub priorities: Vec<Option<Priority>>,
     /// The task's key or an old key must be in one (when any).
     pub keys: Vec<KeyRange>,
+    #[serde(default)]
+    pub commits: CommitsWanted,
 }
 
 /// A filter term that cannot be read.
@@ -110,6 +123,8 @@ pub enum FilterError {
     Modifier(String, &'static str),
     #[error("'{0}' is not a project: {1}")]
     Project(String, crate::PrefixError),
+    #[error("'{0}': commits takes commits:any, commits:none or commits:HASH (4 to 64 hex digits)")]
+    Commits(String),
     #[error("'{0}' runs backwards: a key range goes from the lower number to the higher")]
     Backwards(String),
     #[error(
@@ -133,6 +148,8 @@ pub struct Facts<'a> {
     pub failed: bool,
     pub due: Option<DateTime<Utc>>,
     pub priority: Option<Priority>,
+    /// The commits linked to it.
+    pub commits: &'a [crate::dto::CommitLink],
 }
 
 impl Facts<'_> {
@@ -282,6 +299,19 @@ impl Filter {
                     Some(_) => return Err(FilterError::DueModifier(word.to_owned())),
                 }
             }
+            "commits" => {
+                let v = value.trim().to_ascii_lowercase();
+                match v.as_str() {
+                    "any" => self.commits.has = Some(true),
+                    "none" => self.commits.has = Some(false),
+                    h if (4..=64).contains(&h.len())
+                        && h.bytes().all(|b| b.is_ascii_hexdigit()) =>
+                    {
+                        push_new(&mut self.commits.hashes, v.clone())
+                    }
+                    _ => return Err(FilterError::Commits(word.to_owned())),
+                }
+            }
             _ => unreachable!("grammar::classify knows only these attributes"),
         }
         Ok(())
@@ -329,6 +359,18 @@ impl Filter {
             return false;
         }
         if !self.due_matches(t.due) {
+            return false;
+        }
+        let c = &self.commits;
+        if c.has.is_some_and(|has| has == t.commits.is_empty()) {
+            return false;
+        }
+        if !c.hashes.is_empty()
+            && !t
+                .commits
+                .iter()
+                .any(|l| c.hashes.iter().any(|h| l.hash.starts_with(h.as_str())))
+        {
             return false;
         }
         if !self.keys.is_empty() {

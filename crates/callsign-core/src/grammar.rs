@@ -6,14 +6,16 @@
 //! | `+tag` | the tag (has it / add it) |
 //! | `-tag` | not the tag (lacks it / remove it) |
 //! | `#PFX`, `project:PFX` | the project with that prefix |
-//! | `name:value`, `name.modifier:value` | an attribute (`status`, `due`, `priority`, `pri`, `project`) |
+//! | `name:value`, `name.modifier:value` | an attribute (`status`, `due`, `priority`, `pri`, `project`, `commits`) |
 //! | `"two words"` | one word with a space in it (in text; the shell quotes CLI arguments) |
 //! | anything else | a plain word |
 //!
 //! A `name:` that is not an attribute Callsign knows (`https://…`, `re:`) is a plain word.
 
 /// The attribute names the grammar knows (with their aliases).
-const ATTRIBUTES: &[&str] = &["status", "due", "priority", "pri", "project", "proj"];
+const ATTRIBUTES: &[&str] = &[
+    "status", "due", "priority", "pri", "project", "proj", "commits",
+];
 
 /// One word of a filter or a modification, classified.
 #[derive(Debug, Clone, PartialEq, Eq)]

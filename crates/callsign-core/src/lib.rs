@@ -7,6 +7,8 @@
 //! - [`when`]: due dates as people type them, and [`Priority`].
 //! - [`grammar`], [`filter`] and [`modify`]: Taskwarrior's words (`+tag`, `#PFX`, `due:fri`), the
 //!   filter the CLI and the app share, and `modify`'s changes.
+//! - [`git`]: keys where the work happens: the commit-message grammar (`Fixes SYN-42`), branch
+//!   names from keys and keys from branch names.
 //! - [`merge`]: concurrent edits merged field by field, with conflicts kept.
 //! - [`ErrorCode`] and [`Problem`]: stable machine codes and RFC 9457 problem bodies.
 #![forbid(unsafe_code)]
@@ -15,6 +17,7 @@ pub mod alike;
 pub mod dto;
 mod error;
 pub mod filter;
+pub mod git;
 pub mod grammar;
 pub mod invite;
 mod key;

@@ -39,6 +39,8 @@ pub enum ModifyError {
     Modifier(String),
     #[error("'{0}': modify does not change the status: use `callsign done`, `delete` or `reopen`")]
     Status(String),
+    #[error("'{0}': commits are linked by git (`callsign git install`); commits: is for filters")]
+    Commits(String),
     #[error("+{0} and -{0} in one change: say which")]
     TagBothWays(String),
     #[error(
@@ -100,6 +102,7 @@ impl Modification {
                                     .map_err(|e| ModifyError::Project(p.to_owned(), e))?,
                             );
                         }
+                        "commits" => return Err(ModifyError::Commits(word.to_owned())),
                         _ => return Err(ModifyError::Status(word.to_owned())),
                     }
                 }

@@ -2,7 +2,7 @@
 //! user hears about a bad field at once, not after a sync).
 use chrono::{DateTime, Utc};
 
-use crate::dto::{NewTask, Origin, Task, TaskPatch};
+use crate::dto::{CommitLink, NewTask, Origin, Task, TaskPatch};
 use crate::{Prefix, TaskKey, MAX_NUMBER};
 
 pub const MAX_DESCRIPTION: usize = 1_000;
@@ -10,6 +10,11 @@ pub const MAX_NOTES: usize = 64 * 1024;
 pub const MAX_TAGS: usize = 64;
 pub const MAX_TAG: usize = 64;
 pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+/// The most commit links, and the most unlinked hashes, one create or update carries.
+pub const MAX_COMMIT_LINKS: usize = 100;
+pub const MAX_COMMIT_SUBJECT: usize = 300;
+pub const MAX_COMMIT_AUTHOR: usize = 200;
+pub const MAX_COMMIT_COMMENT: usize = 2_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -80,10 +85,83 @@ pub fn due(d: Option<DateTime<Utc>>) -> Result<(), FieldError> {
     }
 }
 
+/// A commit's full hash: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits.
+pub fn commit_hash(h: &str) -> Result<(), FieldError> {
+    let ok =
+        matches!(h.len(), 40 | 64) && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if ok {
+        Ok(())
+    } else {
+        Err(FieldError(format!(
+            "commit hash {h:?} is not a full hash: 40 or 64 lower-case hex digits"
+        )))
+    }
+}
+
+/// One line of text of 1 to `max` characters with no control characters.
+fn commit_line(hash: &str, field: &str, s: &str, max: usize) -> Result<(), FieldError> {
+    if s.is_empty() || s.chars().count() > max || s.chars().any(char::is_control) {
+        return Err(FieldError(format!(
+            "commit {hash}: {field} must be 1 to {max} characters with no control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// One commit link: a full hash, a subject of 1-300 and an author of 1-200 characters (one
+/// line each), and a comment of at most 2000 characters (newlines allowed, no NUL).
+pub fn commit_link(c: &CommitLink) -> Result<(), FieldError> {
+    commit_hash(&c.hash)?;
+    commit_line(&c.hash, "subject", &c.subject, MAX_COMMIT_SUBJECT)?;
+    commit_line(&c.hash, "author", &c.author, MAX_COMMIT_AUTHOR)?;
+    if let Some(comment) = &c.comment {
+        no_nul(&format!("commit {}: comment", c.hash), comment)?;
+        if comment.chars().count() > MAX_COMMIT_COMMENT {
+            return Err(FieldError(format!(
+                "commit {}: comment is longer than {MAX_COMMIT_COMMENT} characters",
+                c.hash
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The commit links and unlinked hashes of one request: at most [`MAX_COMMIT_LINKS`] of each,
+/// each valid, no hash twice, and none both linked and unlinked.
+pub fn commits(links: &[CommitLink], unlinks: &[String]) -> Result<(), FieldError> {
+    if links.len() > MAX_COMMIT_LINKS {
+        return Err(FieldError(format!(
+            "more than {MAX_COMMIT_LINKS} commit links"
+        )));
+    }
+    if unlinks.len() > MAX_COMMIT_LINKS {
+        return Err(FieldError(format!(
+            "more than {MAX_COMMIT_LINKS} commits to unlink"
+        )));
+    }
+    for (i, c) in links.iter().enumerate() {
+        commit_link(c)?;
+        if links[..i].iter().any(|o| o.hash == c.hash) {
+            return Err(FieldError(format!("commit {} is linked twice", c.hash)));
+        }
+        if unlinks.contains(&c.hash) {
+            return Err(FieldError(format!(
+                "commit {} is both linked and unlinked",
+                c.hash
+            )));
+        }
+    }
+    for h in unlinks {
+        commit_hash(h)?;
+    }
+    Ok(())
+}
+
 pub fn new_task(t: &NewTask) -> Result<(), FieldError> {
     description(&t.description)?;
     notes(&t.notes)?;
     tags(&t.tags)?;
+    commits(&t.commits, &[])?;
     member("assignee", t.assignee.as_deref())?;
     if let Some(o) = &t.origin {
         origin(o)?;
@@ -179,6 +257,7 @@ pub fn patch(p: &TaskPatch) -> Result<(), FieldError> {
     if let Some(a) = &p.assignee {
         member("assignee", a.as_deref())?;
     }
+    commits(&p.commits, &p.unlink_commits)?;
     if let Some(project) = &p.project {
         let prefix =
             Prefix::parse(project).map_err(|e| FieldError(format!("project {project:?}: {e}")))?;
@@ -268,6 +347,10 @@ pub fn task(t: &Task) -> Result<(), FieldError> {
     // refused it would never see that task.
     description(&t.description)?;
     notes(&t.notes)?;
+    // Each link as a request's, but any number of them: a task gathers links over time.
+    for c in &t.commits {
+        commit_link(c)?;
+    }
     tags(&t.tags)
 }
 
@@ -372,7 +455,104 @@ mod tests {
             created_at: chrono::DateTime::default(),
             modified_at: chrono::DateTime::default(),
             origin: None,
+            commits: vec![],
         }
+    }
+
+    fn link() -> CommitLink {
+        CommitLink {
+            hash: "0123456789abcdef0123456789abcdef01234567".into(),
+            subject: "Fix the sync loop".into(),
+            author: "Ann Lee <ann@example.com>".into(),
+            at: chrono::DateTime::default(),
+            action: crate::dto::CommitAction::Closes,
+            comment: Some("took a while\nbut done".into()),
+        }
+    }
+
+    #[rstest]
+    #[case::sha1("0123456789abcdef0123456789abcdef01234567", true)]
+    #[case::sha256(&"ab".repeat(32), true)]
+    #[case::short("0123456", false)]
+    #[case::upper_case("0123456789ABCDEF0123456789ABCDEF01234567", false)]
+    #[case::not_hex(&"g".repeat(40), false)]
+    #[case::forty_one(&"a".repeat(41), false)]
+    #[case::empty("", false)]
+    fn commit_hashes(#[case] h: &str, #[case] ok: bool) {
+        assert_eq!(commit_hash(h).is_ok(), ok);
+    }
+
+    #[rstest]
+    #[case::good(|_: &mut CommitLink| {}, None)]
+    #[case::no_comment(|c: &mut CommitLink| c.comment = None, None)]
+    #[case::bad_hash(|c: &mut CommitLink| c.hash = "abc".into(), Some("not a full hash"))]
+    #[case::empty_subject(|c: &mut CommitLink| c.subject = String::new(), Some("subject must be 1 to 300"))]
+    #[case::long_subject(|c: &mut CommitLink| c.subject = "s".repeat(301), Some("subject must be 1 to 300"))]
+    #[case::longest_subject(|c: &mut CommitLink| c.subject = "é".repeat(300), None)]
+    #[case::subject_with_newline(|c: &mut CommitLink| c.subject = "a\nb".into(), Some("no control characters"))]
+    #[case::empty_author(|c: &mut CommitLink| c.author = String::new(), Some("author must be 1 to 200"))]
+    #[case::long_author(|c: &mut CommitLink| c.author = "a".repeat(201), Some("author must be 1 to 200"))]
+    #[case::author_with_tab(|c: &mut CommitLink| c.author = "a\tb".into(), Some("author must be"))]
+    #[case::longest_comment(|c: &mut CommitLink| c.comment = Some("c".repeat(2000)), None)]
+    #[case::long_comment(|c: &mut CommitLink| c.comment = Some("c".repeat(2001)), Some("comment is longer than 2000"))]
+    #[case::comment_with_nul(|c: &mut CommitLink| c.comment = Some("a\0b".into()), Some("NUL"))]
+    fn commit_link_rules(#[case] change: fn(&mut CommitLink), #[case] err: Option<&str>) {
+        let mut c = link();
+        change(&mut c);
+        match (commit_link(&c), err) {
+            (Ok(()), None) => {}
+            (Err(e), Some(want)) => assert!(e.0.contains(want), "{e}"),
+            (got, want) => panic!("{got:?}, want {want:?}"),
+        }
+    }
+
+    #[rstest]
+    #[case::one_link(1, vec![], None)]
+    #[case::most_links(MAX_COMMIT_LINKS, vec![], None)]
+    #[case::too_many_links(MAX_COMMIT_LINKS + 1, vec![], Some("more than 100 commit links"))]
+    #[case::most_unlinks(0, vec!["a"; MAX_COMMIT_LINKS], None)]
+    #[case::too_many_unlinks(0, vec!["a"; MAX_COMMIT_LINKS + 1], Some("more than 100 commits to unlink"))]
+    #[case::bad_unlink(0, vec!["A"], Some("not a full hash"))]
+    #[case::linked_and_unlinked(1, vec!["0"], Some("both linked and unlinked"))]
+    fn commit_counts(#[case] n: usize, #[case] unlinks: Vec<&str>, #[case] err: Option<&str>) {
+        // Link i has the hash of i in 40 hex digits; unlink "a" is 40 a's.
+        let links: Vec<CommitLink> = (0..n)
+            .map(|i| CommitLink {
+                hash: format!("{i:040x}"),
+                ..link()
+            })
+            .collect();
+        let unlinks: Vec<String> = unlinks
+            .iter()
+            .map(|h| match *h {
+                "0" => format!("{:040x}", 0),
+                h => h.repeat(40),
+            })
+            .collect();
+        let p = TaskPatch {
+            commits: links.clone(),
+            unlink_commits: unlinks.clone(),
+            ..Default::default()
+        };
+        match (patch(&p), err) {
+            (Ok(()), None) => {}
+            (Err(e), Some(want)) => assert!(e.0.contains(want), "{e}"),
+            (got, want) => panic!("{got:?}, want {want:?}"),
+        }
+        if unlinks.is_empty() {
+            let mut t = NewTask::new("SYN", "x");
+            t.commits = links;
+            assert_eq!(new_task(&t).is_ok(), err.is_none());
+        }
+    }
+
+    #[test]
+    fn a_commit_is_linked_once_per_request() {
+        let mut t = NewTask::new("SYN", "x");
+        t.commits = vec![link(), link()];
+        assert!(new_task(&t).unwrap_err().0.contains("linked twice"));
+        t.commits[1].subject = "a bad one".repeat(100);
+        assert!(new_task(&t).unwrap_err().0.contains("subject"));
     }
 
     #[test]
@@ -493,9 +673,22 @@ mod tests {
         t.key = None;
         t.number = None;
         assert!(task(&t).is_err(), "prefixes are stored upper-case");
-        let mut t = good;
+        let mut t = good.clone();
         t.tags = vec!["a b".into()];
         assert!(task(&t).is_err());
+        let mut t = good;
+        t.commits = (0..MAX_COMMIT_LINKS + 5)
+            .map(|i| CommitLink {
+                hash: format!("{i:040x}"),
+                ..link()
+            })
+            .collect();
+        assert!(
+            task(&t).is_ok(),
+            "a task may gather more links than one request carries"
+        );
+        t.commits[3].hash = "short".into();
+        assert!(task(&t).unwrap_err().0.contains("not a full hash"));
     }
 
     #[test]

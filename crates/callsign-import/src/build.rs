@@ -62,6 +62,7 @@ pub fn creates(
                 key: i.key.clone().filter(|k| origin_key_ok(k)),
             }),
             keep_number: item.number.is_some(),
+            commits: Vec::new(),
         };
         out.push(Made {
             uuid,

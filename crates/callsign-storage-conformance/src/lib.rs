@@ -56,6 +56,7 @@ macro_rules! storage_conformance {
             the_task_store_keeps_tasks,
             due_and_priority_are_kept_set_and_cleared,
             concurrent_edits_merge_field_by_field_and_keep_conflicts,
+            commit_links_are_kept_one_per_commit,
             subtasks_number_under_their_parent_without_gaps,
             a_move_renumbers_the_task_and_its_subtasks_and_keeps_the_old_keys,
             a_rename_moves_the_prefix_and_every_old_key_still_resolves,
@@ -93,6 +94,7 @@ fn new_task(prefix: &str, description: &str) -> NewTask {
         created_by: None,
         origin: None,
         keep_number: false,
+        commits: Vec::new(),
     }
 }
 
@@ -1255,6 +1257,67 @@ pub async fn concurrent_edits_merge_field_by_field_and_keep_conflicts(b: Backend
     let s = update(keep.clone()).await;
     assert!(s.conflicts.is_empty() && s.reflects(&keep));
     assert_eq!(s.notes, "n2");
+}
+
+/// Commit links: a create's are kept, a patch's links of other commits add to them (each its
+/// own property, so concurrent links of different commits both stay), a link of the same hash
+/// replaces its link, an unlink removes one; a read gives them oldest first, and none records
+/// a conflict.
+pub async fn commit_links_are_kept_one_per_commit(b: Backend) {
+    use callsign_core::dto::{CommitAction, CommitLink};
+    let link = |hash: char, secs: i64, subject: &str| CommitLink {
+        hash: hash.to_string().repeat(40),
+        subject: subject.into(),
+        author: "Ann <ann@example.com>".into(),
+        at: chrono::DateTime::from_timestamp(1_770_000_000 + secs, 0).unwrap(),
+        action: CommitAction::Refs,
+        comment: None,
+    };
+    let a = account(&b, "SYN").await;
+    let u = Uuid::new_v4();
+    let mut body = new_task("SYN", "Fix login");
+    body.commits = vec![link('a', 20, "a")];
+    let s = b.tasks.create(a, vec![(u, body)]).await.unwrap();
+    assert_eq!(s[0].commits, [link('a', 20, "a")]);
+    let update = |p: TaskPatch| {
+        let tasks = b.tasks.clone();
+        async move {
+            tasks.update(a, vec![(u, p)]).await.unwrap()[0]
+                .clone()
+                .unwrap()
+        }
+    };
+    let from_a = TaskPatch {
+        commits: vec![link('b', 10, "b")],
+        ..TaskPatch::default()
+    };
+    let from_b = TaskPatch {
+        commits: vec![link('c', 30, "c"), link('a', 20, "a amended")],
+        ..TaskPatch::default()
+    };
+    update(from_a.clone()).await;
+    let s = update(from_b.clone()).await;
+    assert_eq!(
+        s.commits,
+        [
+            link('b', 10, "b"),
+            link('a', 20, "a amended"),
+            link('c', 30, "c")
+        ]
+    );
+    assert!(s.reflects(&from_a) && s.reflects(&from_b) && s.conflicts.is_empty());
+    let unlink = TaskPatch {
+        unlink_commits: vec!["b".repeat(40)],
+        ..TaskPatch::default()
+    };
+    assert!(!s.reflects(&unlink));
+    let s = update(unlink.clone()).await;
+    assert!(s.reflects(&unlink) && !s.reflects(&from_a));
+    let read = b.tasks.get(a, vec![u]).await.unwrap()[0].clone().unwrap();
+    assert_eq!(
+        read.commits,
+        [link('a', 20, "a amended"), link('c', 30, "c")]
+    );
 }
 
 /// Creates a batch: phase 1 for all, the tasks, then one commit; the answers in order.

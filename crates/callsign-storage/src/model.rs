@@ -5,8 +5,14 @@
 //! `modified`, `end`, `project` (the prefix), `tag_*`, `due` (Unix seconds), `priority` (`H`,
 //! `M`, `L`), as Taskwarrior writes them, and the user-defined attributes `notes`, `key`,
 //! `conflicts`, `created_by`, `assignee`, `origin_tracker` and `origin_key` (Taskwarrior 3 with `uda.key.type=string` shows the
-//! key). [`set_keys`] also writes the project a key's prefix names, so a moved or renamed task
-//! follows in Taskwarrior's `project`.
+//! key), and one `commit_<hash>` per linked git commit, holding the link's JSON
+//! (`callsign_core::dto::CommitLink`). [`set_keys`] also writes the project a key's prefix
+//! names, so a moved or renamed task follows in Taskwarrior's `project`.
+//!
+//! **Commit links** are a property each, not one list, because TaskChampion merges per
+//! property: two devices (or two servers' replicas) linking different commits to one task
+//! concurrently both keep theirs. A link of the same hash replaces the earlier one; an unlink
+//! removes the property. Links take no part in the field merge and record no conflict.
 //!
 //! **Concurrent edits.** [`update`] applies each patch merged field by field with what the task
 //! holds now (`callsign_core::merge::merge`: tags merged as a set, a replaced value of a field
@@ -18,9 +24,9 @@
 //! and removed, and a `resolve` by the conflicts being gone.
 use std::collections::HashMap;
 
-use callsign_core::dto::{NewTask, Origin, TaskPatch, TaskStatus};
+use callsign_core::dto::{CommitLink, NewTask, Origin, TaskPatch, TaskStatus};
 use callsign_core::merge::{self, Conflict, Fields};
-use callsign_core::Priority;
+use callsign_core::{validate, Priority};
 use chrono::{DateTime, Utc};
 use taskchampion::{Operations, TaskData};
 use uuid::Uuid;
@@ -55,6 +61,10 @@ pub struct Snapshot {
     /// An imported task's tracker and key there (the properties `origin_tracker`,
     /// `origin_key`).
     pub origin: Option<Origin>,
+    /// The git commits linked to it, oldest `at` first, ties by hash (the properties
+    /// `commit_<hash>`, each a link's JSON; one that does not parse, names another hash or
+    /// breaks `validate::commit_link`, as a Taskwarrior user might write it, is left out).
+    pub commits: Vec<CommitLink>,
 }
 
 impl Snapshot {
@@ -76,6 +86,16 @@ impl Snapshot {
             .map(str::to_owned)
             .collect();
         tags.sort();
+        let mut commits: Vec<CommitLink> = task
+            .iter()
+            .filter_map(|(p, v)| {
+                let hash = p.strip_prefix(COMMIT)?;
+                serde_json::from_str::<CommitLink>(v)
+                    .ok()
+                    .filter(|c| c.hash == hash && validate::commit_link(c).is_ok())
+            })
+            .collect();
+        CommitLink::sort(&mut commits);
         Snapshot {
             uuid: task.get_uuid(),
             description: task.get("description").unwrap_or("").to_owned(),
@@ -98,6 +118,7 @@ impl Snapshot {
                 tracker: t.to_owned(),
                 key: task.get(ORIGIN_KEY).map(str::to_owned),
             }),
+            commits,
         }
     }
 
@@ -156,6 +177,11 @@ impl Snapshot {
                 .conflicts
                 .iter()
                 .any(|c| patch.resolve.contains(&c.field))
+            && patch.commits.iter().all(|l| self.commits.contains(l))
+            && patch
+                .unlink_commits
+                .iter()
+                .all(|h| !self.commits.iter().any(|c| c.hash == *h))
     }
 }
 
@@ -281,6 +307,39 @@ fn fill_new(task: &mut TaskData, new: NewTask, now: DateTime<Utc>, ops: &mut Ope
         task.update(ORIGIN_TRACKER, Some(o.tracker), ops);
         task.update(ORIGIN_KEY, o.key, ops);
     }
+    set_commits(task, &new.commits, &[], ops);
+}
+
+/// The prefix of the task properties that hold commit links: `commit_<hash>`, the link's JSON.
+const COMMIT: &str = "commit_";
+
+/// Writes each link as its property `commit_<hash>` (unless it holds that link already) and
+/// removes the property of each unlinked hash. Unlinks first, so a hash in both stays linked.
+fn set_commits(
+    task: &mut TaskData,
+    links: &[CommitLink],
+    unlinks: &[String],
+    ops: &mut Operations,
+) {
+    for h in unlinks {
+        let p = format!("{COMMIT}{h}");
+        if task.has(&p) {
+            task.update(&p, None, ops);
+        }
+    }
+    for l in links {
+        let p = format!("{COMMIT}{}", l.hash);
+        let Ok(json) = serde_json::to_string(l) else {
+            continue;
+        };
+        let same = task
+            .get(&p)
+            .and_then(|v| serde_json::from_str::<CommitLink>(v).ok())
+            .is_some_and(|c| c == *l);
+        if !same {
+            task.update(&p, Some(json), ops);
+        }
+    }
 }
 
 /// The task properties of an imported task's origin.
@@ -331,6 +390,7 @@ fn apply_patch(task: &mut TaskData, patch: TaskPatch, now: DateTime<Utc>, ops: &
     if let Some(a) = patch.assignee {
         task.update(ASSIGNEE, a, ops);
     }
+    set_commits(task, &patch.commits, &patch.unlink_commits, ops);
 }
 
 fn set_tags(task: &mut TaskData, tags: &[String], ops: &mut Operations) {
@@ -345,5 +405,161 @@ fn set_tags(task: &mut TaskData, tags: &[String], ops: &mut Operations) {
     }
     for p in wanted.iter().filter(|p| !current.contains(p)) {
         task.update(p, Some(String::new()), ops);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use callsign_core::dto::CommitAction;
+    use taskchampion::Operation;
+
+    fn link(hash: char, at: i64, subject: &str) -> CommitLink {
+        CommitLink {
+            hash: hash.to_string().repeat(40),
+            subject: subject.into(),
+            author: "Ann <ann@example.com>".into(),
+            at: DateTime::from_timestamp(at, 0).unwrap(),
+            action: CommitAction::Refs,
+            comment: None,
+        }
+    }
+
+    fn links(links: Vec<CommitLink>) -> TaskPatch {
+        TaskPatch {
+            commits: links,
+            ..TaskPatch::default()
+        }
+    }
+
+    fn unlink(hash: char) -> TaskPatch {
+        TaskPatch {
+            unlink_commits: vec![hash.to_string().repeat(40)],
+            ..TaskPatch::default()
+        }
+    }
+
+    /// A task made from a create with `commits`, in a group of its own.
+    fn made(commits: Vec<CommitLink>) -> (Group, Uuid) {
+        let uuid = Uuid::from_u128(42);
+        let mut new = NewTask::new("SYN", "Ship it");
+        new.commits = commits;
+        let mut group = Group::default();
+        create(&mut group, vec![(uuid, new)]);
+        (group, uuid)
+    }
+
+    /// The properties the operations since `from` wrote, in order.
+    fn written(group: &Group, from: usize) -> Vec<String> {
+        group.ops[from..]
+            .iter()
+            .filter_map(|op| match op {
+                Operation::Update { property, .. } => Some(property.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn hashes(s: &Snapshot) -> Vec<String> {
+        s.commits.iter().map(|c| c.hash[..1].to_string()).collect()
+    }
+
+    #[test]
+    fn a_create_writes_its_links_one_property_each_read_back_sorted() {
+        let (group, uuid) = made(vec![link('b', 20, "b"), link('a', 30, "a")]);
+        let task = group.tasks[&uuid].as_ref().unwrap();
+        let json = task.get(format!("commit_{}", "b".repeat(40))).unwrap();
+        assert_eq!(
+            serde_json::from_str::<CommitLink>(json).unwrap(),
+            link('b', 20, "b")
+        );
+        assert_eq!(hashes(&Snapshot::of(task)), ["b", "a"], "oldest first");
+    }
+
+    #[test]
+    fn two_patches_linking_different_commits_both_stay_and_touch_only_their_property() {
+        let (mut group, uuid) = made(vec![]);
+        let from = group.ops.len();
+        update(&mut group, vec![(uuid, links(vec![link('a', 10, "a")]))]);
+        // Only the link's own property (and `modified`): a concurrent link of another commit,
+        // on another replica, writes another property, and TaskChampion keeps both.
+        assert_eq!(
+            written(&group, from),
+            ["modified".to_string(), format!("commit_{}", "a".repeat(40))]
+        );
+        let out = update(&mut group, vec![(uuid, links(vec![link('b', 5, "b")]))]);
+        let snap = out[0].clone().unwrap();
+        assert_eq!(hashes(&snap), ["b", "a"]);
+        assert!(snap.conflicts.is_empty(), "a link records no conflict");
+        // The same hash again replaces its link.
+        let out = update(
+            &mut group,
+            vec![(uuid, links(vec![link('a', 10, "amended")]))],
+        );
+        let snap = out[0].clone().unwrap();
+        assert_eq!(hashes(&snap), ["b", "a"]);
+        assert_eq!(snap.commits[1].subject, "amended");
+    }
+
+    #[test]
+    fn an_unlink_removes_the_property_and_a_link_already_there_writes_nothing() {
+        let (mut group, uuid) = made(vec![link('a', 10, "a"), link('b', 20, "b")]);
+        let out = update(&mut group, vec![(uuid, unlink('a'))]);
+        let snap = out[0].clone().unwrap();
+        assert_eq!(hashes(&snap), ["b"]);
+        let task = group.tasks[&uuid].as_ref().unwrap();
+        assert!(!task.has(format!("commit_{}", "a".repeat(40))));
+        let from = group.ops.len();
+        update(&mut group, vec![(uuid, unlink('a'))]);
+        update(&mut group, vec![(uuid, links(vec![link('b', 20, "b")]))]);
+        assert_eq!(
+            written(&group, from),
+            ["modified", "modified"],
+            "an unlink of nothing and the same link again write no link property"
+        );
+    }
+
+    #[test]
+    fn reflects_needs_every_link_with_its_content_and_every_unlink_gone() {
+        let (mut group, uuid) = made(vec![]);
+        let p = TaskPatch {
+            commits: vec![link('a', 10, "a")],
+            unlink_commits: vec!["b".repeat(40)],
+            ..TaskPatch::default()
+        };
+        let snap = |g: &Group| Snapshot::of(g.tasks[&uuid].as_ref().unwrap());
+        assert!(!snap(&group).reflects(&p), "not linked yet");
+        update(&mut group, vec![(uuid, links(vec![link('b', 20, "b")]))]);
+        update(&mut group, vec![(uuid, p.clone())]);
+        assert!(snap(&group).reflects(&p));
+        assert!(!snap(&group).reflects(&links(vec![link('b', 20, "b")])));
+        assert!(
+            !snap(&group).reflects(&links(vec![link('a', 10, "other subject")])),
+            "the link's content counts, not only its hash"
+        );
+    }
+
+    #[test]
+    fn a_property_that_is_not_a_link_of_its_hash_is_left_out() {
+        let (mut group, uuid) = made(vec![link('a', 10, "a")]);
+        let task = group.tasks.get_mut(&uuid).unwrap().as_mut().unwrap();
+        task.update(
+            format!("commit_{}", "c".repeat(40)),
+            Some("not json".into()),
+            &mut group.ops,
+        );
+        let other = serde_json::to_string(&link('d', 1, "d")).unwrap();
+        task.update(
+            format!("commit_{}", "e".repeat(40)),
+            Some(other),
+            &mut group.ops,
+        );
+        let bad = serde_json::to_string(&CommitLink {
+            hash: "xyz".into(),
+            ..link('x', 1, "made in Taskwarrior")
+        })
+        .unwrap();
+        task.update("commit_xyz", Some(bad), &mut group.ops);
+        assert_eq!(hashes(&Snapshot::of(task)), ["a"]);
     }
 }

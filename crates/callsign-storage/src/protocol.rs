@@ -288,6 +288,7 @@ impl Settled<'_> {
             created_by: s.created_by.clone(),
             assignee: s.assignee.clone(),
             origin: s.origin.clone(),
+            commits: s.commits.clone(),
             created_at: s.created_at,
             modified_at: s.modified_at,
         }

@@ -7,8 +7,12 @@
 //! - a failed create: nothing of the task exists on the server, so the edit fixes the body that
 //!   the user's retry will send under a new key.
 //!
-//! Otherwise the edit becomes a new `update` row behind the others.
+//! Otherwise the edit becomes a new `update` row behind the others. So it does too when folding
+//! would give one request more commit links (or unlinks) than the server takes
+//! (`validate::MAX_COMMIT_LINKS`): a rebase of many commits offline then goes as several
+//! requests, never as one that is refused.
 use callsign_core::dto::{MutationOp, NewTask, TaskPatch};
+use callsign_core::validate::MAX_COMMIT_LINKS;
 
 use crate::model::{OutboxRow, RowState};
 
@@ -35,14 +39,20 @@ pub fn fold(rows: &[OutboxRow], patch: TaskPatch) -> Fold {
             .ok()
             .map(|mut create| {
                 patch.clone().fold_into(&mut create);
-                serde_json::to_value(create)
-            }),
+                create
+            })
+            .filter(|create| create.commits.len() <= MAX_COMMIT_LINKS)
+            .map(serde_json::to_value),
         MutationOp::Update => serde_json::from_value::<TaskPatch>(last.body.clone())
             .ok()
             .map(|mut earlier| {
                 earlier.merge(patch.clone());
-                serde_json::to_value(earlier)
-            }),
+                earlier
+            })
+            .filter(|p| {
+                p.commits.len() <= MAX_COMMIT_LINKS && p.unlink_commits.len() <= MAX_COMMIT_LINKS
+            })
+            .map(serde_json::to_value),
     };
     match body {
         Some(Ok(body)) => Fold::Into { id: last.id, body },
@@ -114,5 +124,47 @@ mod tests {
             None => Fold::Append(Box::new(edit())),
         };
         assert_eq!(fold(&rows, edit()), want);
+    }
+
+    /// A link of commit `i` (hash: `i` in 40 hex digits).
+    fn link(i: usize) -> callsign_core::dto::CommitLink {
+        callsign_core::dto::CommitLink {
+            hash: format!("{i:040x}"),
+            subject: "s".into(),
+            author: "Ann <ann@example.com>".into(),
+            at: chrono::DateTime::from_timestamp(i as i64, 0).unwrap(),
+            action: callsign_core::dto::CommitAction::Refs,
+            comment: None,
+        }
+    }
+
+    #[rstest]
+    #[case::create(C)]
+    #[case::update(U)]
+    fn links_fold_until_a_request_holds_as_many_as_the_server_takes(#[case] op: MutationOp) {
+        let mut r = row(1, op, Pending, false);
+        let links = |from: usize, n: usize| (from..from + n).map(link).collect::<Vec<_>>();
+        r.body["commits"] = serde_json::to_value(links(0, MAX_COMMIT_LINKS - 1)).unwrap();
+        let one = TaskPatch {
+            commits: links(MAX_COMMIT_LINKS - 1, 1),
+            ..Default::default()
+        };
+        let Fold::Into { body, .. } = fold(&[r.clone()], one.clone()) else {
+            panic!("the last link that fits folds in");
+        };
+        assert_eq!(body["commits"].as_array().unwrap().len(), MAX_COMMIT_LINKS);
+        r.body = body;
+        let more = TaskPatch {
+            commits: links(MAX_COMMIT_LINKS, 1),
+            ..Default::default()
+        };
+        assert_eq!(
+            fold(&[r.clone()], more.clone()),
+            Fold::Append(Box::new(more))
+        );
+        assert!(
+            matches!(fold(&[r], one), Fold::Into { .. }),
+            "a link again of a hash it holds still fits"
+        );
     }
 }

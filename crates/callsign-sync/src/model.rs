@@ -1,5 +1,5 @@
 //! The engine's local view of tasks and outbox rows.
-use callsign_core::dto::{MutationOp, Origin, Task, TaskStatus};
+use callsign_core::dto::{CommitLink, MutationOp, Origin, Task, TaskStatus};
 use callsign_core::Priority;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -44,6 +44,9 @@ pub struct LocalTask {
     /// Where it was imported from, and the key it had there (`ENG-42`, `#12`): that key keeps
     /// naming it here ([`crate::store::Store::find`]), before and after the server numbers it.
     pub origin: Option<Origin>,
+    /// The git commits linked to it (docs/CLI.md "Git"), oldest `at` first, ties by hash: the
+    /// server's list, with this device's links and unlinks applied while they wait to be sent.
+    pub commits: Vec<CommitLink>,
     /// How many subtasks it has.
     pub children: u32,
     /// How many of those are still pending: while any is, the task is blocked (it cannot be
@@ -119,6 +122,7 @@ impl LocalTask {
             created_by: t.created_by,
             assignee: t.assignee,
             origin: t.origin,
+            commits: t.commits,
             children: 0,
             open_children: 0,
             held_by: None,

@@ -112,7 +112,9 @@ pub enum Journal {
 
 /// The patch that reverts `patch` applied to `before`: each field it sets back to its value in
 /// `before` (`callsign_core::merge::base_for`), and the project for a move. Empty when the patch
-/// sets no field (a `resolve --keep` only clears conflicts: nothing to put back).
+/// sets no field (a `resolve --keep` only clears conflicts: nothing to put back). Commit links
+/// and unlinks are never reverted: a link records a fact about a commit, not an edit to take
+/// back, so a patch that only links commits has an empty revert.
 pub fn revert_of(before: &LocalTask, patch: &TaskPatch) -> TaskPatch {
     let b = callsign_core::merge::base_for(&before.fields(), patch);
     TaskPatch {

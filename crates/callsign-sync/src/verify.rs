@@ -148,6 +148,7 @@ mod tests {
             assignee: None,
             created_by: None,
             origin: None,
+            commits: Vec::new(),
         }
     }
 

@@ -40,6 +40,13 @@ pub fn witnesses(store: &Store, at: i64) -> Result<Vec<WitnessedTask>, Error> {
 
 fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
     let key = t.key?;
+    // Its commit links go with it, the newest a create may carry (`validate::commits`).
+    let mut commits = t.commits;
+    commits.drain(
+        ..commits
+            .len()
+            .saturating_sub(callsign_core::validate::MAX_COMMIT_LINKS),
+    );
     let mut w = WitnessedTask {
         idempotency_key: String::new(),
         uuid: t.uuid,
@@ -60,6 +67,7 @@ fn witness(t: LocalTask, at: i64) -> Option<WitnessedTask> {
             created_by: None,
             origin: t.origin,
             keep_number: false,
+            commits,
         },
     };
     // Named by what it says: a retry of the same witness replays, and devices that hold the

@@ -31,6 +31,24 @@ export interface Filter {
   /** null: no priority. */
   priorities: (Priority | null)[];
   keys: { prefix: string; parents: number[]; from: number; to: number }[];
+  /** `commits:any|none` (has), `commits:HASH` (a linked commit's hash starts with one). */
+  commits: { has: boolean | null; hashes: string[] };
+}
+
+/** A git commit linked to a task by its message (docs/CLI.md "Git"). */
+export interface CommitLink {
+  /** The full hash. */
+  hash: string;
+  /** The message's first line. */
+  subject: string;
+  /** `Name <email>`. */
+  author: string;
+  /** The author date, RFC 3339. */
+  at: string;
+  /** `closes`: a closing word completed the task; `refs`: the commit links it. */
+  action: 'closes' | 'refs';
+  /** A smart commit's `#comment` text. */
+  comment?: string | null;
 }
 
 /** Outbox detail for the provisional marker. `reason` is the engine's own wording (optional). */
@@ -102,6 +120,10 @@ export interface LocalTask {
    * from an older backend) for a task made here.
    */
   origin?: Origin | null;
+  /** The commits linked to it by git, oldest first (absent from an older backend). */
+  commits?: CommitLink[];
+  /** The git branch its key names (`syn-42-short-title`); null before it has a key. */
+  branch?: string | null;
   /** The member who created it (the server's stamp): null until the server has answered. */
   created_by: string | null;
   /** The member it is assigned to, or null. */

@@ -122,6 +122,7 @@ export const EMPTY_FILTER: Filter = {
   due: { has: null, from: null, after: null, before: null },
   priorities: [],
   keys: [],
+  commits: { has: null, hashes: [] },
 };
 
 export interface ViewFilter {
@@ -165,6 +166,8 @@ function compile(f: Filter, status: ViewStatus): (t: LocalTask) => boolean {
   // Dates are read only when the filter asks about them: a keystroke of words pays for words.
   const dueAsked = bounded || f.due.has !== null;
   const ownStatus = f.statuses.length > 0 || f.sync.length > 0;
+  const commitsHas = f.commits?.has ?? null;
+  const hashes = f.commits?.hashes ?? [];
   const inRange = (key: string) => {
     const k = splitKey(key);
     if (k === null) return false;
@@ -190,6 +193,9 @@ function compile(f: Filter, status: ViewStatus): (t: LocalTask) => boolean {
         if ((from !== null && d < from) || (after !== null && d <= after) || (before !== null && d >= before)) return false;
       }
     }
+    if (commitsHas !== null && commitsHas === ((t.commits ?? []).length === 0)) return false;
+    if (hashes.length > 0 && !(t.commits ?? []).some((c) => hashes.some((h) => c.hash.startsWith(h))))
+      return false;
     if (f.keys.length > 0 && !((t.key !== null && inRange(t.key)) || (t.previous_keys ?? []).some(inRange))) return false;
     if (f.words.length > 0) {
       const h = haystack(t);

@@ -30,6 +30,8 @@ struct Task {
     tags: Vec<String>,
     due: Option<DateTime<Utc>>,
     priority: Option<Priority>,
+    #[serde(default)]
+    commits: Vec<crate::dto::CommitLink>,
     failed: bool,
 }
 
@@ -69,6 +71,7 @@ fn kept(f: &Filter, fx: &Fixture) -> Vec<String> {
                     failed: t.failed,
                     due: t.due,
                     priority: t.priority,
+                    commits: &t.commits,
                 },
                 &fx.default_statuses,
             )

@@ -43,6 +43,8 @@ use callsign_storage::now_ms;
         callsign_core::dto::NewTask,
         callsign_core::dto::TaskPatch,
         callsign_core::dto::PatchBase,
+        callsign_core::dto::CommitLink,
+        callsign_core::dto::CommitAction,
         callsign_core::merge::Conflict,
         callsign_core::merge::Field,
         callsign_core::dto::TaskStatus,

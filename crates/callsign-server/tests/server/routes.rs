@@ -326,6 +326,113 @@ async fn concurrent_edits_merge_and_the_replaced_value_is_a_conflict() {
     assert_eq!(kept.body["description"], "Fix login on Safari");
 }
 
+/// `PATCH` with `commits` links git commits to a task: the answer, a replay, a `GET` and the
+/// change feed carry them, oldest first; a link of the same hash replaces its link,
+/// `unlink_commits` removes one, and a link of another commit leaves the others. A hash that is
+/// not a full lower-case hash is `422 invalid_body` as problem+json.
+#[tokio::test]
+async fn commit_links_are_set_replaced_unlinked_and_checked() {
+    let app = TestApp::new("SYN").await;
+    app.put(Uuid::new_v4(), "c", task("Fix login")).await;
+    let token = app.account.token.clone();
+    let patch = |idem: &'static str, b: Value| {
+        let token = token.clone();
+        let app = &app;
+        async move {
+            app.call(&token, "PATCH", "/v1/tasks/syn-1", Some(idem), Some(b))
+                .await
+        }
+    };
+    let (a, b) = ("a".repeat(40), "b".repeat(64));
+    let link = |hash: &str, at: &str, subject: &str| {
+        json!({"hash": hash, "subject": subject, "author": "Ann <ann@example.com>",
+               "at": at, "action": "refs"})
+    };
+    let mut closes = link(&a, "2026-03-02T10:00:00Z", "Fix the redirect");
+    closes["action"] = json!("closes");
+    closes["comment"] = json!("works on Safari too");
+    let body = json!({"commits": [closes.clone(), link(&b, "2026-03-01T10:00:00Z", "Try")]});
+    let p = patch("l1", body.clone()).await;
+    assert_eq!(p.status, StatusCode::OK, "{}", p.body);
+    assert_eq!(
+        p.body["commits"],
+        json!([link(&b, "2026-03-01T10:00:00Z", "Try"), closes])
+    );
+    assert!(p.body.get("conflicts").is_none(), "a link is no conflict");
+    let replay = patch("l1", body).await;
+    assert!(replay.replayed);
+    assert_eq!(replay.body, p.body);
+    assert_eq!(app.get("SYN-1").await.body["commits"], p.body["commits"]);
+
+    // The amended commit `c` replaces `b`; `a` gets a new subject.
+    let c = "c".repeat(40);
+    let p = patch(
+        "l2",
+        json!({"commits": [link(&c, "2026-03-03T10:00:00Z", "Try again"),
+                           link(&a, "2026-03-02T10:00:00Z", "Fix it")],
+               "unlink_commits": [b]}),
+    )
+    .await;
+    assert_eq!(p.status, StatusCode::OK, "{}", p.body);
+    let got = app.get("SYN-1").await;
+    assert_eq!(got.body["commits"], p.body["commits"]);
+    assert_eq!(
+        got.body["commits"],
+        json!([
+            link(&a, "2026-03-02T10:00:00Z", "Fix it"),
+            link(&c, "2026-03-03T10:00:00Z", "Try again")
+        ])
+    );
+    let feed = app.call(&token, "GET", "/v1/changes", None, None).await;
+    assert_eq!(feed.body["changes"][0]["commits"], got.body["commits"]);
+
+    for (idem, bad, why) in [
+        (
+            "bad-1",
+            json!({"commits": [link("ABC123", "2026-03-01T10:00:00Z", "x")]}),
+            "not a full hash",
+        ),
+        (
+            "bad-2",
+            json!({"commits": [link(&a.to_uppercase(), "2026-03-01T10:00:00Z", "x")]}),
+            "not a full hash",
+        ),
+        (
+            "bad-3",
+            json!({"unlink_commits": ["abc"]}),
+            "not a full hash",
+        ),
+        (
+            "bad-4",
+            json!({"commits": [link(&a, "2026-03-01T10:00:00Z", "")]}),
+            "subject",
+        ),
+        ("bad-5", json!({"commits": [{"hash": a}]}), "missing field"),
+    ] {
+        let p = patch(idem, bad.clone()).await;
+        assert_eq!(
+            (p.status, code(&p)),
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+            "{bad}: {}",
+            p.body
+        );
+        assert_eq!(p.content_type, "application/problem+json");
+        assert!(
+            p.body["detail"].as_str().unwrap().contains(why),
+            "{}",
+            p.body
+        );
+    }
+    assert_eq!(app.get("SYN-1").await.body["commits"], got.body["commits"]);
+    let doc = app.call("", "GET", "/openapi.json", None, None).await;
+    let schemas = &doc.body["components"]["schemas"];
+    assert!(
+        schemas["CommitLink"]["properties"]["hash"].is_object(),
+        "{schemas}"
+    );
+    assert_eq!(schemas["CommitAction"]["enum"], json!(["closes", "refs"]));
+}
+
 /// `PATCH` with another project moves a task: the next number there, its subtasks renumbered
 /// under the new key, the old keys resolving to it with `previous_keys`; a replay answers the
 /// same key; a subtask alone, an unknown project and the local inbox are refused plainly.

@@ -155,6 +155,7 @@ pub fn matches_filter(f: &Filter, t: &LocalTask, default_statuses: &[TaskStatus]
             failed: t.sync_state == SyncState::Failed,
             due: t.due,
             priority: t.priority,
+            commits: &t.commits,
         },
         default_statuses,
     )
@@ -233,6 +234,7 @@ mod tests {
             assignee: None,
             created_by: None,
             origin: None,
+            commits: Vec::new(),
         }
     }
 

@@ -23,6 +23,7 @@
 //! taking the conflict away locally at once.
 mod control;
 pub(crate) mod drain;
+pub(crate) mod git;
 pub(crate) mod grammar;
 mod import;
 pub(crate) mod import_file;
@@ -269,6 +270,7 @@ impl Engine {
             created_by: None,
             origin: None,
             keep_number: false,
+            commits: Vec::new(),
         })
     }
 

@@ -50,6 +50,7 @@ fn as_server(t: &LocalTask, key: Option<(&str, u64)>) -> Task {
         assignee: None,
         created_by: None,
         origin: None,
+        commits: Vec::new(),
     }
 }
 

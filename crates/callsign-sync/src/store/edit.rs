@@ -4,7 +4,7 @@
 //! queues or rewrites its rows, `undo` journals the revert, and `fix` holds the pieces of getting
 //! a task unstuck. The sync loop's transactions (claiming, answers, pulls) are in `outbox` and
 //! `reconcile`.
-use callsign_core::dto::{MutationOp, NewTask, TaskPatch, TaskStatus};
+use callsign_core::dto::{CommitLink, MutationOp, NewTask, TaskPatch, TaskStatus};
 use callsign_core::{Prefix, Priority, LOCAL_PROJECT};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Transaction};
@@ -47,10 +47,12 @@ pub(super) fn insert_local(
 ) -> Result<()> {
     let status = body.status.unwrap_or(TaskStatus::Pending);
     let (origin, origin_key) = origin_columns(body.origin.as_ref());
+    let mut commits = body.commits.clone();
+    CommitLink::sort(&mut commits);
     tx.prepare_cached(
         "INSERT INTO tasks (uuid, project, description, notes, status, tags, created_at,
-            modified_at, due, priority, parent, assignee, origin, origin_key) VALUES (?1, ?2, ?3,
-            ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            modified_at, due, priority, parent, assignee, origin, origin_key, commits) VALUES (?1,
+            ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         uuid.to_string(),
@@ -66,6 +68,7 @@ pub(super) fn insert_local(
         body.assignee,
         origin,
         origin_key,
+        serde_json::to_string(&commits).unwrap_or_else(|_| "[]".into()),
     ])?;
     super::outbox::insert(
         tx,
@@ -77,8 +80,18 @@ pub(super) fn insert_local(
     )
 }
 
+/// The task's commit links once this device's edit lands, as JSON: the patch's unlinks gone,
+/// its links added or replacing their hash's, sorted as the server sorts them.
+fn commits_here(before: &LocalTask, patch: &TaskPatch) -> String {
+    let mut commits = before.commits.clone();
+    CommitLink::apply(&mut commits, &patch.commits, &patch.unlink_commits);
+    serde_json::to_string(&commits).unwrap_or_else(|_| "[]".into())
+}
+
 /// Applies an edit to the local row and queues it (folded into an unsent request where [`fold`]
-/// allows), inside the caller's transaction, journaling its revert as `journal` says.
+/// allows), inside the caller's transaction, journaling its revert as `journal` says. Commit
+/// links are applied to the row's list here too; they are never journaled ([`revert_of`]
+/// leaves them out), so an undo does not unlink a commit.
 fn edit_in(
     tx: &rusqlite::Transaction<'_>,
     uuid: Uuid,
@@ -93,6 +106,7 @@ fn edit_in(
     let base = callsign_core::merge::base_for(&before.fields(), &patch);
     patch.base = (base != Default::default()).then_some(base);
     let conflicts = resolved_here(&before, &patch);
+    let commits = commits_here(&before, &patch);
     let tags = patch.tags.as_ref().map(serde_json::to_string).transpose();
     // ?7/?9: whether the patch sets due/priority (a null value clears it).
     let changed = tx.execute(
@@ -102,7 +116,7 @@ fn edit_in(
             due = CASE WHEN ?7 THEN ?8 ELSE due END,
             priority = CASE WHEN ?9 THEN ?10 ELSE priority END,
             project = COALESCE(upper(?11), project), conflicts = ?12,
-            assignee = CASE WHEN ?13 THEN ?14 ELSE assignee END
+            assignee = CASE WHEN ?13 THEN ?14 ELSE assignee END, commits = ?15
          WHERE uuid = ?1",
         params![
             u,
@@ -119,6 +133,7 @@ fn edit_in(
             conflicts,
             patch.assignee.is_some(),
             patch.assignee.clone().flatten(),
+            commits,
         ],
     )?;
     if changed == 0 {

@@ -65,6 +65,36 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// The prefixes of the keys held here: the tasks' projects, their earlier keys' and the
+    /// keys imported tasks had (upper-case).
+    pub fn key_prefixes(&self) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT project FROM tasks
+             UNION SELECT upper(substr(origin_key, 1, instr(origin_key, '-') - 1)) FROM tasks
+                   WHERE instr(origin_key, '-') > 1
+             UNION SELECT upper(substr(k.value, 1, instr(k.value, '-') - 1))
+                   FROM tasks t, json_each(t.previous_keys) k WHERE instr(k.value, '-') > 1",
+        )?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The tasks linked to the commit `hash` (a full hash).
+    pub fn tasks_with_commit(&self, hash: &str) -> Result<Vec<uuid::Uuid>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT t.uuid FROM tasks t, json_each(t.commits) c
+             WHERE json_extract(c.value, '$.hash') = ?1",
+        )?;
+        let rows = stmt.query_map([hash], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for u in rows {
+            if let Ok(u) = uuid::Uuid::parse_str(&u?) {
+                out.push(u);
+            }
+        }
+        Ok(out)
+    }
+
     /// Tasks in capture order (pending only unless `filter.all`), narrowed by the filter, each
     /// with its sync state. Both reads happen in one read transaction, so the facts match the
     /// tasks even while another process writes.

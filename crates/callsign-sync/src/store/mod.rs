@@ -42,6 +42,7 @@ static MIGRATIONS: LazyLock<Migrations<'static>> = LazyLock::new(|| {
         M::up(include_str!("migrations/008_undo.sql")),
         M::up(include_str!("migrations/009_team.sql")),
         M::up(include_str!("migrations/010_origin.sql")),
+        M::up(include_str!("migrations/011_commits.sql")),
     ])
 });
 

@@ -168,6 +168,7 @@ impl Server {
             assignee: None,
             created_by: None,
             origin: None,
+            commits: Vec::new(),
         })
     }
 }
@@ -269,6 +270,7 @@ impl World {
                     created_by: None,
                     origin: None,
                     keep_number: false,
+                    commits: Vec::new(),
                 };
                 self.store
                     .create_local(uuid, &Uuid::new_v4().to_string(), &body, now())

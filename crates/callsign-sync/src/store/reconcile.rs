@@ -6,7 +6,8 @@
 //! - While the task still has requests in flight, queued or failed, its local fields (the user's
 //!   newer edits, and its conflicts as this device last settled them) stay; only the key, number,
 //!   previous keys, creator and origin are bound. Otherwise the server's fields replace
-//!   them. A failed request counts: its values exist only locally until the user's retry sends
+//!   them. Commit links are fields like the others: while edits wait, the local list (with
+//!   this device's unsent links) stays; after, the server's list replaces it. A failed request counts: its values exist only locally until the user's retry sends
 //!   them (a retried update carries the task's current values), so the server's older values
 //!   must not overwrite them.
 //! - Unknown UUIDs (created on another device) are inserted.
@@ -79,13 +80,14 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
     let previous = serde_json::to_string(&t.previous_keys).unwrap_or_else(|_| "[]".into());
     let conflicts = serde_json::to_string(&t.conflicts).unwrap_or_else(|_| "[]".into());
     let (origin, origin_key) = origin_columns(t.origin.as_ref());
+    let commits = serde_json::to_string(&t.commits).unwrap_or_else(|_| "[]".into());
     let changed = if local.is_none() {
         tx.prepare_cached(
             "INSERT INTO tasks (uuid, key, project, number, description, notes, status, tags,
                 created_at, modified_at, due, priority, parent, previous_keys, conflicts,
-                created_by, assignee, origin, origin_key)
+                created_by, assignee, origin, origin_key, commits)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                ?17, ?18, ?19)",
+                ?17, ?18, ?19, ?20)",
         )?
         .execute(params![
             u,
@@ -106,7 +108,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             t.created_by,
             t.assignee,
             origin,
-            origin_key
+            origin_key,
+            commits
         ])?
     } else if busy {
         // The origin is the server's to say, like the key: bound even while edits wait here.
@@ -130,7 +133,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             "UPDATE tasks SET key = ?2, number = ?3, project = ?4, description = ?5, notes = ?6,
                 status = ?7, tags = ?8, created_at = ?9, modified_at = ?10, due = ?11,
                 priority = ?12, parent = ?13, previous_keys = ?14, conflicts = ?15,
-                created_by = ?16, assignee = ?17, origin = ?18, origin_key = ?19 WHERE uuid = ?1",
+                created_by = ?16, assignee = ?17, origin = ?18, origin_key = ?19, commits = ?20
+                WHERE uuid = ?1",
         )?
         .execute(params![
             u,
@@ -151,7 +155,8 @@ fn apply_task(tx: &Transaction<'_>, t: &Task) -> Result<bool> {
             t.created_by,
             t.assignee,
             origin,
-            origin_key
+            origin_key,
+            commits
         ])?
     };
     Ok(changed > 0 || closed > 0)

@@ -20,14 +20,14 @@ macro_rules! task_columns {
     () => {
         "t.uuid, t.key, t.project, t.number, t.description, t.notes, t.status, t.tags,
         t.created_at, t.modified_at, t.due, t.priority, t.parent, t.previous_keys, t.conflicts,
-        t.created_by, t.assignee, t.origin"
+        t.created_by, t.assignee, t.origin, t.commits"
     };
 }
 
 /// The task columns, in the order [`task_row`] reads them.
 pub(super) const TASK_COLUMNS: &str = task_columns!();
 /// How many there are: [`map_task`]'s further columns come after them.
-const N_TASK_COLUMNS: usize = 18;
+const N_TASK_COLUMNS: usize = 19;
 
 /// One task with its outbox facts computed for it alone (the 5 columns after
 /// [`TASK_COLUMNS`], for [`map_task`]) and its subtask counts (the 2 after those): for a lookup.
@@ -152,6 +152,7 @@ pub(super) fn task_row(r: &Row<'_>) -> rusqlite::Result<LocalTask> {
         created_by: r.get(15)?,
         assignee: r.get(16)?,
         origin,
+        commits: serde_json::from_str(&text(18)?).map_err(|e| bad(18, e.to_string()))?,
         children: 0,
         open_children: 0,
         held_by: None,

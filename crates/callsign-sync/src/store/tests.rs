@@ -32,6 +32,7 @@ pub(super) fn body(d: &str) -> NewTask {
         created_by: None,
         origin: None,
         keep_number: false,
+        commits: Vec::new(),
     }
 }
 
@@ -55,6 +56,7 @@ pub(super) fn server_task(uuid: Uuid, key: Option<(&str, u64)>, d: &str) -> Task
         assignee: None,
         created_by: None,
         origin: None,
+        commits: Vec::new(),
     }
 }
 
@@ -930,4 +932,139 @@ fn discarding_a_refused_parent_keeps_its_subtasks_as_tasks_of_their_own() {
         rows[0].body
     );
     assert_eq!(plan(&s), 1, "the subtask goes as a task of its own");
+}
+
+fn commit(hash: char, at: i64, subject: &str) -> callsign_core::dto::CommitLink {
+    callsign_core::dto::CommitLink {
+        hash: hash.to_string().repeat(40),
+        subject: subject.into(),
+        author: "Ann <ann@example.com>".into(),
+        at: DateTime::from_timestamp(at, 0).unwrap(),
+        action: callsign_core::dto::CommitAction::Refs,
+        comment: None,
+    }
+}
+
+fn hashes(t: &crate::model::LocalTask) -> Vec<String> {
+    t.commits.iter().map(|c| c.hash[..1].to_string()).collect()
+}
+
+/// A task the server numbered, with nothing queued.
+fn synced_task(s: &mut Store) -> Uuid {
+    let u = Uuid::new_v4();
+    let mut t = server_task(u, Some(("SYN-5", 5)), "x");
+    t.commits = vec![commit('a', 10, "a")];
+    s.apply_changes(&[t], "1").unwrap();
+    u
+}
+
+#[test]
+fn a_linked_commit_shows_at_once_and_queues_an_update_with_the_link() {
+    let mut s = Store::in_memory().unwrap();
+    let u = synced_task(&mut s);
+    assert_eq!(hashes(&s.task(u).unwrap().unwrap()), ["a"]);
+    let link = TaskPatch {
+        commits: vec![commit('b', 5, "b")],
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, link, "k1", now(), Journal::Skip).unwrap();
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!(hashes(&t), ["b", "a"], "sorted by time, at once");
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!((rows.len(), rows[0].op), (1, MutationOp::Update));
+    let sent: TaskPatch = serde_json::from_value(rows[0].body.clone()).unwrap();
+    assert_eq!(sent.commits, [commit('b', 5, "b")]);
+    assert_eq!(sent.base, None, "a link sets no merged field: no base");
+    // An unlink folds into the unsent update and takes the link off here too.
+    let unlink = TaskPatch {
+        unlink_commits: vec!["a".repeat(40), "b".repeat(40)],
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, unlink, "k2", now(), Journal::Skip).unwrap();
+    assert!(s.task(u).unwrap().unwrap().commits.is_empty());
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!(rows.len(), 1, "folded");
+    let sent: TaskPatch = serde_json::from_value(rows[0].body.clone()).unwrap();
+    assert!(sent.commits.is_empty());
+    assert_eq!(sent.unlink_commits, ["a".repeat(40), "b".repeat(40)]);
+}
+
+#[test]
+fn a_link_is_never_undone() {
+    let mut s = Store::in_memory().unwrap();
+    let u = synced_task(&mut s);
+    let p = TaskPatch {
+        description: Some("y".into()),
+        commits: vec![commit('b', 5, "b")],
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, p, "k1", now(), EDIT).unwrap();
+    let journal = s.journal_for_test();
+    assert_eq!(
+        journal.last().unwrap().3,
+        TaskPatch {
+            description: Some("x".into()),
+            ..TaskPatch::default()
+        },
+        "the revert leaves the link alone"
+    );
+    s.undo(|| "k2".into(), now()).unwrap();
+    let t = s.task(u).unwrap().unwrap();
+    assert_eq!(
+        (t.description.as_str(), hashes(&t)),
+        ("x", vec!["b".into(), "a".into()])
+    );
+}
+
+#[test]
+fn a_create_keeps_its_links_and_an_edit_folds_more_into_it() {
+    let mut s = Store::in_memory().unwrap();
+    let u = Uuid::new_v4();
+    let mut b = body("x");
+    b.commits = vec![commit('c', 30, "c"), commit('a', 10, "a")];
+    s.create_local(u, "k0", &b, now()).unwrap();
+    assert_eq!(hashes(&s.task(u).unwrap().unwrap()), ["a", "c"]);
+    let p = TaskPatch {
+        commits: vec![commit('b', 20, "b")],
+        unlink_commits: vec!["c".repeat(40)],
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, p, "k1", now(), Journal::Skip).unwrap();
+    assert_eq!(hashes(&s.task(u).unwrap().unwrap()), ["a", "b"]);
+    let rows = s.open_rows(10).unwrap();
+    assert_eq!((rows.len(), rows[0].op), (1, MutationOp::Create));
+    let create: NewTask = serde_json::from_value(rows[0].body.clone()).unwrap();
+    assert_eq!(create.commits, [commit('a', 10, "a"), commit('b', 20, "b")]);
+}
+
+#[test]
+fn reconcile_takes_the_servers_links_once_nothing_waits() {
+    let mut s = Store::in_memory().unwrap();
+    let u = synced_task(&mut s);
+    let link = TaskPatch {
+        commits: vec![commit('b', 5, "b")],
+        ..TaskPatch::default()
+    };
+    s.edit_local(u, link, "k1", now(), Journal::Skip).unwrap();
+    // The feed brings the task before the link is sent: the local list stays.
+    let mut other = server_task(u, Some(("SYN-5", 5)), "x");
+    other.commits = vec![commit('a', 10, "a"), commit('d', 40, "d")];
+    s.apply_changes(&[other.clone()], "2").unwrap();
+    assert_eq!(hashes(&s.task(u).unwrap().unwrap()), ["b", "a"]);
+    // The answer to the link: the server's list, with another device's link, replaces it.
+    let rows = s.claim(&[s.open_rows(1).unwrap()[0].id], 1).unwrap();
+    other.commits = vec![
+        commit('b', 5, "b"),
+        commit('a', 10, "a"),
+        commit('d', 40, "d"),
+    ];
+    s.record_answers(&[(rows[0].clone(), Outcome::Done(Some(other)))], |_| 0, 2)
+        .unwrap();
+    assert_eq!(hashes(&s.task(u).unwrap().unwrap()), ["b", "a", "d"]);
+    // A task first seen from the feed comes with its links.
+    let v = Uuid::new_v4();
+    let mut new = server_task(v, Some(("SYN-6", 6)), "new");
+    new.commits = vec![commit('e', 1, "e")];
+    s.apply_changes(&[new], "3").unwrap();
+    assert_eq!(hashes(&s.task(v).unwrap().unwrap()), ["e"]);
 }

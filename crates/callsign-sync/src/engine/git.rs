@@ -1,0 +1,164 @@
+//! Commits acting on tasks (docs/CLI.md "Git"): the CLI's git hooks hand each new commit to
+//! [`Engine::record_commit`], which reads its message with `callsign_core::git`'s grammar,
+//! resolves the keys as every lookup does (old keys of moved tasks, imported tasks' keys) and
+//! links the commit to each task, completing those a closing word names. Each change is an
+//! ordinary local edit, queued and synced like any other, and never on the undo stack.
+//!
+//! Doing it twice changes nothing: a task that already has the same link (and is completed, if
+//! the commit closes it) is left alone. A commit rewritten by an amend or a rebase is replaced
+//! by its new one ([`Engine::unlink_commit`]), so it is never counted twice.
+use std::collections::HashSet;
+
+use callsign_core::dto::{CommitAction, CommitLink, TaskPatch, TaskStatus};
+use callsign_core::git::{read_message, Act, Reading};
+use callsign_core::validate::{MAX_COMMIT_AUTHOR, MAX_COMMIT_COMMENT, MAX_COMMIT_SUBJECT};
+use callsign_core::Prefix;
+use chrono::{DateTime, Utc};
+
+use super::Engine;
+use crate::error::{Error, Result};
+use crate::undo::Journal;
+
+/// A commit as git tells it.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    /// The full hash.
+    pub hash: String,
+    /// `Name <email>`.
+    pub author: String,
+    /// The author date.
+    pub at: DateTime<Utc>,
+    /// The whole message (subject, body, trailers).
+    pub message: String,
+}
+
+impl Commit {
+    /// The message's first line.
+    pub fn subject(&self) -> &str {
+        self.message.lines().next().unwrap_or("").trim()
+    }
+
+    /// The abbreviated hash people read (7 digits, as git's default).
+    pub fn short(&self) -> &str {
+        &self.hash[..self.hash.len().min(7)]
+    }
+}
+
+/// What one commit did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitReport {
+    /// The tasks it completed (labels).
+    pub closed: Vec<String>,
+    /// The tasks it linked without completing them.
+    pub linked: Vec<String>,
+    /// Tasks it would have completed that have open subtasks: linked only.
+    pub blocked: Vec<String>,
+    /// Tasks that already had this link (and state): nothing changed.
+    pub unchanged: Vec<String>,
+    /// What it named that names no task here, each with why (`ABC-12: no project ABC`).
+    pub ignored: Vec<String>,
+}
+
+impl Engine {
+    /// Every prefix a key here may have: the projects' prefixes now and before (from the server's
+    /// last list), those of tasks on this device, and those of imported tasks' keys.
+    pub fn key_prefixes(&self) -> Result<HashSet<String>> {
+        let mut out: HashSet<String> = HashSet::new();
+        let projects = crate::projects::cached(&self.store())?;
+        for p in projects {
+            out.insert(p.prefix);
+            out.extend(p.previous_prefixes);
+        }
+        out.extend(self.store().key_prefixes()?);
+        Ok(out)
+    }
+
+    /// Reads a commit's message and acts on the tasks it names (see the module doc).
+    pub fn record_commit(&self, commit: &Commit) -> Result<CommitReport> {
+        let prefixes = self.key_prefixes()?;
+        let reading = read_message(&commit.message, |p: &Prefix| prefixes.contains(p.as_str()));
+        self.act_on(commit, &reading)
+    }
+
+    fn act_on(&self, commit: &Commit, reading: &Reading) -> Result<CommitReport> {
+        let mut report = CommitReport::default();
+        for text in &reading.unknown {
+            let prefix = text.split(['-', ' ']).next().unwrap_or(text);
+            report.ignored.push(format!(
+                "{text}: no project {} here",
+                prefix.to_ascii_uppercase()
+            ));
+        }
+        for m in &reading.mentions {
+            let key = m.key.to_string();
+            let task = match self.get(&key) {
+                Ok(t) => t,
+                Err(Error::NotFound(_)) => {
+                    report.ignored.push(format!("{key}: no such task here"));
+                    continue;
+                }
+                Err(e) => {
+                    report.ignored.push(format!("{key}: {e}"));
+                    continue;
+                }
+            };
+            let link = CommitLink {
+                hash: commit.hash.clone(),
+                subject: cut(commit.subject(), MAX_COMMIT_SUBJECT),
+                author: cut(&commit.author, MAX_COMMIT_AUTHOR),
+                at: commit.at,
+                action: match m.act {
+                    Act::Close => CommitAction::Closes,
+                    Act::Link => CommitAction::Refs,
+                },
+                comment: m.comment.as_deref().map(|c| cut(c, MAX_COMMIT_COMMENT)),
+            };
+            let close = m.act == Act::Close && task.status == TaskStatus::Pending;
+            let blocked = close && task.is_blocked();
+            let label = task.label();
+            if task.commits.contains(&link) && (!close || blocked) {
+                report.unchanged.push(label);
+                continue;
+            }
+            let patch = TaskPatch {
+                commits: vec![link],
+                status: (close && !blocked).then_some(TaskStatus::Completed),
+                ..TaskPatch::default()
+            };
+            self.edit_as(&task.uuid.to_string(), patch, Journal::Skip)?;
+            match (close, blocked) {
+                (true, true) => report.blocked.push(label),
+                (true, false) => report.closed.push(label),
+                _ => report.linked.push(label),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Takes the link of commit `old` off every task that has it (an amend or a rebase
+    /// rewrote it; its new commit links itself). Returns the tasks' labels.
+    pub fn unlink_commit(&self, old: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        // Read first: the store's lock is not to be held while editing.
+        let linked = self.store().tasks_with_commit(old)?;
+        for uuid in linked {
+            let patch = TaskPatch {
+                unlink_commits: vec![old.to_owned()],
+                ..TaskPatch::default()
+            };
+            let task = self.edit_as(&uuid.to_string(), patch, Journal::Skip)?;
+            out.push(task.label());
+        }
+        Ok(out)
+    }
+}
+
+/// At most `max` characters of `s`, trimmed.
+fn cut(s: &str, max: usize) -> String {
+    s.trim()
+        .chars()
+        .take(max)
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
+}
