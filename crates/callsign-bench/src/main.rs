@@ -1,11 +1,13 @@
 //! `callsign-bench`: the figures of issues 6, 26 and 42 on loopback, each beside its baseline
 //! measured in the same run, as a Markdown table on stdout and JSON in `--json`; the `pg-*`
 //! sections (issue 21) measure the same on a throwaway PostgreSQL (fsync on) that the tool
-//! starts and stops; `import` (issue 42) times the `callsign` CLI importing a Jira export.
+//! starts and stops; `import` (issue 42) times the `callsign` CLI importing a Jira export;
+//! `git-hook` (issue 43) what the git hooks add to a commit.
 //!
 //! `cargo run --release -p callsign-bench -- [--runs 3] [--quick] [--only drain,lookup]
 //! [--json target/bench.json]`
 mod figures;
+mod git_hook;
 mod import;
 mod import_phases;
 mod jira_export;
@@ -30,7 +32,7 @@ use clap::Parser;
 use server::Backend;
 use stats::{table, Figure};
 
-const SECTIONS: [&str; 11] = [
+const SECTIONS: [&str; 12] = [
     "drain",
     "throughput",
     "create-to-key",
@@ -39,6 +41,7 @@ const SECTIONS: [&str; 11] = [
     "memory",
     "teammates",
     "import",
+    "git-hook",
     "pg-throughput",
     "pg-create-to-key",
     "pg-drain",
@@ -54,7 +57,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Only these sections (comma-separated): drain, throughput, create-to-key, local, lookup,
-    /// memory, teammates, import, pg-throughput, pg-create-to-key, pg-drain (the pg-* ones start a
+    /// memory, teammates, import, git-hook, pg-throughput, pg-create-to-key, pg-drain (the pg-* ones start a
     /// throwaway PostgreSQL with fsync on, stopped at the end).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -108,6 +111,8 @@ struct Sizes {
     /// its baseline.
     import: usize,
     import_adds: usize,
+    /// Commits timed per run and device in the `git-hook` section.
+    git_commits: usize,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -148,6 +153,7 @@ async fn main() -> Result<()> {
         held_window: std::time::Duration::from_secs(if q { 3 } else { 10 }),
         import: if q { 1_000 } else { 10_000 },
         import_adds: if q { 100 } else { 500 },
+        git_commits: if q { 20 } else { 200 },
     };
     if let Some(path) = &a.write_jira_export {
         std::fs::write(path, jira_export::export(z.import).csv)
@@ -202,6 +208,13 @@ async fn main() -> Result<()> {
             z.import, z.import_adds
         );
         out.extend(import::section(&z).await?);
+    }
+    if want("git-hook") {
+        eprintln!(
+            "git-hook: {} commits a run, the hooks beside git's own time; server up, dead, none",
+            z.git_commits
+        );
+        out.extend(git_hook::section(&z).await?);
     }
     if SECTIONS.iter().any(|s| s.starts_with("pg-") && want(s)) {
         let pg = pg::Pg::start()?;
