@@ -26,6 +26,9 @@ pub struct UiTask {
     pub local: bool,
     /// What the server refused and what to do, in plain words; `None` unless it refused.
     pub failure: Option<TaskFailure>,
+    /// The git branch named by its key (`syn-42-short-title`, as `callsign branch` makes
+    /// it); `None` before it has a key.
+    pub branch: Option<String>,
 }
 
 impl UiTask {
@@ -42,7 +45,13 @@ impl UiTask {
                     .and_then(DateTime::from_timestamp_millis),
                 reason: waiting_reason(&task, status, logged_in, Utc::now()),
             });
+        let branch = task
+            .key
+            .as_deref()
+            .and_then(|k| callsign_core::TaskKey::parse(k).ok())
+            .map(|k| callsign_core::git::branch_name(&k, &task.description));
         UiTask {
+            branch,
             local: task.is_local(),
             failure: task_failure(&task),
             task,

@@ -12,7 +12,8 @@
 // captures for itself with `@bob`: the badge, who created it, the Assigned to me view; a task
 // the owner adds with the CLI reaching the open app on its own (the held change request), and
 // the Standup view with both members' lines. Before that, a Jira export imported from Settings
-// with its numbers kept (issue 42). Each state is screenshotted into target/desktop-e2e/.
+// with its numbers kept (issue 42), and a commit made through the git hooks completing one of
+// its tasks (issue 43). Each state is screenshotted into target/desktop-e2e/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -1192,6 +1193,70 @@ test('import: a Jira export from Settings keeps its numbers; the preview, the ke
     await stopServer();
     await startServer();
   }
+});
+
+// ---- Keys where the work happens (issue 43): a commit closes a task; its detail lists it ----
+
+test('git: a commit through the hooks links ENG-7, its detail lists it, b copies the branch name; Fixes completes it', async () => {
+  const repo = fs.mkdtempSync(path.join(tmp, 'repo-'));
+  const env = {
+    ...process.env,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_AUTHOR_NAME: 'Ann Author',
+    GIT_AUTHOR_EMAIL: 'ann@example.org',
+    GIT_COMMITTER_NAME: 'Ann Author',
+    GIT_COMMITTER_EMAIL: 'ann@example.org',
+  };
+  const git = (...args) => execFileSync('git', args, { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+  const commit = (file, message) => {
+    fs.writeFileSync(path.join(repo, file), message);
+    git('add', file);
+    git('commit', '-q', '-m', message);
+    return git('rev-parse', 'HEAD').trim();
+  };
+  const commitLine = (hash) =>
+    browser.execute((h) => document.querySelector(`[data-testid="detail-commit"][data-hash="${h}"]`)?.textContent.replace(/\s+/g, ' ').trim() ?? null, hash);
+  git('init', '-q', '-b', 'main');
+  execFileSync(path.join(BIN, 'callsign'), ['--data-dir', clientDir, 'git', 'install'], { cwd: repo, env });
+  const before = JSON.parse(cli('--json', 'show', 'ENG-7'));
+  assert.equal(before.status, 'pending');
+  assert.equal(before.open_children, 0);
+  const branch = cli('branch', 'ENG-7', '--print').trim();
+  assert.match(branch, /^eng-7-show-saved-cards-list/);
+
+  // Open it in the app, then commit in the repository: the hook links the commit on this device
+  // (the same data dir), and the app shows it once the change has gone round the server.
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  await browser.keys(['Control', 'k']);
+  await eventually('the jump box', 5000, () => exists('jump-input'));
+  await setField('jump-input', 'ENG-7');
+  await eventually('ENG-7 offered', 5000, async () =>
+    (await browser.execute(() => document.querySelector('[data-testid="jump-result"][aria-selected="true"]')?.dataset.uuid)) === before.uuid);
+  await browser.keys('Enter');
+  await eventually('ENG-7 opened', 5000, async () => (await detailUuid()) === before.uuid);
+  const linked = commit('cards.txt', 'Sort saved cards by last use\n\nPart of ENG-7');
+  const line = await eventually('the commit in the detail', 20000, () => commitLine(linked));
+  assert.match(line, new RegExp(`^${linked.slice(0, 7)} Sort saved cards by last use Ann Author · `));
+  assert.equal(await detailUuid(), before.uuid);
+  await shot('44a-git-commit-in-detail');
+
+  // `b` copies the branch name the key gives, as `callsign branch` makes it.
+  await browser.execute(() => document.querySelector('[data-testid="task-list"]').focus());
+  await browser.keys('b');
+  const said = await eventually('a notice', 5000, async () => (await textOf('notice')) ?? (await textOf('error-banner')));
+  assert.match(said, new RegExp(`^Copied ${branch}`));
+  await shot('44b-git-branch-copied');
+
+  // A closing commit completes it: it leaves the list of pending tasks, here as in the CLI.
+  assert.equal(await browser.execute(() => document.querySelector('[data-testid="task-row"][data-key="ENG-7"]') !== null), true, 'in the list');
+  const closing = commit('cards2.txt', 'Fixes ENG-7: the last card first');
+  await eventually('ENG-7 completed in the app', 20000, () =>
+    browser.execute(() => document.querySelector('[data-testid="task-row"][data-key="ENG-7"]') === null));
+  const after = JSON.parse(cli('--json', 'show', 'ENG-7'));
+  assert.equal(after.status, 'completed');
+  assert.deepEqual(after.commits.map((c) => `${c.hash} ${c.action}`).sort(), [`${linked} refs`, `${closing} closes`].sort());
+  await browser.keys('Escape');
 });
 
 test('quit from the tray stops the app cleanly with the outbox intact', async () => {

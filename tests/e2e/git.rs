@@ -140,6 +140,7 @@ fn commits_close_and_link_tasks_and_a_teammate_sees_them() -> Result<()> {
         ann.add(&format!("Task number {i}"), &[])?;
     }
     ann.add("Has a subtask", &[])?;
+    ann.add("Done on a teammate's branch", &[])?;
     ann.ok(&["sync"])?;
     ann.add("The open subtask", &["--parent", "SYN-15"])?;
     // SYN-9 moves to OPS: its old key still closes it.
@@ -305,6 +306,36 @@ fn commits_close_and_link_tasks_and_a_teammate_sees_them() -> Result<()> {
         "the Part of commit and the rebased one: {hashes:?}"
     );
 
+    // A merge brings in a commit made where no hook ran (a teammate's): it acts here.
+    repo.git(&["switch", "-q", "main"])?;
+    repo.git(&["switch", "-q", "-c", "theirs"])?;
+    std::fs::write(repo.path().join("t1"), "theirs")?;
+    repo.git(&["add", "t1"])?;
+    repo.git(&[
+        "-c",
+        "core.hooksPath=/dev/null",
+        "commit",
+        "-q",
+        "-m",
+        "Fixes SYN-16",
+    ])?;
+    let theirs = repo.head()?;
+    assert!(
+        links(&task(&ann, "SYN-16")?).is_empty(),
+        "no hook ran for it"
+    );
+    repo.git(&["switch", "-q", "main"])?;
+    repo.git(&["merge", "-q", "--no-ff", "-m", "Merge theirs", "theirs"])?;
+    let t = task(&ann, "SYN-16")?;
+    assert_eq!(t["status"], "completed", "{t}");
+    assert_eq!(links(&t), [(short(&theirs), "closes".to_owned())]);
+    // The trailer turned off: a commit on a key's branch stays as written.
+    repo.git(&["config", "callsign.refsTrailer", "false"])?;
+    repo.git(&["switch", "-q", "syn-1-task-number-1"])?;
+    repo.commit("quiet", "No trailer wanted")?;
+    let message = repo.git(&["log", "-1", "--format=%B"])?.0;
+    assert_eq!(message.trim(), "No trailer wanted");
+
     // All of it was offline; it syncs, and the teammate sees each completion with its author.
     ann.ok(&["sync"])?;
     ben.ok(&["sync"])?;
@@ -319,7 +350,7 @@ fn commits_close_and_link_tasks_and_a_teammate_sees_them() -> Result<()> {
         [(short(&new), "refs".to_owned())]
     );
     let with = ben.json(&["list", "commits:any", "status:all"])?;
-    assert_eq!(with.as_array().map(Vec::len), Some(15), "{with}");
+    assert_eq!(with.as_array().map(Vec::len), Some(16), "{with}");
     let shown = ben.ok(&["show", "SYN-2"])?;
     assert!(
         shown.contains("Fixes SYN-2") && shown.contains(AUTHOR),

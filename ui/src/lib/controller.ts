@@ -91,6 +91,21 @@ export class AppController implements KeyTarget {
     }
   }
 
+  /** Copies the git branch name the task's key gives (`callsign branch` makes the same). */
+  async copyBranch(t: LocalTask): Promise<void> {
+    if (!t.branch) {
+      const why = t.local ? 'it waits in this device’s inbox for a project' : 'it is provisional until the server numbers it';
+      this.s.notify({ text: `${taskLabel(t)} has no branch name yet: a branch is named by its key, and ${why}.`, tone: 'info' });
+      return;
+    }
+    try {
+      await copyText(t.branch);
+      this.s.notify({ text: `Copied ${t.branch}`, tone: 'info' });
+    } catch (e) {
+      this.s.fail(e, 'Copy failed');
+    }
+  }
+
   syncNow(): Promise<void> {
     return this.data.syncNow();
   }

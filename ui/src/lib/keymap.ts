@@ -19,6 +19,7 @@ export type Action =
   | 'edit'
   | 'move'
   | 'copy'
+  | 'branch'
   | 'delete'
   | 'undo'
   | 'retry'
@@ -100,6 +101,7 @@ export interface KeyTarget {
   edit(t: LocalTask): void;
   startMove(t: LocalTask): void;
   copyKey(t: LocalTask): unknown;
+  copyBranch(t: LocalTask): unknown;
   fix(t: LocalTask): unknown;
   syncNow(): unknown;
   toggleNext(): void;
@@ -224,6 +226,13 @@ export const KEYMAP: readonly Binding[] = [
     run: withTask((a, t) => a.startMove(t)),
   },
   { action: 'copy', keys: 'c', chords: [k('c')], label: () => 'Copy the key', run: withTask((a, t) => void a.copyKey(t)) },
+  {
+    action: 'branch',
+    keys: 'b',
+    chords: [k('b')],
+    label: () => 'Copy the git branch name (the key and the description: syn-42-short-title)',
+    run: withTask((a, t) => void a.copyBranch(t)),
+  },
   { action: 'delete', keys: 'Delete', chords: [k('Delete')], label: () => 'Delete', run: withTask((a, t) => void a.actions.delete(t)) },
   {
     action: 'undo',
