@@ -229,6 +229,20 @@ fn commits_close_and_link_tasks_and_a_teammate_sees_them() -> Result<()> {
             );
         }
     }
+    // Read again after someone reopened it, it stays open; a revert of the commit only links.
+    ann.ok(&["reopen", "OPS-1"])?;
+    repo.callsign(&["git", "hook", "post-commit"])?;
+    assert_eq!(task(&ann, "OPS-1")?["status"], "pending");
+    repo.git(&["revert", "--no-edit", "HEAD"])?;
+    let revert = repo.head()?;
+    let t = task(&ann, "OPS-1")?;
+    assert_eq!(t["status"], "pending", "a revert closes nothing");
+    assert!(
+        links(&t).contains(&(short(&revert), "refs".to_owned())),
+        "{t}"
+    );
+    ann.ok(&["done", "OPS-1"])?;
+
     // A linking commit links, and does not close; a smart comment keeps its text.
     repo.commit("l1", "Part of SYN-12\n\nSYN-13 #comment looked at the logs")?;
     for key in ["SYN-12", "SYN-13"] {
@@ -329,6 +343,13 @@ fn commits_close_and_link_tasks_and_a_teammate_sees_them() -> Result<()> {
     let t = task(&ann, "SYN-16")?;
     assert_eq!(t["status"], "completed", "{t}");
     assert_eq!(links(&t), [(short(&theirs), "closes".to_owned())]);
+    // An emptied message still cancels the commit on a key's branch (no trailer makes it one).
+    repo.git(&["switch", "-q", "syn-1-task-number-1"])?;
+    let before_cancel = repo.head()?;
+    assert!(repo
+        .git(&["commit", "-q", "--allow-empty", "-m", ""])
+        .is_err());
+    assert_eq!(repo.head()?, before_cancel);
     // The trailer turned off: a commit on a key's branch stays as written.
     repo.git(&["config", "callsign.refsTrailer", "false"])?;
     repo.git(&["switch", "-q", "syn-1-task-number-1"])?;
@@ -339,7 +360,8 @@ fn commits_close_and_link_tasks_and_a_teammate_sees_them() -> Result<()> {
     // All of it was offline; it syncs, and the teammate sees each completion with its author.
     ann.ok(&["sync"])?;
     ben.ok(&["sync"])?;
-    for key in ["SYN-2", "SYN-7", "OPS-1", "SYN-11"] {
+    assert_eq!(task(&ben, "OPS-1")?["status"], "completed");
+    for key in ["SYN-2", "SYN-7", "SYN-11"] {
         let t = task(&ben, key)?;
         assert_eq!(t["status"], "completed", "{key} on the teammate's device");
         assert_eq!(t["commits"][0]["author"], AUTHOR, "{key}");

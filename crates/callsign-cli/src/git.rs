@@ -222,7 +222,7 @@ pub fn hook(engine: &Engine, name: &str, args: &[String]) -> Result<()> {
         }
         "post-commit" => {
             for c in commits(&["-1", "HEAD"])? {
-                say(&c, &engine.record_commit(&c)?);
+                say(&c, &engine.record_commit(&c, None)?);
             }
             Ok(())
         }
@@ -232,7 +232,10 @@ pub fn hook(engine: &Engine, name: &str, args: &[String]) -> Result<()> {
             let found =
                 commits(&[&max, "ORIG_HEAD..HEAD"]).or_else(|_| commits(&["-1", "HEAD"]))?;
             for c in found.iter().rev() {
-                say(c, &engine.record_commit(c)?);
+                match engine.record_commit(c, None) {
+                    Ok(r) => say(c, &r),
+                    Err(e) => eprintln!("callsign: {}: {e}", c.short()),
+                }
             }
             Ok(())
         }
@@ -257,10 +260,20 @@ pub fn hook(engine: &Engine, name: &str, args: &[String]) -> Result<()> {
             spec.extend(pairs.iter().map(|(_, new)| *new));
             let rewritten = commits(&spec)?;
             for c in &rewritten {
-                say(c, &engine.record_commit(c)?);
+                let from = pairs
+                    .iter()
+                    .find(|(_, new)| *new == c.hash)
+                    .map(|(old, _)| *old);
+                match engine.record_commit(c, from) {
+                    Ok(r) => say(c, &r),
+                    Err(e) => eprintln!("callsign: {}: {e}", c.short()),
+                }
             }
+            // Always: the old commits are gone from the history, so from the tasks.
             for (old, _) in pairs {
-                engine.unlink_commit(old)?;
+                if let Err(e) = engine.unlink_commit(old) {
+                    eprintln!("callsign: {}: {e}", &old[..old.len().min(7)]);
+                }
             }
             Ok(())
         }
@@ -270,7 +283,13 @@ pub fn hook(engine: &Engine, name: &str, args: &[String]) -> Result<()> {
 
 /// The commits `git log ARGS` lists.
 fn commits(args: &[&str]) -> Result<Vec<Commit>> {
-    let mut full = vec!["log", "--format=%H%x00%an <%ae>%x00%aI%x00%B%x1e"];
+    // Signatures shown (`log.showSignature`) would come before each record.
+    let mut full = vec![
+        "-c",
+        "log.showSignature=false",
+        "log",
+        "--format=%H%x00%an <%ae>%x00%aI%x00%B%x1e",
+    ];
     full.extend_from_slice(args);
     let text = git(&full)?;
     let mut out = Vec::new();
@@ -338,7 +357,9 @@ fn refs_trailer(engine: &Engine, file: &Path) -> Result<()> {
     };
     let message =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    if !read_message(&written(&message), known).is_empty() {
+    let written = written(&message);
+    // An empty message is how a person cancels a commit: a trailer would make it one.
+    if written.trim().is_empty() || !read_message(&written, known).is_empty() {
         return Ok(());
     }
     let file = file.to_string_lossy();

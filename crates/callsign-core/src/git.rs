@@ -23,6 +23,7 @@
 //! has (`ISO-8601`, `UTF-8`). A reference after a word or before a smart-commit command whose
 //! prefix no project has is reported in [`Reading::unknown`] (it was meant as a key); a bare one
 //! is just text. A key mentioned twice counts once; a closing mention wins over a linking one.
+//! A revert (`Revert "Fixes SYN-42"`, or a body with `This reverts commit`) only links.
 use crate::{Prefix, TaskKey};
 
 /// What a commit does to a task it names.
@@ -152,6 +153,14 @@ pub fn read_message(message: &str, known: impl Fn(&Prefix) -> bool) -> Reading {
     let mut out = Reading::default();
     for line in message.lines() {
         read_line(&tokens(line), &known, &mut out);
+    }
+    // A revert (`Revert "Fixes SYN-42"`, `This reverts commit …`) undoes a change: it links the
+    // tasks it names and closes none.
+    let first = message.lines().next().unwrap_or("");
+    if first.starts_with("Revert \"") || message.contains("This reverts commit ") {
+        for m in &mut out.mentions {
+            m.act = Act::Link;
+        }
     }
     out
 }
@@ -306,6 +315,7 @@ fn read_line(toks: &[Tok], known: &impl Fn(&Prefix) -> bool, out: &mut Reading) 
                 }
                 verb = None;
                 expect_key = false;
+                run.clear();
             }
             Tok::Smart | Tok::Url => {
                 verb = None;
@@ -468,6 +478,9 @@ mod tests {
     #[case("SYN-42 #comment the form is tidy now", &["SYN-42:link#the form is tidy now"])]
     #[case("SYN-42 #time 1h #comment tidy", &["SYN-42:link"])]
     #[case("SYN-42 #resolve", &["SYN-42:close"])]
+    #[case("SYN-1 #done SYN-2 #comment tidy", &["SYN-1:close", "SYN-2:link#tidy"])]
+    // A revert names what it undoes, and closes nothing.
+    #[case("Revert \"Fixes SYN-42\"\n\nThis reverts commit 1a2b3c4d.", &["SYN-42:link"])]
     // The word must be right before the keys (as GitHub reads it).
     #[case("Fixes the bug in SYN-42", &["SYN-42:link"])]
     #[case("unfixed SYN-42", &["SYN-42:link"])]

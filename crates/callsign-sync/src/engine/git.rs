@@ -74,13 +74,25 @@ impl Engine {
     }
 
     /// Reads a commit's message and acts on the tasks it names (see the module doc).
-    pub fn record_commit(&self, commit: &Commit) -> Result<CommitReport> {
+    /// `rewritten_from`: the commit an amend or a rebase made this one from; a task linked to
+    /// either has been acted on already (its status is left as it is now: it may have been
+    /// reopened since). A task that cannot be changed is reported, and the others still are.
+    pub fn record_commit(
+        &self,
+        commit: &Commit,
+        rewritten_from: Option<&str>,
+    ) -> Result<CommitReport> {
         let prefixes = self.key_prefixes()?;
         let reading = read_message(&commit.message, |p: &Prefix| prefixes.contains(p.as_str()));
-        self.act_on(commit, &reading)
+        Ok(self.act_on(commit, rewritten_from, &reading))
     }
 
-    fn act_on(&self, commit: &Commit, reading: &Reading) -> Result<CommitReport> {
+    fn act_on(
+        &self,
+        commit: &Commit,
+        rewritten_from: Option<&str>,
+        reading: &Reading,
+    ) -> CommitReport {
         let mut report = CommitReport::default();
         for text in &reading.unknown {
             let prefix = text.split(['-', ' ']).next().unwrap_or(text);
@@ -102,9 +114,13 @@ impl Engine {
                     continue;
                 }
             };
+            let subject = match commit.subject() {
+                "" => commit.short(),
+                s => s,
+            };
             let link = CommitLink {
                 hash: commit.hash.clone(),
-                subject: cut(commit.subject(), MAX_COMMIT_SUBJECT),
+                subject: cut(subject, MAX_COMMIT_SUBJECT),
                 author: cut(&commit.author, MAX_COMMIT_AUTHOR),
                 at: commit.at,
                 action: match m.act {
@@ -113,7 +129,13 @@ impl Engine {
                 },
                 comment: m.comment.as_deref().map(|c| cut(c, MAX_COMMIT_COMMENT)),
             };
-            let close = m.act == Act::Close && task.status == TaskStatus::Pending;
+            // Acted on before (this commit read again, or the one it was rewritten from): the
+            // link is kept up to date, the status is the task's own now.
+            let seen = task
+                .commits
+                .iter()
+                .any(|c| c.hash == commit.hash || Some(c.hash.as_str()) == rewritten_from);
+            let close = m.act == Act::Close && task.status == TaskStatus::Pending && !seen;
             let blocked = close && task.is_blocked();
             let label = task.label();
             if task.commits.contains(&link) && (!close || blocked) {
@@ -125,14 +147,17 @@ impl Engine {
                 status: (close && !blocked).then_some(TaskStatus::Completed),
                 ..TaskPatch::default()
             };
-            self.edit_as(&task.uuid.to_string(), patch, Journal::Skip)?;
+            if let Err(e) = self.edit_as(&task.uuid.to_string(), patch, Journal::Skip) {
+                report.ignored.push(format!("{label}: {e}"));
+                continue;
+            }
             match (close, blocked) {
                 (true, true) => report.blocked.push(label),
                 (true, false) => report.closed.push(label),
                 _ => report.linked.push(label),
             }
         }
-        Ok(report)
+        report
     }
 
     /// Takes the link of commit `old` off every task that has it (an amend or a rebase
@@ -153,10 +178,11 @@ impl Engine {
     }
 }
 
-/// At most `max` characters of `s`, trimmed.
+/// At most `max` characters of `s`, trimmed, control characters (a tab) as spaces.
 fn cut(s: &str, max: usize) -> String {
     s.trim()
         .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
         .take(max)
         .collect::<String>()
         .trim_end()
