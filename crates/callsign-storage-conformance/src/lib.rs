@@ -1460,15 +1460,24 @@ async fn try_update_one(
         fp: fingerprint("update", uuid, patch),
         request: serde_json::to_string(patch).unwrap(),
     };
-    let (at, _claim) = match b
-        .alloc
-        .phase1(account, Op::Update, &[m], now_ms())
-        .await
-        .pop()
-    {
-        Some(Ok(Phase1::Proceed(at, claim))) => (at, claim),
-        Some(Ok(Phase1::Replay(r))) => return Ok(r),
-        other => panic!("{idem}: {other:?}"),
+    // `in_progress` is the claim of an attempt that just failed (PostgreSQL releases it off the
+    // caller's path): as a device does, try again shortly (bounded).
+    let mut tries = 0;
+    let (at, _claim) = loop {
+        match b
+            .alloc
+            .phase1(account, Op::Update, std::slice::from_ref(&m), now_ms())
+            .await
+            .pop()
+        {
+            Some(Ok(Phase1::Proceed(at, claim))) => break (at, claim),
+            Some(Ok(Phase1::Replay(r))) => return Ok(r),
+            Some(Ok(Phase1::Refused(Refusal::InProgress))) if tries < 250 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            other => panic!("{idem}: {other:?}"),
+        }
     };
     let snap = b
         .tasks
