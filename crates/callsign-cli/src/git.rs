@@ -1,7 +1,7 @@
 //! `callsign branch` and `callsign git install|uninstall|hook` (docs/CLI.md "Git"): branches
 //! named by keys, and the hooks through which commits act on tasks. Git does the git work
 //! (`git` on the PATH, in the current directory); the engine reads and records
-//! ([`callsign_sync::Engine::record_commit`]).
+//! ([`callsign_sync::Engine::record_commits`]).
 //!
 //! A hook never stops or slows a commit on Callsign's account: the script runs the hook that was
 //! there before (kept beside it as `HOOK.pre-callsign`, and its outcome is the script's), then
@@ -184,8 +184,13 @@ pub fn uninstall() -> Result<(PathBuf, Vec<HookChange>)> {
 pub fn branch_for(engine: &Engine, task_ref: &str) -> Result<String> {
     let task = engine.get(task_ref)?;
     let key = task.key.as_deref().ok_or_else(|| {
+        let why = if task.is_local() {
+            "it waits in this device's inbox for a project (`callsign inbox --send-to PFX`)"
+        } else {
+            "it is provisional until the server numbers it (run `callsign sync`)"
+        };
         anyhow!(
-            "{} has no key yet: a branch is named by its key (run `callsign sync`)",
+            "{} has no key yet, and a branch is named by its key: {why}",
             task.label()
         )
     })?;
@@ -220,24 +225,14 @@ pub fn hook(engine: &Engine, name: &str, args: &[String]) -> Result<()> {
             let file = args.first().ok_or_else(|| anyhow!("no message file"))?;
             refs_trailer(engine, Path::new(file))
         }
-        "post-commit" => {
-            for c in commits(&["-1", "HEAD"])? {
-                say(&c, &engine.record_commit(&c, None)?);
-            }
-            Ok(())
-        }
+        "post-commit" => record(engine, &commits(&["-1", "HEAD"])?, |_| None),
         "post-merge" => {
             // What the merge brought in; without ORIG_HEAD, the merge commit alone.
             let max = format!("--max-count={MAX_COMMITS}");
-            let found =
+            let mut found =
                 commits(&[&max, "ORIG_HEAD..HEAD"]).or_else(|_| commits(&["-1", "HEAD"]))?;
-            for c in found.iter().rev() {
-                match engine.record_commit(c, None) {
-                    Ok(r) => say(c, &r),
-                    Err(e) => eprintln!("callsign: {}: {e}", c.short()),
-                }
-            }
-            Ok(())
+            found.reverse(); // oldest first
+            record(engine, &found, |_| None)
         }
         "post-rewrite" => {
             let mut input = String::new();
@@ -258,27 +253,35 @@ pub fn hook(engine: &Engine, name: &str, args: &[String]) -> Result<()> {
             }
             let mut spec = vec!["--no-walk=unsorted"];
             spec.extend(pairs.iter().map(|(_, new)| *new));
-            let rewritten = commits(&spec)?;
-            for c in &rewritten {
-                let from = pairs
-                    .iter()
-                    .find(|(_, new)| *new == c.hash)
-                    .map(|(old, _)| *old);
-                match engine.record_commit(c, from) {
-                    Ok(r) => say(c, &r),
-                    Err(e) => eprintln!("callsign: {}: {e}", c.short()),
-                }
-            }
+            let recorded = commits(&spec).and_then(|rewritten| {
+                record(engine, &rewritten, |c| {
+                    let pair = pairs.iter().find(|(_, new)| *new == c.hash);
+                    pair.map(|(old, _)| *old)
+                })
+            });
             // Always: the old commits are gone from the history, so from the tasks.
-            for (old, _) in pairs {
+            for (old, _) in &pairs {
                 if let Err(e) = engine.unlink_commit(old) {
                     eprintln!("callsign: {}: {e}", &old[..old.len().min(7)]);
                 }
             }
-            Ok(())
+            recorded
         }
         other => bail!("no such hook: {other} (Callsign has {})", HOOKS.join(", ")),
     }
+}
+
+/// Acts on `commits` in order (`from`: the commit a rewritten one was made from) and says what
+/// each did.
+fn record<'a>(
+    engine: &Engine,
+    commits: &[Commit],
+    from: impl Fn(&Commit) -> Option<&'a str>,
+) -> Result<()> {
+    for (c, r) in commits.iter().zip(engine.record_commits(commits, from)?) {
+        say(c, &r);
+    }
+    Ok(())
 }
 
 /// The commits `git log ARGS` lists.
@@ -350,8 +353,8 @@ fn refs_trailer(engine: &Engine, file: &Path) -> Result<()> {
     let Ok(branch) = git(&["symbolic-ref", "--short", "-q", "HEAD"]) else {
         return Ok(()); // detached: no branch to read
     };
-    let prefixes = engine.key_prefixes()?;
-    let known = |p: &Prefix| prefixes.contains(p.as_str());
+    let prefixes = engine.commit_prefixes()?;
+    let known = |p: &Prefix| prefixes.knows(p);
     let Some(key) = key_in_branch(&branch, known) else {
         return Ok(());
     };

@@ -50,7 +50,7 @@ pub mod witness;
 pub use callsign_import::plan::Report as ImportReport;
 pub use callsign_import::Format as ImportFormat;
 pub use engine::drain::LoginReport;
-pub use engine::git::{Commit, CommitReport};
+pub use engine::git::{Commit, CommitReport, KnownPrefixes};
 pub use engine::grammar::matches_filter;
 pub use engine::import_file::{Clash as ImportClash, ImportOutcome, ImportProgress, ImportRequest};
 pub use engine::team::JoinReport;

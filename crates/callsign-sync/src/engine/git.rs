@@ -1,5 +1,5 @@
 //! Commits acting on tasks (docs/CLI.md "Git"): the CLI's git hooks hand each new commit to
-//! [`Engine::record_commit`], which reads its message with `callsign_core::git`'s grammar,
+//! [`Engine::record_commits`], which reads its message with `callsign_core::git`'s grammar,
 //! resolves the keys as every lookup does (old keys of moved tasks, imported tasks' keys) and
 //! links the commit to each task, completing those a closing word names. Each change is an
 //! ordinary local edit, queued and synced like any other, and never on the undo stack.
@@ -7,7 +7,8 @@
 //! Doing it twice changes nothing: a task that already has the same link (and is completed, if
 //! the commit closes it) is left alone. A commit rewritten by an amend or a rebase is replaced
 //! by its new one ([`Engine::unlink_commit`]), so it is never counted twice.
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 use callsign_core::dto::{CommitAction, CommitLink, TaskPatch, TaskStatus};
 use callsign_core::git::{read_message, Act, Reading};
@@ -44,6 +45,33 @@ impl Commit {
     }
 }
 
+/// The prefixes a key here may have: those a filter's keys may have
+/// ([`Engine::known_prefixes`], cached: the projects' prefixes now and before, those of the
+/// tasks held), and those of earlier keys and of imported tasks' keys from their trackers,
+/// asked of the store once each and only for a prefix the first do not know.
+pub struct KnownPrefixes<'e> {
+    engine: &'e Engine,
+    /// Sorted.
+    filters: Vec<String>,
+    asked: RefCell<HashMap<String, bool>>,
+}
+
+impl KnownPrefixes<'_> {
+    pub fn knows(&self, prefix: &Prefix) -> bool {
+        let p = prefix.as_str();
+        if self.filters.binary_search_by(|k| k.as_str().cmp(p)).is_ok() {
+            return true;
+        }
+        if let Some(&k) = self.asked.borrow().get(p) {
+            return k;
+        }
+        // A store that cannot answer knows no more keys.
+        let k = self.engine.store().holds_prefix(p).unwrap_or(false);
+        self.asked.borrow_mut().insert(p.to_owned(), k);
+        k
+    }
+}
+
 /// What one commit did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommitReport {
@@ -60,31 +88,31 @@ pub struct CommitReport {
 }
 
 impl Engine {
-    /// Every prefix a key here may have: the projects' prefixes now and before (from the server's
-    /// last list), those of tasks on this device, and those of imported tasks' keys.
-    pub fn key_prefixes(&self) -> Result<HashSet<String>> {
-        let mut out: HashSet<String> = HashSet::new();
-        let projects = crate::projects::cached(&self.store())?;
-        for p in projects {
-            out.insert(p.prefix);
-            out.extend(p.previous_prefixes);
-        }
-        out.extend(self.store().key_prefixes()?);
-        Ok(out)
+    /// What says whether a key here may have a prefix (the grammar's `known`).
+    pub fn commit_prefixes(&self) -> Result<KnownPrefixes<'_>> {
+        Ok(KnownPrefixes {
+            engine: self,
+            filters: self.known_prefixes()?,
+            asked: RefCell::new(HashMap::new()),
+        })
     }
 
-    /// Reads a commit's message and acts on the tasks it names (see the module doc).
-    /// `rewritten_from`: the commit an amend or a rebase made this one from; a task linked to
-    /// either has been acted on already (its status is left as it is now: it may have been
-    /// reopened since). A task that cannot be changed is reported, and the others still are.
-    pub fn record_commit(
+    /// Reads each commit's message and acts on the tasks it names (see the module doc), in
+    /// order; one report a commit. `rewritten_from(c)`: the commit an amend or a rebase made `c`
+    /// from; a task linked to either has been acted on already (its status is left as it is
+    /// now: it may have been reopened since). A task that cannot be changed is reported, and
+    /// the others still are. The prefixes a key may have are read once for all of them.
+    pub fn record_commits<'a>(
         &self,
-        commit: &Commit,
-        rewritten_from: Option<&str>,
-    ) -> Result<CommitReport> {
-        let prefixes = self.key_prefixes()?;
-        let reading = read_message(&commit.message, |p: &Prefix| prefixes.contains(p.as_str()));
-        Ok(self.act_on(commit, rewritten_from, &reading))
+        commits: &[Commit],
+        rewritten_from: impl Fn(&Commit) -> Option<&'a str>,
+    ) -> Result<Vec<CommitReport>> {
+        let prefixes = self.commit_prefixes()?;
+        let known = |p: &Prefix| prefixes.knows(p);
+        Ok(commits
+            .iter()
+            .map(|c| self.act_on(c, rewritten_from(c), &read_message(&c.message, known)))
+            .collect())
     }
 
     fn act_on(

@@ -65,18 +65,17 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The prefixes of the keys held here: the tasks' projects, their earlier keys' and the
-    /// keys imported tasks had (upper-case).
-    pub fn key_prefixes(&self) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT project FROM tasks
-             UNION SELECT upper(substr(origin_key, 1, instr(origin_key, '-') - 1)) FROM tasks
-                   WHERE instr(origin_key, '-') > 1
-             UNION SELECT upper(substr(k.value, 1, instr(k.value, '-') - 1))
-                   FROM tasks t, json_each(t.previous_keys) k WHERE instr(k.value, '-') > 1",
-        )?;
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    /// Whether an earlier key held here, or an imported task's key from its tracker, has
+    /// `prefix` (upper-case; the tasks' own projects are [`Store::projects_in_use`]).
+    pub fn holds_prefix(&self, prefix: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE origin_key LIKE ?1 || '-%')
+                     OR EXISTS (SELECT 1 FROM tasks t, json_each(t.previous_keys) k
+                                WHERE k.value LIKE ?1 || '-%')",
+            )?
+            .query_row([prefix], |r| r.get(0))?)
     }
 
     /// The tasks linked to the commit `hash` (a full hash).

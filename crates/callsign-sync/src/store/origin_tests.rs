@@ -274,3 +274,17 @@ fn imported_subtasks_wait_for_their_parents_answer_and_a_refusal_holds_them() {
     let held = s.task(Uuid::from_u128(5)).unwrap().unwrap();
     assert!(held.held_by.is_some());
 }
+
+/// What the git grammar's `known` asks of the store beyond the projects: the prefixes of
+/// imported keys and of earlier keys, in any case.
+#[test]
+fn imported_and_earlier_keys_hold_their_prefixes() {
+    let mut s = imported(&[item(1, "from jira", Some(("jira", "eng-42")))]);
+    let mut moved = server_task(Uuid::from_u128(11), Some(("OPS-1", 1)), "moved");
+    moved.project = "OPS".into();
+    moved.previous_keys = vec!["OLD-2".into()];
+    s.apply_changes(&[moved], "1").unwrap();
+    for (prefix, held) in [("ENG", true), ("OLD", true), ("ISO", false), ("EN", false)] {
+        assert_eq!(s.holds_prefix(prefix).unwrap(), held, "{prefix}");
+    }
+}
